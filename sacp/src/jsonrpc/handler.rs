@@ -1,0 +1,204 @@
+//! What a connection does with the requests and notifications it receives.
+//!
+//! The connection's dispatcher calls the [`Handler`] once per message, **in arrival order**,
+//! with `&mut self`: whatever a handler does before it first waits happens in that order.
+//! The future it returns is polled at once; if it has to wait (for a response from the peer,
+//! say), it is parked and runs on while the dispatcher goes on with the next message. So a
+//! handler may await anything — its own peer included, even while the peer's handler awaits
+//! it — without blocking the connection, and messages whose handlers do not wait are handled
+//! strictly one after another.
+//!
+//! [`Router`] is the ready-made handler: typed closures looked up by method name (a map lookup,
+//! whatever the number of routes), unknown requests answered `-32601`, unknown notifications
+//! ignored.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::de::DeserializeOwned;
+
+use super::connection::Connection;
+use super::{
+    Error, JsonRpcNotification, JsonRpcRequest, Notification, RawJson, Request, Responder,
+};
+
+/// Handles what the peer sends. Both methods have defaults: an unknown request is answered
+/// `-32601 Method not found`, a notification is ignored.
+///
+/// Each method runs synchronously in arrival order and returns the rest of the work as a
+/// `'static` future (clone what it needs from `self` and `cx`). A request is answered through
+/// its [`Responder`]; if the peer cancels it, its future is dropped.
+pub trait Handler: Send + 'static {
+    /// Handles one request.
+    fn handle_request(
+        &mut self,
+        request: Request,
+        responder: Responder,
+        cx: &Connection,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let _ = cx;
+        async move { responder.respond_error(Error::method_not_found(&request.method)) }
+    }
+
+    /// Handles one notification. Notifications are never answered.
+    fn handle_notification(
+        &mut self,
+        notification: Notification,
+        cx: &Connection,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let _ = cx;
+        async move {
+            tracing::debug!(method = %notification.method, "ignoring a notification nobody handles");
+        }
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type RequestFn =
+    Box<dyn FnMut(Option<RawJson>, Connection) -> BoxFuture<Result<RawJson, Error>> + Send>;
+type NotificationFn =
+    Box<dyn FnMut(Option<RawJson>, Connection) -> BoxFuture<Result<(), Error>> + Send>;
+
+/// A [`Handler`] made of closures, one per method.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> sacp::jsonrpc::Result<()> {
+/// use sacp::jsonrpc::{Connection, JsonRpcRequest, Router, channel};
+/// # #[derive(serde::Serialize, serde::Deserialize)] struct Add { a: i64, b: i64 }
+/// # impl JsonRpcRequest for Add { const METHOD: &'static str = "math/add"; type Response = i64; }
+/// let (a, b) = channel();
+/// let _server = Connection::builder().spawn(a, Router::new().on_request(|req: Add, _cx| async move {
+///     Ok(req.a + req.b)
+/// }));
+/// let client = Connection::builder().spawn(b, Router::new());
+/// assert_eq!(client.request(Add { a: 2, b: 3 }).await?, 5);
+/// # Ok(()) }
+/// ```
+#[derive(Default)]
+pub struct Router {
+    requests: HashMap<String, RequestFn>,
+    notifications: HashMap<String, NotificationFn>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("requests", &self.requests.keys().collect::<Vec<_>>())
+            .field(
+                "notifications",
+                &self.notifications.keys().collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Router {
+    /// A router with no routes.
+    pub fn new() -> Self {
+        Router::default()
+    }
+
+    /// Handles requests of type `R`. Params that do not deserialize are answered `-32602`;
+    /// an `Err` from `f` is answered as that error.
+    pub fn on_request<R, F, Fut>(self, mut f: F) -> Self
+    where
+        R: JsonRpcRequest,
+        F: FnMut(R, Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<R::Response, Error>> + Send + 'static,
+    {
+        self.on_raw_request(R::METHOD, move |params, cx| {
+            let fut = parse_params::<R>(params).map(|req| f(req, cx));
+            async move { RawJson::to_raw(&fut?.await?) }
+        })
+    }
+
+    /// Handles notifications of type `N`. An `Err` from `f` (or params that do not fit) is
+    /// logged: notifications are never answered.
+    pub fn on_notification<N, F, Fut>(self, mut f: F) -> Self
+    where
+        N: JsonRpcNotification,
+        F: FnMut(N, Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), Error>> + Send + 'static,
+    {
+        self.on_raw_notification(N::METHOD, move |params, cx| {
+            let fut = parse_params::<N>(params).map(|n| f(n, cx));
+            async move { fut?.await }
+        })
+    }
+
+    /// Handles requests of `method` with raw params and result.
+    pub fn on_raw_request<F, Fut>(mut self, method: impl Into<String>, mut f: F) -> Self
+    where
+        F: FnMut(Option<RawJson>, Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<RawJson, Error>> + Send + 'static,
+    {
+        self.requests
+            .insert(method.into(), Box::new(move |p, cx| Box::pin(f(p, cx))));
+        self
+    }
+
+    /// Handles notifications of `method` with raw params.
+    pub fn on_raw_notification<F, Fut>(mut self, method: impl Into<String>, mut f: F) -> Self
+    where
+        F: FnMut(Option<RawJson>, Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), Error>> + Send + 'static,
+    {
+        self.notifications
+            .insert(method.into(), Box::new(move |p, cx| Box::pin(f(p, cx))));
+        self
+    }
+}
+
+/// Absent params are read as `null` (what `()` and `Option` expect) or, failing that, as `{}`
+/// (what a struct of optional fields expects).
+fn parse_params<T: DeserializeOwned>(params: Option<RawJson>) -> Result<T, Error> {
+    match params {
+        Some(raw) => raw.parse(),
+        None => RawJson::null()
+            .parse()
+            .or_else(|e| RawJson::empty_object().parse().map_err(|_| e)),
+    }
+}
+
+impl Handler for Router {
+    fn handle_request(
+        &mut self,
+        request: Request,
+        responder: Responder,
+        cx: &Connection,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let work = match self.requests.get_mut(request.method.as_str()) {
+            Some(f) => Ok(f(request.params, cx.clone())),
+            None => Err(Error::method_not_found(&request.method)),
+        };
+        async move {
+            match work {
+                Ok(work) => responder.respond(work.await),
+                Err(e) => responder.respond_error(e),
+            }
+        }
+    }
+
+    fn handle_notification(
+        &mut self,
+        notification: Notification,
+        cx: &Connection,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let method = notification.method;
+        let work = self
+            .notifications
+            .get_mut(method.as_str())
+            .map(|f| f(notification.params, cx.clone()));
+        async move {
+            match work {
+                Some(work) => {
+                    if let Err(e) = work.await {
+                        tracing::warn!(%method, error = %e, "notification handler failed");
+                    }
+                }
+                None => tracing::debug!(%method, "ignoring a notification nobody handles"),
+            }
+        }
+    }
+}

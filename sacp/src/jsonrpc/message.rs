@@ -1,0 +1,402 @@
+//! The wire message: a JSON-RPC 2.0 envelope whose payload stays raw.
+//!
+//! Parsing a line reads the envelope only (`jsonrpc`, `id`, `method`) and records where
+//! `params`, `result` or `error` sit in the line; those payloads are slices of the line buffer,
+//! never parsed or copied. Encoding writes the envelope around the same bytes.
+//!
+//! Choices where JSON-RPC 2.0 leaves room (documented here because peers differ):
+//! - a missing `jsonrpc` member is accepted (some peers omit it); a present one must be `"2.0"`;
+//! - `params` of any JSON type is accepted and forwarded as it is;
+//! - members the envelope does not define are ignored;
+//! - batches (arrays) are not part of ACP and are refused with `-32600`.
+
+use bytes::Bytes;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use super::id::write_json_string;
+use super::{Error, Id, RawJson};
+
+/// One JSON-RPC message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    /// A request: expects exactly one response with the same id.
+    Request(Request),
+    /// A notification: never answered.
+    Notification(Notification),
+    /// A response to a request.
+    Response(Response),
+}
+
+/// A request as it travels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// The id the sender chose.
+    pub id: Id,
+    /// The method name.
+    pub method: String,
+    /// The params, raw; `None` when the member was absent.
+    pub params: Option<RawJson>,
+}
+
+/// A notification as it travels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The params, raw; `None` when the member was absent.
+    pub params: Option<RawJson>,
+}
+
+/// A response as it travels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    /// The id of the request it answers.
+    pub id: Id,
+    /// The `result` or the `error` object, raw.
+    pub body: ResponseBody,
+}
+
+/// What a response carries, raw, so that forwarding it keeps every byte.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResponseBody {
+    /// The `result` member.
+    Result(RawJson),
+    /// The `error` member (a JSON-RPC error object).
+    Error(RawJson),
+}
+
+impl Response {
+    /// A success response.
+    pub fn ok(id: Id, result: RawJson) -> Response {
+        Response {
+            id,
+            body: ResponseBody::Result(result),
+        }
+    }
+
+    /// An error response.
+    pub fn error(id: Id, error: &Error) -> Response {
+        let raw = RawJson::to_raw(error).unwrap_or_else(|_| RawJson::null());
+        Response {
+            id,
+            body: ResponseBody::Error(raw),
+        }
+    }
+
+    /// The result, or the error object decoded. An error object that is not one (no integer
+    /// `code`, say) becomes an internal error carrying the raw text as `data`.
+    pub fn into_result(self) -> Result<RawJson, Error> {
+        match self.body {
+            ResponseBody::Result(raw) => Ok(raw),
+            ResponseBody::Error(raw) => Err(decode_error_object(&raw)),
+        }
+    }
+}
+
+pub(crate) fn decode_error_object(raw: &RawJson) -> Error {
+    raw.parse::<Error>().unwrap_or_else(|e| {
+        Error::internal_error(format!("the peer sent a malformed error object: {e}"))
+            .with_data(raw.as_str())
+    })
+}
+
+impl Message {
+    /// The method, for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+
+    /// Appends the message as one line (with its trailing `\n`) to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
+        match self {
+            Message::Request(r) => {
+                out.extend_from_slice(br#","id":"#);
+                r.id.write_json(out);
+                write_method_and_params(&r.method, r.params.as_ref(), out);
+            }
+            Message::Notification(n) => write_method_and_params(&n.method, n.params.as_ref(), out),
+            Message::Response(r) => {
+                out.extend_from_slice(br#","id":"#);
+                r.id.write_json(out);
+                let (key, raw) = match &r.body {
+                    ResponseBody::Result(raw) => (&br#","result":"#[..], raw),
+                    ResponseBody::Error(raw) => (&br#","error":"#[..], raw),
+                };
+                out.extend_from_slice(key);
+                out.extend_from_slice(raw.as_bytes());
+            }
+        }
+        out.extend_from_slice(b"}\n");
+    }
+
+    /// The message as one line of text, without the trailing newline.
+    pub fn to_line(&self) -> String {
+        let mut out = Vec::new();
+        self.encode_into(&mut out);
+        out.pop();
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+fn write_method_and_params(method: &str, params: Option<&RawJson>, out: &mut Vec<u8>) {
+    out.extend_from_slice(br#","method":"#);
+    write_json_string(method, out);
+    if let Some(params) = params {
+        out.extend_from_slice(br#","params":"#);
+        out.extend_from_slice(params.as_bytes());
+    }
+}
+
+/// What reading one line produced.
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    /// A well-formed message.
+    Message(Message),
+    /// Something that must be answered with an error response (`id` is `Null` when it could not
+    /// be recovered): not JSON, not an object, not a valid request.
+    Invalid { id: Id, error: Error },
+    /// A response that is not well formed: nothing is answered, but a request waiting on `id`
+    /// learns about it.
+    BadResponse { id: Id, error: Error },
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// `Some` for a member that is present, even when its value is `null`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
+}
+
+/// Parses one line (without its newline). The payloads of the result share `line`'s buffer.
+pub(crate) fn parse_line(line: &Bytes) -> Parsed {
+    let invalid = |id: Id, error: Error| Parsed::Invalid { id, error };
+    let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    if first != Some(b'{') {
+        return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            Ok(_) => invalid(
+                Id::Null,
+                Error::invalid_request("a message must be a JSON object"),
+            ),
+            Err(e) => invalid(Id::Null, Error::parse_error(e)),
+        };
+    }
+    let env: Envelope<'_> = match serde_json::from_slice(line) {
+        Ok(env) => env,
+        Err(e) if e.is_data() => return invalid(Id::Null, Error::invalid_request(e)),
+        Err(e) => return invalid(Id::Null, Error::parse_error(e)),
+    };
+    let slice = |raw: &RawValue| -> RawJson {
+        let text = raw.get();
+        let start = text.as_ptr() as usize - line.as_ptr() as usize;
+        RawJson::from_trusted(line.slice(start..start + text.len()))
+    };
+
+    // The id, if any, is read first so that every later error can name it.
+    let id = match env.id {
+        None => None,
+        Some(raw) => match Id::from_raw(raw.get()) {
+            Some(id) => Some(id),
+            None => {
+                return invalid(
+                    Id::Null,
+                    Error::invalid_request(format!(
+                        "id must be a string, an integer or null, not {}",
+                        raw.get()
+                    )),
+                );
+            }
+        },
+    };
+    if let Some(v) = env.jsonrpc
+        && v.get() != r#""2.0""#
+    {
+        let error = Error::invalid_request(format!(r#"jsonrpc must be "2.0", not {}"#, v.get()));
+        return match (env.method, id) {
+            (None, Some(id)) => Parsed::BadResponse { id, error },
+            (_, id) => invalid(id.unwrap_or(Id::Null), error),
+        };
+    }
+
+    if let Some(method) = env.method {
+        let Ok(method) = serde_json::from_str::<String>(method.get()) else {
+            return invalid(
+                id.unwrap_or(Id::Null),
+                Error::invalid_request(format!("method must be a string, not {}", method.get())),
+            );
+        };
+        let params = env.params.map(slice);
+        return Parsed::Message(match id {
+            Some(id) => Message::Request(Request { id, method, params }),
+            None => Message::Notification(Notification { method, params }),
+        });
+    }
+
+    let Some(id) = id else {
+        return invalid(
+            Id::Null,
+            Error::invalid_request(
+                "a message needs a method (request, notification) or an id (response)",
+            ),
+        );
+    };
+    match (env.result, env.error) {
+        (Some(result), None) => Parsed::Message(Message::Response(Response::ok(id, slice(result)))),
+        (None, Some(error)) => Parsed::Message(Message::Response(Response {
+            id,
+            body: ResponseBody::Error(slice(error)),
+        })),
+        (Some(_), Some(_)) => Parsed::BadResponse {
+            id,
+            error: Error::internal_error("the peer's response has both result and error"),
+        },
+        (None, None) => Parsed::BadResponse {
+            id,
+            error: Error::internal_error("the peer's response has neither result nor error"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Parsed {
+        parse_line(&Bytes::copy_from_slice(text.as_bytes()))
+    }
+
+    fn message(text: &str) -> Message {
+        match parse(text) {
+            Parsed::Message(m) => m,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    fn invalid_code(text: &str) -> (Id, i64) {
+        match parse(text) {
+            Parsed::Invalid { id, error } => (id, error.code),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn request_round_trips_byte_for_byte() {
+        let text = r#"{"jsonrpc":"2.0","id":"a-1","method":"session/prompt","params":{"x": [1, 2.50, "\u00e9"]}}"#;
+        let m = message(text);
+        let Message::Request(r) = &m else { panic!() };
+        assert_eq!(r.id, Id::from("a-1"));
+        assert_eq!(
+            r.params.as_ref().unwrap().as_str(),
+            r#"{"x": [1, 2.50, "\u00e9"]}"#
+        );
+        assert_eq!(m.to_line(), text);
+    }
+
+    #[test]
+    fn notification_response_and_error() {
+        assert!(
+            matches!(message(r#"{"jsonrpc":"2.0","method":"n"}"#), Message::Notification(n) if n.params.is_none())
+        );
+        let Message::Response(r) = message(r#"{"jsonrpc":"2.0","id":3,"result":null}"#) else {
+            panic!()
+        };
+        assert_eq!(r.id, Id::Number(3));
+        assert!(r.clone().into_result().unwrap().is_null());
+        let Message::Response(r) =
+            message(r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32000,"message":"m","data":[1]}}"#)
+        else {
+            panic!()
+        };
+        let e = r.into_result().unwrap_err();
+        assert_eq!((e.code, e.data), (-32000, Some(serde_json::json!([1]))));
+    }
+
+    #[test]
+    fn null_id_is_a_request_id_not_a_notification() {
+        assert!(
+            matches!(message(r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#), Message::Request(r) if r.id == Id::Null)
+        );
+    }
+
+    #[test]
+    fn method_with_escapes() {
+        let m = message(r#"{"jsonrpc":"2.0","method":"a\/b"}"#);
+        assert_eq!(m.method(), Some("a/b"));
+    }
+
+    #[test]
+    fn bad_input_gets_the_specified_code() {
+        assert_eq!(invalid_code("{not json"), (Id::Null, -32700));
+        assert_eq!(invalid_code("nope"), (Id::Null, -32700));
+        assert_eq!(invalid_code("[1,2]"), (Id::Null, -32600));
+        assert_eq!(invalid_code("42"), (Id::Null, -32600));
+        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0"}"#), (Id::Null, -32600));
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0","id":{},"method":"m"}"#),
+            (Id::Null, -32600)
+        );
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0","id":5,"method":7}"#),
+            (Id::Number(5), -32600)
+        );
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"1.0","id":5,"method":"m"}"#),
+            (Id::Number(5), -32600)
+        );
+        assert_eq!(
+            invalid_code(r#"{"id":1,"id":2,"method":"m"}"#),
+            (Id::Null, -32600)
+        );
+    }
+
+    #[test]
+    fn malformed_responses_are_reported_not_answered() {
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1}"#),
+            Parsed::BadResponse {
+                id: Id::Number(1),
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#),
+            Parsed::BadResponse { .. }
+        ));
+    }
+
+    #[test]
+    fn missing_jsonrpc_member_is_tolerated() {
+        assert!(matches!(
+            message(r#"{"id":1,"method":"initialize","params":{}}"#),
+            Message::Request(_)
+        ));
+    }
+
+    #[test]
+    fn encoding_escapes_method_and_keeps_absent_params_absent() {
+        let m = Message::Notification(Notification {
+            method: "a\"b".into(),
+            params: None,
+        });
+        assert_eq!(m.to_line(), r#"{"jsonrpc":"2.0","method":"a\"b"}"#);
+    }
+}

@@ -1,0 +1,335 @@
+//! Requests this side sent and is waiting on: the pending table and the response future.
+//!
+//! The table is resolved by the reader task directly, never through the dispatch queue, so a
+//! handler that awaits a response from its own peer is never waiting on itself.
+//!
+//! Ordering: a response is delivered only once every request and notification that the peer
+//! sent *before* it has been handed to its handler (and run until it first waited). So when
+//! `request(..).await` returns, the `session/update`s streamed ahead of the response have all
+//! been seen. This never deadlocks: the dispatcher does not wait for handlers that wait.
+
+use std::collections::HashMap;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::connection::Connection;
+use super::{Error, Id, RawJson};
+
+/// A response that arrived, with its place in the peer's stream.
+#[derive(Debug)]
+pub(crate) struct Arrived {
+    pub(crate) result: Result<RawJson, Error>,
+    /// How many requests and notifications the peer sent before this response.
+    pub(crate) barrier: u64,
+}
+
+/// The requests awaiting a response.
+#[derive(Debug, Default)]
+pub(crate) struct PendingTable {
+    inner: Mutex<PendingInner>,
+    len: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct PendingInner {
+    /// Set once the connection cannot receive responses any more.
+    closed: Option<Error>,
+    waiters: HashMap<Id, oneshot::Sender<Arrived>>,
+}
+
+impl PendingTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PendingInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers `id`; fails with the closing error when the connection has ended.
+    pub(crate) fn insert(&self, id: Id, tx: oneshot::Sender<Arrived>) -> Result<(), Error> {
+        let mut inner = self.lock();
+        if let Some(e) = &inner.closed {
+            return Err(e.clone());
+        }
+        inner.waiters.insert(id, tx);
+        self.len.store(inner.waiters.len(), Ordering::Release);
+        Ok(())
+    }
+
+    /// Hands a response to its waiter; `false` when nobody waits on `id`.
+    pub(crate) fn resolve(&self, id: &Id, arrived: Arrived) -> bool {
+        let tx = {
+            let mut inner = self.lock();
+            let tx = inner.waiters.remove(id);
+            self.len.store(inner.waiters.len(), Ordering::Release);
+            tx
+        };
+        match tx {
+            Some(tx) => {
+                // The waiter may have been dropped a moment ago; nothing to do then.
+                let _ = tx.send(arrived);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets `id`; `true` when it was still pending.
+    pub(crate) fn remove(&self, id: &Id) -> bool {
+        let mut inner = self.lock();
+        let was = inner.waiters.remove(id).is_some();
+        self.len.store(inner.waiters.len(), Ordering::Release);
+        was
+    }
+
+    /// Fails every pending request with `error`, and every later one too.
+    pub(crate) fn close(&self, error: Error) {
+        let waiters = {
+            let mut inner = self.lock();
+            inner.closed.get_or_insert(error.clone());
+            self.len.store(0, Ordering::Release);
+            std::mem::take(&mut inner.waiters)
+        };
+        for (_, tx) in waiters {
+            let _ = tx.send(Arrived {
+                result: Err(error.clone()),
+                barrier: 0,
+            });
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len.load(Ordering::Acquire) == 0
+    }
+}
+
+/// A request that has been sent; await it for the response.
+///
+/// The request goes out when [`Connection::request`] is called, not when this is first polled,
+/// so it keeps its place relative to messages sent after it. Dropping this before the response
+/// arrives (or calling [`PendingResponse::cancel`]) sends `$/cancel_request` to the peer.
+#[must_use = "dropping a PendingResponse cancels the request"]
+pub struct PendingResponse<T> {
+    state: Result<Sent, Error>,
+    decode: fn(RawJson) -> Result<T, Error>,
+}
+
+struct Sent {
+    guard: CancelOnDrop,
+    method: String,
+    rx: oneshot::Receiver<Arrived>,
+    deadline: Option<(Instant, Duration)>,
+}
+
+impl<T> std::fmt::Debug for PendingResponse<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.state {
+            Ok(s) => write!(f, "PendingResponse({} {})", s.method, s.guard.id),
+            Err(e) => write!(f, "PendingResponse(failed: {e})"),
+        }
+    }
+}
+
+impl<T: Send + 'static> PendingResponse<T> {
+    pub(crate) fn sent(
+        conn: &Connection,
+        id: Id,
+        method: String,
+        rx: oneshot::Receiver<Arrived>,
+        decode: fn(RawJson) -> Result<T, Error>,
+    ) -> Self {
+        let deadline = conn
+            .shared()
+            .default_timeout
+            .map(|d| (Instant::now() + d, d));
+        PendingResponse {
+            state: Ok(Sent {
+                guard: CancelOnDrop {
+                    conn: conn.clone(),
+                    id,
+                    armed: true,
+                },
+                method,
+                rx,
+                deadline,
+            }),
+            decode,
+        }
+    }
+
+    pub(crate) fn failed(error: Error, decode: fn(RawJson) -> Result<T, Error>) -> Self {
+        PendingResponse {
+            state: Err(error),
+            decode,
+        }
+    }
+
+    /// Fails the request with a timeout error (and cancels it at the peer) when no response
+    /// arrived within `after` of sending it.
+    pub fn timeout(mut self, after: Duration) -> Self {
+        if let Ok(sent) = &mut self.state {
+            let sent_at = sent.deadline.map_or_else(Instant::now, |(at, d)| at - d);
+            sent.deadline = Some((sent_at + after, after));
+        }
+        self
+    }
+
+    /// The id the request was sent with (`None` if it could not be sent).
+    pub fn id(&self) -> Option<&Id> {
+        self.state.as_ref().ok().map(|s| &s.guard.id)
+    }
+
+    /// Cancels the request: the peer gets `$/cancel_request` unless it already answered.
+    pub fn cancel(self) {
+        drop(self);
+    }
+}
+
+impl<T: Send + 'static> IntoFuture for PendingResponse<T> {
+    type Output = Result<T, Error>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let decode = self.decode;
+        Box::pin(async move {
+            let Sent {
+                mut guard,
+                method,
+                rx,
+                deadline,
+            } = self.state?;
+            let arrived = match deadline {
+                None => rx.await,
+                Some((at, after)) => match tokio::time::timeout_at(at, rx).await {
+                    Ok(arrived) => arrived,
+                    // The guard cancels the request at the peer as it drops.
+                    Err(_) => return Err(Error::timeout(&method, after)),
+                },
+            };
+            guard.armed = false;
+            let arrived = arrived
+                .map_err(|_| Error::peer_closed(&guard.conn.shared().name, "connection dropped"))?;
+            guard
+                .conn
+                .shared()
+                .order
+                .wait_until_dispatched(arrived.barrier)
+                .await;
+            arrived.result.and_then(decode)
+        })
+    }
+}
+
+/// Sends `$/cancel_request` for a request that is still pending when this drops.
+struct CancelOnDrop {
+    conn: Connection,
+    id: Id,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed && self.conn.shared().pending.remove(&self.id) {
+            self.conn.send_cancel(&self.id);
+        }
+    }
+}
+
+/// Bookkeeping for the ordering rule above: how far the dispatcher has got.
+#[derive(Debug, Default)]
+pub(crate) struct DispatchOrder {
+    dispatched: std::sync::atomic::AtomicU64,
+    waiters: AtomicUsize,
+    progress: tokio::sync::Notify,
+}
+
+impl DispatchOrder {
+    /// Called by the dispatcher after each message it handled (or skipped).
+    pub(crate) fn advance(&self) {
+        self.dispatched.fetch_add(1, Ordering::AcqRel);
+        if self.waiters.load(Ordering::Acquire) > 0 {
+            self.progress.notify_waiters();
+        }
+    }
+
+    /// Called when the dispatcher is gone: nobody waits any more.
+    pub(crate) fn finish(&self) {
+        self.dispatched.store(u64::MAX, Ordering::Release);
+        self.progress.notify_waiters();
+    }
+
+    async fn wait_until_dispatched(&self, barrier: u64) {
+        if self.dispatched.load(Ordering::Acquire) >= barrier {
+            return;
+        }
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        let _waiting = Waiting(&self.waiters);
+        loop {
+            let notified = self.progress.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.dispatched.load(Ordering::Acquire) >= barrier {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Shared by typed and raw requests: the decode step for a raw result.
+pub(crate) fn keep_raw(raw: RawJson) -> Result<RawJson, Error> {
+    Ok(raw)
+}
+
+/// The decode step for a typed result: a result that does not fit is an internal error (the
+/// peer answered something else than the method promises), not invalid params.
+pub(crate) fn decode_typed<T: serde::de::DeserializeOwned>(raw: RawJson) -> Result<T, Error> {
+    serde_json::from_slice(raw.as_bytes()).map_err(|e| {
+        Error::internal_error(format!(
+            "the peer's response does not match the expected type: {e}"
+        ))
+        .with_data(raw.as_str())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_fails_current_and_future_requests() {
+        let table = PendingTable::default();
+        let (tx, mut rx) = oneshot::channel();
+        table.insert(Id::Number(1), tx).unwrap();
+        assert!(!table.is_empty());
+        table.close(Error::peer_closed("peer", "EOF"));
+        assert!(rx.try_recv().unwrap().result.unwrap_err().is_peer_closed());
+        let (tx, _rx) = oneshot::channel();
+        assert!(
+            table
+                .insert(Id::Number(2), tx)
+                .unwrap_err()
+                .is_peer_closed()
+        );
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn unknown_ids_are_not_resolved() {
+        let table = PendingTable::default();
+        let arrived = Arrived {
+            result: Ok(RawJson::null()),
+            barrier: 0,
+        };
+        assert!(!table.resolve(&Id::Number(9), arrived));
+    }
+}

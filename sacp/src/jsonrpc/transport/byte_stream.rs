@@ -1,0 +1,147 @@
+//! Newline-delimited JSON over byte streams.
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+
+use super::{Inbound, MessageReader, MessageWriter, Transport};
+use crate::jsonrpc::framing::{DEFAULT_MAX_LINE_LENGTH, Frame, LineReader};
+use crate::jsonrpc::message::{Parsed, parse_line};
+use crate::jsonrpc::{Error, Id, Message};
+
+/// A transport over a byte-stream reader and writer: one JSON-RPC message per line.
+///
+/// ```no_run
+/// use sacp::jsonrpc::ByteStream;
+/// // This process's stdin and stdout:
+/// let stdio = ByteStream::stdio();
+/// // A child's pipes:
+/// let mut child = tokio::process::Command::new("my-agent")
+///     .stdin(std::process::Stdio::piped())
+///     .stdout(std::process::Stdio::piped())
+///     .spawn()
+///     .unwrap();
+/// let pipes = ByteStream::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+/// ```
+#[derive(Debug)]
+pub struct ByteStream<R, W> {
+    reader: R,
+    writer: W,
+    max_line_length: usize,
+}
+
+impl<R, W> ByteStream<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// A transport reading from `reader` and writing to `writer`.
+    pub fn new(reader: R, writer: W) -> Self {
+        ByteStream {
+            reader,
+            writer,
+            max_line_length: DEFAULT_MAX_LINE_LENGTH,
+        }
+    }
+
+    /// Sets the longest line accepted, in bytes (default 64 MiB). A longer line is dropped and
+    /// answered with `-32600` (its id cannot be known), and the connection keeps working.
+    pub fn max_line_length(mut self, bytes: usize) -> Self {
+        self.max_line_length = bytes;
+        self
+    }
+}
+
+impl ByteStream<tokio::io::Stdin, tokio::io::Stdout> {
+    /// This process's standard input and output.
+    pub fn stdio() -> Self {
+        ByteStream::new(tokio::io::stdin(), tokio::io::stdout())
+    }
+}
+
+impl<S> ByteStream<tokio::io::ReadHalf<S>, tokio::io::WriteHalf<S>>
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    /// A transport over one bidirectional stream (a `TcpStream`, a `UnixStream`, a tokio
+    /// `DuplexStream`).
+    pub fn duplex(stream: S) -> Self {
+        let (r, w) = tokio::io::split(stream);
+        ByteStream::new(r, w)
+    }
+}
+
+impl<R, W> Transport for ByteStream<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Reader = LineMessageReader<R>;
+    type Writer = LineMessageWriter<W>;
+
+    fn split(self) -> (Self::Reader, Self::Writer) {
+        (
+            LineMessageReader {
+                lines: LineReader::new(self.reader, self.max_line_length),
+                max: self.max_line_length,
+            },
+            LineMessageWriter {
+                writer: self.writer,
+                buf: Vec::with_capacity(64 * 1024),
+            },
+        )
+    }
+}
+
+/// The reading half of a [`ByteStream`].
+#[derive(Debug)]
+pub struct LineMessageReader<R> {
+    lines: LineReader<R>,
+    max: usize,
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> MessageReader for LineMessageReader<R> {
+    async fn read(&mut self) -> std::io::Result<Option<Inbound>> {
+        Ok(match self.lines.next_frame().await? {
+            None => None,
+            Some(Frame::Line(line)) => Some(match parse_line(&line) {
+                Parsed::Message(m) => Inbound::Message(m),
+                Parsed::Invalid { id, error } => Inbound::Invalid { id, error },
+                Parsed::BadResponse { id, error } => Inbound::BadResponse { id, error },
+            }),
+            Some(Frame::TooLong { len }) => Some(Inbound::Invalid {
+                id: Id::Null,
+                error: Error::invalid_request(format!(
+                    "message of {len} bytes exceeds the maximum line length of {} bytes and was dropped",
+                    self.max
+                )),
+            }),
+        })
+    }
+}
+
+/// The writing half of a [`ByteStream`].
+#[derive(Debug)]
+pub struct LineMessageWriter<W> {
+    writer: W,
+    buf: Vec<u8>,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> MessageWriter for LineMessageWriter<W> {
+    async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
+        self.buf.clear();
+        for m in batch.drain(..) {
+            m.encode_into(&mut self.buf);
+        }
+        self.writer.write_all(&self.buf).await?;
+        self.writer.flush().await?;
+        if self.buf.capacity() > 4 * 1024 * 1024 {
+            // One huge message should not pin its buffer for the life of the connection.
+            self.buf = Vec::with_capacity(64 * 1024);
+        }
+        Ok(())
+    }
+
+    async fn close(&mut self) -> std::io::Result<()> {
+        self.writer.flush().await?;
+        self.writer.shutdown().await
+    }
+}
