@@ -9,3 +9,8 @@
 //!   cancellation and timeouts.
 
 pub mod jsonrpc;
+
+/// The README's examples, compiled as doc tests so they cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
