@@ -311,6 +311,10 @@ impl Connection {
     }
 
     /// Completes once the connection has fully ended; says why it ended.
+    ///
+    /// When the peer's stream ends, the requests it sent before that are still handled and
+    /// answered (its reading side may well be open, as with `printf '...' | agent`), so this
+    /// completes once their handlers finish. [`Connection::close`] cancels them instead.
     pub async fn closed(&self) -> String {
         self.shared.done.cancelled().await;
         self.shared
@@ -359,7 +363,10 @@ async fn run_reader<R: MessageReader>(
                     result,
                     barrier: enqueued,
                 };
-                if !shared.pending.resolve(&id, arrived) {
+                if id == Id::Null {
+                    // The peer could not read something we sent and says so.
+                    tracing::error!(peer = %shared.name, response = ?arrived.result, "the peer reported an error about a message it could not read");
+                } else if !shared.pending.resolve(&id, arrived) {
                     tracing::warn!(peer = %shared.name, %id, "dropping a response to an unknown or cancelled request id");
                 }
                 continue;
@@ -538,6 +545,8 @@ async fn run_writer<W: MessageWriter>(
             tracing::debug!(peer = %conn.shared.name, error = %e, "write failed; ending the connection");
             conn.end(format!("write error: {e}"));
             conn.shared.shutdown.cancel();
+            // Nothing can reach the peer any more: stop the handlers still working for it.
+            conn.shared.in_flight.cancel_all();
             batch.clear();
             // Keep draining so the dispatcher's final Close is seen and senders do not pile up.
             closing = closing || drain_until_close(&mut rx).await;
