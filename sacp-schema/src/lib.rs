@@ -1,0 +1,107 @@
+//! # sacp-schema
+//!
+//! The protocol types of sacp, generated from the pinned JSON Schemas by
+//! `cargo xtask regen-schema` (never edited by hand):
+//! - [`acp::v1`]: Agent Client Protocol v1 (stable);
+//! - [`acp::v2`]: Agent Client Protocol v2 (draft);
+//! - [`mcp`]: Model Context Protocol 2025-11-25 (messages of older MCP versions deserialize
+//!   where the schemas agree).
+//!
+//! Each module has a `methods` table generated in the same pass from the schema's `x-method` and
+//! `x-side` annotations (ACP) or `method` constants (MCP): every request's method, params and
+//! response types and who receives it, every notification's method and receiver, a `METHOD`
+//! constant on each message type, and `for_each_*` macros that hand the table to a callback
+//! macro.
+//!
+//! ```
+//! use sacp_schema::acp::v1::{InitializeRequest, ProtocolVersion, SessionUpdate};
+//!
+//! assert_eq!(InitializeRequest::METHOD, "initialize");
+//! let update: SessionUpdate = serde_json::from_str(
+//!     r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hi"}}"#,
+//! ).unwrap();
+//! assert!(matches!(update, SessionUpdate::AgentMessageChunk(_)));
+//! # let _ = ProtocolVersion(1);
+//! ```
+
+pub mod table;
+
+#[doc(hidden)]
+pub mod lenient;
+
+// The generated files, declared here and re-exported under their protocol's path below.
+/// The method table of ACP v1.
+#[allow(clippy::all, missing_docs)]
+#[rustfmt::skip]
+#[path = "generated/acp_v1_methods.rs"]
+#[doc(hidden)]
+pub mod acp_v1_methods;
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    missing_docs,
+    rustdoc::all,
+    unreachable_pub,
+    dead_code
+)]
+#[rustfmt::skip]
+#[path = "generated/acp_v1.rs"]
+mod acp_v1_types;
+/// The method table of ACP v2.
+#[allow(clippy::all, missing_docs)]
+#[rustfmt::skip]
+#[path = "generated/acp_v2_methods.rs"]
+#[doc(hidden)]
+pub mod acp_v2_methods;
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    missing_docs,
+    rustdoc::all,
+    unreachable_pub,
+    dead_code
+)]
+#[rustfmt::skip]
+#[path = "generated/acp_v2.rs"]
+mod acp_v2_types;
+/// The method table of MCP 2025-11-25.
+#[allow(clippy::all, missing_docs)]
+#[rustfmt::skip]
+#[path = "generated/mcp_methods.rs"]
+#[doc(hidden)]
+pub mod mcp_methods;
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    missing_docs,
+    rustdoc::all,
+    unreachable_pub,
+    dead_code
+)]
+#[rustfmt::skip]
+#[path = "generated/mcp.rs"]
+mod mcp_types;
+
+/// Agent Client Protocol.
+pub mod acp {
+    /// ACP protocol v1 (stable), from `acp/v1/schema.json`.
+    pub mod v1 {
+        pub use crate::acp_v1_types::*;
+
+        pub use crate::acp_v1_methods as methods;
+    }
+
+    /// ACP protocol v2 (draft), from `acp/v2/schema.json`.
+    pub mod v2 {
+        pub use crate::acp_v2_types::*;
+
+        pub use crate::acp_v2_methods as methods;
+    }
+}
+
+/// Model Context Protocol 2025-11-25, from `mcp/2025-11-25/schema.json`.
+pub mod mcp {
+    pub use crate::mcp_types::*;
+
+    pub use crate::mcp_methods as methods;
+}

@@ -1,0 +1,300 @@
+//! `cargo xtask regen-schema [--check]`: generates `sacp-schema`'s protocol types and method
+//! tables from the pinned JSON Schemas.
+//!
+//! Pipeline, per schema: load and verify the pin ([`sources`]) → take the unions typify cannot
+//! model and write them ourselves ([`emit_unions`]) → schema passes ([`passes`]) → typify 0.8 →
+//! syn post-passes ([`post`]) → method tables ([`tables`]) → prettyplease → a file with an
+//! `@generated` header, written only when it changed. `--check` writes nothing and fails,
+//! naming each stale file, when the committed output differs from what would be generated.
+
+mod emit_unions;
+mod passes;
+mod post;
+mod sources;
+mod tables;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use proc_macro2::TokenStream;
+use serde_json::Value;
+
+use crate::passes::Defs;
+use crate::sources::Pinned;
+
+/// One generated module.
+struct Target {
+    pin: Pinned,
+    /// The module's path in `sacp-schema` (`acp::v1`).
+    module: &'static str,
+    /// File of the types, below `sacp-schema/src/`.
+    types_file: &'static str,
+    /// File of the method tables, below `sacp-schema/src/`.
+    methods_file: &'static str,
+    protocol: Protocol,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Protocol {
+    Acp,
+    Mcp,
+}
+
+const TARGETS: &[Target] = &[
+    Target {
+        pin: sources::ACP_V1,
+        module: "acp::v1",
+        types_file: "generated/acp_v1.rs",
+        methods_file: "generated/acp_v1_methods.rs",
+        protocol: Protocol::Acp,
+    },
+    Target {
+        pin: sources::ACP_V2,
+        module: "acp::v2",
+        types_file: "generated/acp_v2.rs",
+        methods_file: "generated/acp_v2_methods.rs",
+        protocol: Protocol::Acp,
+    },
+    Target {
+        pin: sources::MCP_2025_11_25,
+        module: "mcp",
+        types_file: "generated/mcp.rs",
+        methods_file: "generated/mcp_methods.rs",
+        protocol: Protocol::Mcp,
+    },
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["regen-schema"] => regen(false),
+        ["regen-schema", "--check"] => regen(true),
+        _ => Err("usage: cargo xtask regen-schema [--check]\n\n  \
+                  Generates sacp-schema/src/generated/ from the pinned schemas in $SACP_SCHEMA_DIR \
+                  (or fetches them when it is unset).\n  --check  write nothing; fail if a generated file is stale"
+            .to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn regen(check: bool) -> Result<(), String> {
+    let root = workspace_root();
+    let out_dir = root.join("sacp-schema/src");
+    let cache = root.join("target/schema-cache");
+    let mut stale = Vec::new();
+    let mut problems = Vec::new();
+    for target in TARGETS {
+        let started = Instant::now();
+        let loaded = sources::load(&target.pin, &cache)?;
+        let files = generate(target, &loaded)?;
+        for (rel, text) in files {
+            let path = out_dir.join(rel);
+            let current = std::fs::read_to_string(&path).ok();
+            if current.as_deref() == Some(text.as_str()) {
+                continue;
+            }
+            if check {
+                stale.push(path);
+            } else {
+                std::fs::create_dir_all(path.parent().unwrap_or(&out_dir))
+                    .map_err(|e| format!("cannot create the output directory: {e}"))?;
+                std::fs::write(&path, text)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
+        }
+        if check && target.protocol == Protocol::Acp {
+            problems.extend(check_method_coverage(target, &loaded, &out_dir));
+        }
+        eprintln!(
+            "{}: {} ms",
+            target.pin.rel_path,
+            started.elapsed().as_millis()
+        );
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("\n"));
+    }
+    if !stale.is_empty() {
+        let list: Vec<String> = stale.iter().map(|p| format!("  {}", p.display())).collect();
+        return Err(format!(
+            "generated files are stale (edited by hand, or the generator changed):\n{}\n  \
+             Run `cargo xtask regen-schema` (with SACP_SCHEMA_DIR=../shared/schemas) and commit the result.",
+            list.join("\n")
+        ));
+    }
+    Ok(())
+}
+
+/// Every `x-method` of the schema must appear in the committed method tables.
+fn check_method_coverage(target: &Target, loaded: &sources::Loaded, out_dir: &Path) -> Vec<String> {
+    let Ok(schema) = serde_json::from_str::<Value>(&loaded.text) else {
+        return vec![];
+    };
+    let Some(defs) = defs_of(&schema) else {
+        return vec![];
+    };
+    let path = out_dir.join(target.methods_file);
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    tables::acp_methods(defs)
+        .into_iter()
+        .filter(|(method, name)| {
+            !(committed.contains(&format!("method: {method:?}"))
+                && committed.contains(&format!("{name:?}")))
+        })
+        .map(|(method, name)| {
+            format!(
+                "{}: method {method:?} ({name}) is missing from the method tables in {}",
+                target.pin.rel_path,
+                path.display()
+            )
+        })
+        .collect()
+}
+
+fn defs_of(schema: &Value) -> Option<&Defs> {
+    schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))?
+        .as_object()
+}
+
+/// Generates the files of one target: `(path below sacp-schema/src, contents)`.
+fn generate(target: &Target, loaded: &sources::Loaded) -> Result<Vec<(String, String)>, String> {
+    let schema: Value = serde_json::from_str(&loaded.text)
+        .map_err(|e| format!("{}: {e}", loaded.path.display()))?;
+    let defs_key = if schema.get("$defs").is_some() {
+        "$defs"
+    } else {
+        "definitions"
+    };
+    let mut defs = defs_of(&schema)
+        .cloned()
+        .ok_or_else(|| format!("{}: no definitions", loaded.path.display()))?;
+    let original = defs.clone();
+
+    let emitted = emit_unions::take_unions(&mut defs);
+    passes::ref_siblings_to_all_of(&mut defs);
+    passes::const_to_enum(&mut defs);
+    passes::drop_not_catch_alls(&mut defs);
+    passes::close_open_string_enums(&mut defs);
+    let (_, integer_consts) = passes::integer_const_unions(&mut defs);
+    passes::plain_date_times(&mut defs);
+    passes::any_of_to_one_of(&mut defs);
+    passes::titles_from_tags(&mut defs);
+    passes::order_untagged_by_required(&mut defs);
+    passes::keep_optional_free_form_objects(&mut defs);
+
+    let annotated = defs.clone();
+    let typified = run_typify(target, defs_key, defs, &emitted)?;
+    let mut file: syn::File =
+        syn::parse2(typified).map_err(|e| format!("typify output does not parse: {e}"))?;
+    let extra: syn::File =
+        syn::parse2(emitted.items).map_err(|e| format!("emitted unions do not parse: {e}"))?;
+    file.items.extend(extra.items);
+
+    let tables = match target.protocol {
+        Protocol::Acp => tables::acp_tables(&original)?,
+        Protocol::Mcp => tables::mcp_tables(&original)?,
+    };
+    let responses = tables.requests.iter().map(|r| r.response.clone()).collect();
+    let stats = post::run(&mut file, &annotated, &responses, &integer_consts);
+    eprintln!(
+        "  {}: {} unions emitted, {} optional defaults, {} lenient fields, {} null-tolerant responses, {} constructors",
+        target.module,
+        emitted.replaced.len(),
+        stats.optional_defaults,
+        stats.lenient,
+        stats.null_results,
+        stats.constructors
+    );
+    let (side, stem, protocol) = match (target.protocol, target.module) {
+        (Protocol::Acp, "acp::v1") => ("AcpSide", "acp_v1", "ACP v1"),
+        (Protocol::Acp, _) => ("AcpSide", "acp_v2", "ACP v2"),
+        (Protocol::Mcp, _) => ("McpSide", "mcp", "MCP 2025-11-25"),
+    };
+    let methods: syn::File =
+        syn::parse2(tables::render(&tables, target.module, side, stem, protocol))
+            .map_err(|e| format!("method tables do not parse: {e}"))?;
+
+    let header = header(&target.pin);
+    Ok(vec![
+        (
+            target.types_file.to_owned(),
+            format!("{header}{}", prettyplease::unparse(&file)),
+        ),
+        (
+            target.methods_file.to_owned(),
+            format!("{header}{}", prettyplease::unparse(&methods)),
+        ),
+    ])
+}
+
+fn header(pin: &Pinned) -> String {
+    format!(
+        "// @generated by cargo xtask regen-schema from {} (sha256 {}). Do not edit.\n\n",
+        pin.rel_path, pin.sha256
+    )
+}
+
+fn run_typify(
+    target: &Target,
+    defs_key: &str,
+    defs: Defs,
+    emitted: &emit_unions::Emitted,
+) -> Result<TokenStream, String> {
+    let mut settings = typify::TypeSpaceSettings::default();
+    settings.with_derive("PartialEq".into());
+    settings.with_struct_builder(false);
+    for (name, impls) in &emitted.replaced {
+        // typify matches replacements by its own spelling of the name (`JSONRPCResponse` is
+        // `JsonrpcResponse` to it), so register both.
+        let rust_name = emit_unions::ident(name).to_string();
+        let path = format!("crate::{}::{rust_name}", target.module);
+        settings.with_replacement(name, &path, impls.iter().cloned());
+        if rust_name != *name {
+            settings.with_replacement(&rust_name, &path, impls.iter().cloned());
+        }
+    }
+    let mut root = serde_json::Map::new();
+    root.insert(
+        "$schema".into(),
+        Value::String("https://json-schema.org/draft/2020-12/schema".into()),
+    );
+    root.insert(defs_key.into(), Value::Object(defs));
+    let root: schemars::schema::RootSchema = serde_json::from_value(Value::Object(root))
+        .map_err(|e| format!("schema is not readable by schemars: {e}"))?;
+    let produced = catch_unwind(AssertUnwindSafe(|| {
+        let mut space = typify::TypeSpace::new(&settings);
+        space
+            .add_root_schema(root)
+            .map_err(|e| format!("typify: {e}"))?;
+        Ok::<_, String>(space.to_stream())
+    }));
+    match produced {
+        Ok(result) => result,
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            Err(format!("typify panicked on {}: {msg}", target.pin.rel_path))
+        }
+    }
+}

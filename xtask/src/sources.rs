@@ -1,0 +1,170 @@
+//! Where the pinned schemas come from, and their checksums.
+//!
+//! The schemas are read from `$SACP_SCHEMA_DIR` (CI and the README point it at
+//! `../shared/schemas`). Without it they are fetched from their public sources into
+//! `target/schema-cache/` with the ordinary tools (`npm pack` for the ACP schemas, which are
+//! published inside the npm package `@agentclientprotocol/sdk`; `curl` for MCP). Either way
+//! every file's sha256 must match its pin, or generation stops and says what to do.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+/// One pinned schema file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pinned {
+    /// Path below the schema directory.
+    pub(crate) rel_path: &'static str,
+    pub(crate) sha256: &'static str,
+    source: Source,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A file inside an npm package tarball.
+    Npm {
+        package: &'static str,
+        path_in_package: &'static str,
+    },
+    /// A file at a URL.
+    Url(&'static str),
+}
+
+pub(crate) const ACP_V1: Pinned = Pinned {
+    rel_path: "acp/v1/schema.json",
+    sha256: "0d0b1ca83c4872e5473f68926a894c7a8203b59b118e2a79bfe43dd76fbcbc1a",
+    source: Source::Npm {
+        package: "@agentclientprotocol/sdk@2.4.0",
+        path_in_package: "schema/v1/schema.json",
+    },
+};
+
+pub(crate) const ACP_V2: Pinned = Pinned {
+    rel_path: "acp/v2/schema.json",
+    sha256: "b6c91055df549d6f1db1d76d692d0561dad433e03d8ed114ea9b5baed9da72c5",
+    source: Source::Npm {
+        package: "@agentclientprotocol/sdk@2.4.0",
+        path_in_package: "schema/v2/schema.json",
+    },
+};
+
+pub(crate) const MCP_2025_11_25: Pinned = Pinned {
+    rel_path: "mcp/2025-11-25/schema.json",
+    sha256: "268a5f82ba70fd7e4b6dc4aa1e64f116f74b4d0edcb69dc046829c79dd4e97e7",
+    source: Source::Url(
+        "https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/main/schema/2025-11-25/schema.json",
+    ),
+};
+
+/// A schema's text, checked against its pin.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
+}
+
+/// Reads `pin` from `$SACP_SCHEMA_DIR`, or fetches it into `cache` when the variable is unset.
+pub(crate) fn load(pin: &Pinned, cache: &Path) -> Result<Loaded, String> {
+    let path = match std::env::var_os("SACP_SCHEMA_DIR") {
+        Some(dir) => {
+            let path = PathBuf::from(dir).join(pin.rel_path);
+            if !path.is_file() {
+                return Err(format!(
+                    "schema {} is missing (SACP_SCHEMA_DIR={}).\n  \
+                     Point SACP_SCHEMA_DIR at the pinned schemas (../shared/schemas), or unset it to \
+                     fetch them into {}.",
+                    path.display(),
+                    std::env::var("SACP_SCHEMA_DIR").unwrap_or_default(),
+                    cache.display()
+                ));
+            }
+            path
+        }
+        None => fetch(pin, cache)?,
+    };
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let actual = sha256_hex(&bytes);
+    if actual != pin.sha256 {
+        return Err(format!(
+            "schema {} does not match its pin:\n  expected sha256 {}\n  found    sha256 {actual}\n  \
+             Use the pinned file (../shared/schemas/{}); to move to a new schema version, update the \
+             pin in xtask/src/sources.rs and regenerate.",
+            path.display(),
+            pin.sha256,
+            pin.rel_path
+        ));
+    }
+    let text =
+        String::from_utf8(bytes).map_err(|e| format!("{} is not UTF-8: {e}", path.display()))?;
+    Ok(Loaded { path, text })
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn fetch(pin: &Pinned, cache: &Path) -> Result<PathBuf, String> {
+    let dest = cache.join(pin.rel_path);
+    if dest.is_file() {
+        return Ok(dest);
+    }
+    let dir = dest.parent().unwrap_or(cache);
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    eprintln!("fetching {} (SACP_SCHEMA_DIR is not set)", pin.rel_path);
+    match pin.source {
+        Source::Npm {
+            package,
+            path_in_package,
+        } => {
+            let work = cache.join("npm");
+            std::fs::create_dir_all(&work)
+                .map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+            let out = run(
+                Command::new("npm")
+                    .args(["pack", "--silent", package])
+                    .current_dir(&work),
+                "npm pack",
+            )?;
+            let tarball = work.join(out.trim().lines().last().unwrap_or_default());
+            run(
+                Command::new("tar")
+                    .arg("-xzf")
+                    .arg(&tarball)
+                    .arg("-C")
+                    .arg(&work)
+                    .arg(format!("package/{path_in_package}")),
+                "tar",
+            )?;
+            std::fs::rename(work.join("package").join(path_in_package), &dest)
+                .map_err(|e| format!("cannot move the fetched schema into place: {e}"))?;
+        }
+        Source::Url(url) => {
+            run(
+                Command::new("curl")
+                    .args(["-fsSL", "-o"])
+                    .arg(&dest)
+                    .arg(url),
+                "curl",
+            )?;
+        }
+    }
+    Ok(dest)
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| {
+        format!("cannot run {what} to fetch the schemas ({e}); set SACP_SCHEMA_DIR to ../shared/schemas instead")
+    })?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed ({}): {}\n  Set SACP_SCHEMA_DIR to a directory holding the pinned schemas instead.",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
