@@ -94,13 +94,27 @@ fn workspace_root() -> PathBuf {
 
 fn regen(check: bool) -> Result<(), String> {
     let root = workspace_root();
-    let out_dir = root.join("sacp-schema/src");
-    let cache = root.join("target/schema-cache");
+    let schema_dir = std::env::var_os("SACP_SCHEMA_DIR").map(PathBuf::from);
+    regen_into(
+        check,
+        schema_dir.as_deref(),
+        &root.join("sacp-schema/src"),
+        &root.join("target/schema-cache"),
+    )
+}
+
+/// Generates (or checks) every target's files below `out_dir`.
+fn regen_into(
+    check: bool,
+    schema_dir: Option<&Path>,
+    out_dir: &Path,
+    cache: &Path,
+) -> Result<(), String> {
     let mut stale = Vec::new();
     let mut problems = Vec::new();
     for target in TARGETS {
         let started = Instant::now();
-        let loaded = sources::load(&target.pin, &cache)?;
+        let loaded = sources::load(&target.pin, schema_dir, cache)?;
         let files = generate(target, &loaded)?;
         for (rel, text) in files {
             let path = out_dir.join(rel);
@@ -111,7 +125,7 @@ fn regen(check: bool) -> Result<(), String> {
             if check {
                 stale.push(path);
             } else {
-                std::fs::create_dir_all(path.parent().unwrap_or(&out_dir))
+                std::fs::create_dir_all(path.parent().unwrap_or(out_dir))
                     .map_err(|e| format!("cannot create the output directory: {e}"))?;
                 std::fs::write(&path, text)
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -119,7 +133,18 @@ fn regen(check: bool) -> Result<(), String> {
             }
         }
         if check && target.protocol == Protocol::Acp {
-            problems.extend(check_method_coverage(target, &loaded, &out_dir));
+            let committed =
+                std::fs::read_to_string(out_dir.join(target.methods_file)).unwrap_or_default();
+            problems.extend(
+                missing_methods(&loaded.text, &committed)
+                    .into_iter()
+                    .map(|m| {
+                        format!(
+                            "{}: {m} is missing from the method tables in {}",
+                            target.pin.rel_path, target.methods_file
+                        )
+                    }),
+            );
         }
         eprintln!(
             "{}: {} ms",
@@ -127,43 +152,37 @@ fn regen(check: bool) -> Result<(), String> {
             started.elapsed().as_millis()
         );
     }
-    if !problems.is_empty() {
-        return Err(problems.join("\n"));
-    }
     if !stale.is_empty() {
         let list: Vec<String> = stale.iter().map(|p| format!("  {}", p.display())).collect();
-        return Err(format!(
+        problems.push(format!(
             "generated files are stale (edited by hand, or the generator changed):\n{}\n  \
              Run `cargo xtask regen-schema` (with SACP_SCHEMA_DIR=../shared/schemas) and commit the result.",
             list.join("\n")
         ));
     }
-    Ok(())
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
 
-/// Every `x-method` of the schema must appear in the committed method tables.
-fn check_method_coverage(target: &Target, loaded: &sources::Loaded, out_dir: &Path) -> Vec<String> {
-    let Ok(schema) = serde_json::from_str::<Value>(&loaded.text) else {
-        return vec![];
+/// The `x-method`s of an ACP schema that the committed method tables do not list, as
+/// `method "…" (Definition)`.
+fn missing_methods(schema_text: &str, committed: &str) -> Vec<String> {
+    let Ok(schema) = serde_json::from_str::<Value>(schema_text) else {
+        return vec!["the schema itself (unreadable)".into()];
     };
     let Some(defs) = defs_of(&schema) else {
         return vec![];
     };
-    let path = out_dir.join(target.methods_file);
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
     tables::acp_methods(defs)
         .into_iter()
         .filter(|(method, name)| {
             !(committed.contains(&format!("method: {method:?}"))
                 && committed.contains(&format!("{name:?}")))
         })
-        .map(|(method, name)| {
-            format!(
-                "{}: method {method:?} ({name}) is missing from the method tables in {}",
-                target.pin.rel_path,
-                path.display()
-            )
-        })
+        .map(|(method, name)| format!("method {method:?} ({name})"))
         .collect()
 }
 
@@ -296,5 +315,71 @@ fn run_typify(
                 .unwrap_or_default();
             Err(format!("typify panicked on {}: {msg}", target.pin.rel_path))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_method_missing_from_the_tables_is_named() {
+        let schema = r#"{"$defs": {
+            "PromptRequest": {"x-method": "session/prompt", "x-side": "agent"},
+            "CancelNotification": {"x-method": "session/cancel", "x-side": "agent"}}}"#;
+        let committed =
+            r#"RequestEntry { method: "session/prompt", params_type: "PromptRequest", .. }"#;
+        assert_eq!(
+            missing_methods(schema, committed),
+            ["method \"session/cancel\" (CancelNotification)"]
+        );
+    }
+
+    /// The drift check on real output: generate into a scratch directory, edit a file by hand,
+    /// and `--check` must name it and the command to run. Needs the pinned schemas.
+    #[test]
+    fn a_hand_edited_file_fails_the_check() {
+        let Some(schemas) = std::env::var_os("SACP_SCHEMA_DIR").map(PathBuf::from) else {
+            eprintln!(
+                "SACP_SCHEMA_DIR is not set: the drift check on real output is not exercised"
+            );
+            return;
+        };
+        let out = std::env::temp_dir().join(format!("sacp-xtask-drift-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        regen_into(false, Some(&schemas), &out, &out.join("cache")).unwrap();
+        regen_into(true, Some(&schemas), &out, &out.join("cache"))
+            .expect("fresh output is up to date");
+
+        let edited = out.join("generated/acp_v1.rs");
+        let text = std::fs::read_to_string(&edited).unwrap();
+        std::fs::write(&edited, text.replacen("pub struct", "pub(crate) struct", 1)).unwrap();
+        let err = regen_into(true, Some(&schemas), &out, &out.join("cache")).unwrap_err();
+        assert!(
+            err.contains("generated/acp_v1.rs") && err.contains("cargo xtask regen-schema"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("acp_v2.rs"),
+            "only the edited file is stale: {err}"
+        );
+
+        let methods = out.join("generated/acp_v2_methods.rs");
+        let text = std::fs::read_to_string(&methods).unwrap();
+        std::fs::write(
+            &methods,
+            text.replace("method: \"session/prompt\"", "method: \"session/prompted\""),
+        )
+        .unwrap();
+        let err = regen_into(true, Some(&schemas), &out, &out.join("cache")).unwrap_err();
+        assert!(
+            err.contains("method \"session/prompt\" (PromptRequest) is missing"),
+            "{err}"
+        );
+        assert!(
+            err.contains("generated/acp_v2_methods.rs") && err.contains("are stale"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&out);
     }
 }

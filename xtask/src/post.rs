@@ -9,6 +9,8 @@
 //! 3. [`null_results`]: response types without required fields accept `"result": null`.
 //! 4. [`constructors`]: `new(required fields…)` and a setter per optional field.
 //! 5. [`integer_consts`]: named constants on integer newtypes made from constant unions.
+//! 6. [`exact_numbers`]: schema `number`s are `serde_json::Number`, not `f64`, so `50` is
+//!    written back as `50` (not `50.0`) and every value keeps its exact text.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,6 +39,7 @@ pub(crate) fn run(
     responses: &BTreeSet<String>,
     integers: &[(String, String, i64)],
 ) -> Stats {
+    exact_numbers(file);
     Stats {
         optional_defaults: absent_stays_absent(file),
         lenient: lenient_fields(file, defs),
@@ -415,6 +418,31 @@ pub(crate) fn constructors(file: &mut syn::File) -> usize {
     n
 }
 
+/// Pass 6 (run first): every `f64` in a struct field or newtype becomes `serde_json::Number`.
+pub(crate) fn exact_numbers(file: &mut syn::File) -> usize {
+    struct Numbers(usize);
+    impl syn::visit_mut::VisitMut for Numbers {
+        fn visit_type_mut(&mut self, ty: &mut Type) {
+            if let Type::Path(p) = ty
+                && p.qself.is_none()
+                && p.path.is_ident("f64")
+            {
+                *ty = parse_quote!(::serde_json::Number);
+                self.0 += 1;
+                return;
+            }
+            syn::visit_mut::visit_type_mut(self, ty);
+        }
+    }
+    let mut numbers = Numbers(0);
+    for item in &mut file.items {
+        if let Item::Struct(s) = item {
+            syn::visit_mut::VisitMut::visit_item_struct_mut(&mut numbers, s);
+        }
+    }
+    numbers.0
+}
+
 /// Pass 5: `impl ErrorCode { pub const PARSE_ERROR: Self = Self(-32700); … }`.
 pub(crate) fn integer_consts(file: &mut syn::File, consts: &[(String, String, i64)]) {
     let mut by_type: BTreeMap<&str, Vec<TokenStream>> = BTreeMap::new();
@@ -561,6 +589,20 @@ mod tests {
         );
         assert!(
             t.contains("pub fn n(mut self, value: impl ::std::convert::Into<u8>) -> Self"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn numbers_keep_their_text() {
+        let mut f = file(
+            "pub struct P { pub a: f64, pub b: ::std::option::Option<f64>, pub c: i64 } pub struct N(pub f64);",
+        );
+        assert_eq!(exact_numbers(&mut f), 3);
+        let t = text(&f);
+        assert!(
+            t.contains("pub b: ::std::option::Option<::serde_json::Number>")
+                && t.contains("pub c: i64"),
             "{t}"
         );
     }

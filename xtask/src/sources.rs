@@ -64,18 +64,23 @@ pub(crate) struct Loaded {
     pub(crate) text: String,
 }
 
-/// Reads `pin` from `$SACP_SCHEMA_DIR`, or fetches it into `cache` when the variable is unset.
-pub(crate) fn load(pin: &Pinned, cache: &Path) -> Result<Loaded, String> {
-    let path = match std::env::var_os("SACP_SCHEMA_DIR") {
+/// Reads `pin` from `schema_dir` (the value of `$SACP_SCHEMA_DIR`), or fetches it into `cache`
+/// when there is none.
+pub(crate) fn load(
+    pin: &Pinned,
+    schema_dir: Option<&Path>,
+    cache: &Path,
+) -> Result<Loaded, String> {
+    let path = match schema_dir {
         Some(dir) => {
-            let path = PathBuf::from(dir).join(pin.rel_path);
+            let path = dir.join(pin.rel_path);
             if !path.is_file() {
                 return Err(format!(
                     "schema {} is missing (SACP_SCHEMA_DIR={}).\n  \
                      Point SACP_SCHEMA_DIR at the pinned schemas (../shared/schemas), or unset it to \
                      fetch them into {}.",
                     path.display(),
-                    std::env::var("SACP_SCHEMA_DIR").unwrap_or_default(),
+                    dir.display(),
                     cache.display()
                 ));
             }
@@ -167,4 +172,40 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sacp-xtask-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_missing_schema_dir_fails_clearly() {
+        let dir = scratch("missing");
+        let err = load(&ACP_V1, Some(&dir.join("nope")), &dir).unwrap_err();
+        assert!(err.contains("acp/v1/schema.json is missing"), "{err}");
+        assert!(
+            err.contains("Point SACP_SCHEMA_DIR at the pinned schemas"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_schema_that_does_not_match_its_pin_is_refused() {
+        let dir = scratch("pin");
+        std::fs::create_dir_all(dir.join("acp/v1")).unwrap();
+        std::fs::write(dir.join("acp/v1/schema.json"), "{}").unwrap();
+        let err = load(&ACP_V1, Some(&dir), &dir).unwrap_err();
+        assert!(
+            err.contains("does not match its pin") && err.contains(ACP_V1.sha256),
+            "{err}"
+        );
+        assert!(err.contains(&sha256_hex(b"{}")), "{err}");
+    }
 }

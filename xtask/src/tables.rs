@@ -241,13 +241,13 @@ pub(crate) fn render(
         #[doc = #req_doc]
         #[macro_export]
         macro_rules! #req_macro {
-            ($callback:path) => { $callback! { #(#req_macro_rows,)* } };
+            ($callback:ident) => { $callback! { #(#req_macro_rows,)* } };
         }
 
         #[doc = #not_doc]
         #[macro_export]
         macro_rules! #not_macro {
-            ($callback:path) => { $callback! { #(#not_macro_rows,)* } };
+            ($callback:ident) => { $callback! { #(#not_macro_rows,)* } };
         }
     }
 }

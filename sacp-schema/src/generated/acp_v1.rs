@@ -264,7 +264,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub priority: ::std::option::Option<f64>,
+    pub priority: ::std::option::Option<::serde_json::Number>,
 }
 ///Audio provided to or from an LLM.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1252,7 +1252,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Cost {
     ///Total cumulative cost for session.
-    pub amount: f64,
+    pub amount: ::serde_json::Number,
     /**Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
 unit such as "credits".*/
     pub currency: ::std::string::String,
@@ -3005,7 +3005,7 @@ Optional. Omitted and `null` are equivalent and mean no default value is provide
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub default: ::std::option::Option<f64>,
+    pub default: ::std::option::Option<::serde_json::Number>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
@@ -3019,7 +3019,7 @@ Optional. Omitted and `null` are equivalent and mean no description is provided.
 
 Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub maximum: ::std::option::Option<f64>,
+    pub maximum: ::std::option::Option<::serde_json::Number>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
 these keys.
@@ -3040,7 +3040,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub minimum: ::std::option::Option<f64>,
+    pub minimum: ::std::option::Option<::serde_json::Number>,
     /**Optional title for the property.
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
@@ -7124,7 +7124,10 @@ impl Annotations {
     }
     /// Sets `priority`.
     #[must_use]
-    pub fn priority(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn priority(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.priority = ::std::option::Option::Some(value.into());
         self
     }
@@ -7893,7 +7896,7 @@ impl Cost {
     /// A `Cost` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        amount: impl ::std::convert::Into<f64>,
+        amount: impl ::std::convert::Into<::serde_json::Number>,
         currency: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
@@ -9324,7 +9327,10 @@ impl NumberPropertySchema {
     }
     /// Sets `default`.
     #[must_use]
-    pub fn default(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn default(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.default = ::std::option::Option::Some(value.into());
         self
     }
@@ -9339,7 +9345,10 @@ impl NumberPropertySchema {
     }
     /// Sets `maximum`.
     #[must_use]
-    pub fn maximum(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn maximum(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.maximum = ::std::option::Option::Some(value.into());
         self
     }
@@ -9356,7 +9365,10 @@ impl NumberPropertySchema {
     }
     /// Sets `minimum`.
     #[must_use]
-    pub fn minimum(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn minimum(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.minimum = ::std::option::Option::Some(value.into());
         self
     }

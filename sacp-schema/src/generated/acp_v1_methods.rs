@@ -256,7 +256,7 @@ impl crate::acp::v1::SessionNotification {
 /// Calls `$callback!` once with every ACP v1 request as `(params type, response type, "method", receiver),`.
 #[macro_export]
 macro_rules! for_each_acp_v1_request {
-    ($callback:path) => {
+    ($callback:ident) => {
         $callback ! { ($crate::acp::v1::AuthenticateRequest,
         $crate::acp::v1::AuthenticateResponse, "authenticate", Agent),
         ($crate::acp::v1::CreateElicitationRequest,
@@ -298,7 +298,7 @@ macro_rules! for_each_acp_v1_request {
 /// Calls `$callback!` once with every ACP v1 notification as `(params type, "method", receiver),`.
 #[macro_export]
 macro_rules! for_each_acp_v1_notification {
-    ($callback:path) => {
+    ($callback:ident) => {
         $callback ! { ($crate::acp::v1::CancelRequestNotification, "$/cancel_request",
         Protocol), ($crate::acp::v1::CompleteElicitationNotification,
         "elicitation/complete", Client), ($crate::acp::v1::CancelNotification,

@@ -338,7 +338,7 @@ Omitted and `null` are equivalent and mean no priority is specified.*/
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub priority: ::std::option::Option<f64>,
+    pub priority: ::std::option::Option<::serde_json::Number>,
 }
 ///Audio provided to or from an LLM.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1390,7 +1390,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Cost {
     ///Total cumulative cost for session.
-    pub amount: f64,
+    pub amount: ::serde_json::Number,
     /**Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
 unit such as "credits".*/
     pub currency: ::std::string::String,
@@ -3195,7 +3195,7 @@ Optional. Omitted and `null` are equivalent and mean no default value is provide
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub default: ::std::option::Option<f64>,
+    pub default: ::std::option::Option<::serde_json::Number>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
@@ -3209,7 +3209,7 @@ Optional. Omitted and `null` are equivalent and mean no description is provided.
 
 Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub maximum: ::std::option::Option<f64>,
+    pub maximum: ::std::option::Option<::serde_json::Number>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
 Implementations MUST NOT assign meaning to keys they do not recognize.
@@ -3228,7 +3228,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
 
 Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub minimum: ::std::option::Option<f64>,
+    pub minimum: ::std::option::Option<::serde_json::Number>,
     /**Optional title for the property.
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
@@ -7824,7 +7824,10 @@ impl Annotations {
     }
     /// Sets `priority`.
     #[must_use]
-    pub fn priority(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn priority(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.priority = ::std::option::Option::Some(value.into());
         self
     }
@@ -8644,7 +8647,7 @@ impl Cost {
     /// A `Cost` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        amount: impl ::std::convert::Into<f64>,
+        amount: impl ::std::convert::Into<::serde_json::Number>,
         currency: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
@@ -10039,7 +10042,10 @@ impl NumberPropertySchema {
     }
     /// Sets `default`.
     #[must_use]
-    pub fn default(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn default(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.default = ::std::option::Option::Some(value.into());
         self
     }
@@ -10054,7 +10060,10 @@ impl NumberPropertySchema {
     }
     /// Sets `maximum`.
     #[must_use]
-    pub fn maximum(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn maximum(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.maximum = ::std::option::Option::Some(value.into());
         self
     }
@@ -10071,7 +10080,10 @@ impl NumberPropertySchema {
     }
     /// Sets `minimum`.
     #[must_use]
-    pub fn minimum(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn minimum(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.minimum = ::std::option::Option::Some(value.into());
         self
     }

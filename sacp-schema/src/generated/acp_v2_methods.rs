@@ -186,7 +186,7 @@ impl crate::acp::v2::UpdateSessionNotification {
 /// Calls `$callback!` once with every ACP v2 request as `(params type, response type, "method", receiver),`.
 #[macro_export]
 macro_rules! for_each_acp_v2_request {
-    ($callback:path) => {
+    ($callback:ident) => {
         $callback ! { ($crate::acp::v2::LoginAuthRequest,
         $crate::acp::v2::LoginAuthResponse, "auth/login", Agent),
         ($crate::acp::v2::LogoutAuthRequest, $crate::acp::v2::LogoutAuthResponse,
@@ -216,7 +216,7 @@ macro_rules! for_each_acp_v2_request {
 /// Calls `$callback!` once with every ACP v2 notification as `(params type, "method", receiver),`.
 #[macro_export]
 macro_rules! for_each_acp_v2_notification {
-    ($callback:path) => {
+    ($callback:ident) => {
         $callback ! { ($crate::acp::v2::CancelRequestNotification, "$/cancel_request",
         Protocol), ($crate::acp::v2::CompleteElicitationNotification,
         "elicitation/complete", Client), ($crate::acp::v2::CancelSessionNotification,

@@ -25,7 +25,7 @@ A value of 1 means "most important," and indicates that the data is
 effectively required, while 0 means "least important," and indicates that
 the data is entirely optional.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub priority: ::std::option::Option<f64>,
+    pub priority: ::std::option::Option<::serde_json::Number>,
 }
 ///Audio provided to or from an LLM.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1337,7 +1337,7 @@ for task augmentation of specific request types in their capabilities.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub task: ::std::option::Option<TaskMetadata>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub temperature: ::std::option::Option<f64>,
+    pub temperature: ::std::option::Option<::serde_json::Number>,
     /**Controls how the model uses tools.
 The client MUST return an error if this field is provided but ClientCapabilities.sampling.tools is not declared.
 Default is `{ mode: "auto" }`.*/
@@ -4598,7 +4598,7 @@ factor.*/
         rename = "costPriority",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub cost_priority: ::std::option::Option<f64>,
+    pub cost_priority: ::std::option::Option<::serde_json::Number>,
     /**Optional hints to use for model selection.
 
 If multiple hints are specified, the client MUST evaluate them in order
@@ -4615,7 +4615,7 @@ means intelligence is the most important factor.*/
         rename = "intelligencePriority",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub intelligence_priority: ::std::option::Option<f64>,
+    pub intelligence_priority: ::std::option::Option<::serde_json::Number>,
     /**How much to prioritize sampling speed (latency) when selecting a model. A
 value of 0 means speed is not important, while a value of 1 means speed is
 the most important factor.*/
@@ -4623,7 +4623,7 @@ the most important factor.*/
         rename = "speedPriority",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub speed_priority: ::std::option::Option<f64>,
+    pub speed_priority: ::std::option::Option<::serde_json::Number>,
 }
 ///`MultiSelectEnumSchema`
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4664,13 +4664,13 @@ pub struct NotificationParams {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct NumberSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub default: ::std::option::Option<f64>,
+    pub default: ::std::option::Option<::serde_json::Number>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub description: ::std::option::Option<::std::string::String>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub maximum: ::std::option::Option<f64>,
+    pub maximum: ::std::option::Option<::serde_json::Number>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub minimum: ::std::option::Option<f64>,
+    pub minimum: ::std::option::Option<::serde_json::Number>,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub title: ::std::option::Option<::std::string::String>,
     #[serde(rename = "type")]
@@ -5115,13 +5115,13 @@ pub struct ProgressNotificationParams {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///The progress thus far. This should increase every time progress is made, even if the total is unknown.
-    pub progress: f64,
+    pub progress: ::serde_json::Number,
     ///The progress token which was given in the initial request, used to associate this notification with the request that is proceeding.
     #[serde(rename = "progressToken")]
     pub progress_token: ProgressToken,
     ///Total number of items to process (or total progress required), if known.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub total: ::std::option::Option<f64>,
+    pub total: ::std::option::Option<::serde_json::Number>,
 }
 ///A progress token, used to associate progress notifications with the original request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -8851,7 +8851,10 @@ impl Annotations {
     }
     /// Sets `priority`.
     #[must_use]
-    pub fn priority(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn priority(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.priority = ::std::option::Option::Some(value.into());
         self
     }
@@ -9740,7 +9743,10 @@ impl CreateMessageRequestParams {
     }
     /// Sets `temperature`.
     #[must_use]
-    pub fn temperature(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn temperature(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.temperature = ::std::option::Option::Some(value.into());
         self
     }
@@ -11175,7 +11181,10 @@ impl ModelPreferences {
     }
     /// Sets `cost_priority`.
     #[must_use]
-    pub fn cost_priority(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn cost_priority(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.cost_priority = ::std::option::Option::Some(value.into());
         self
     }
@@ -11192,14 +11201,17 @@ impl ModelPreferences {
     #[must_use]
     pub fn intelligence_priority(
         mut self,
-        value: impl ::std::convert::Into<f64>,
+        value: impl ::std::convert::Into<::serde_json::Number>,
     ) -> Self {
         self.intelligence_priority = ::std::option::Option::Some(value.into());
         self
     }
     /// Sets `speed_priority`.
     #[must_use]
-    pub fn speed_priority(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn speed_priority(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.speed_priority = ::std::option::Option::Some(value.into());
         self
     }
@@ -11260,7 +11272,10 @@ impl NumberSchema {
     }
     /// Sets `default`.
     #[must_use]
-    pub fn default(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn default(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.default = ::std::option::Option::Some(value.into());
         self
     }
@@ -11275,13 +11290,19 @@ impl NumberSchema {
     }
     /// Sets `maximum`.
     #[must_use]
-    pub fn maximum(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn maximum(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.maximum = ::std::option::Option::Some(value.into());
         self
     }
     /// Sets `minimum`.
     #[must_use]
-    pub fn minimum(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn minimum(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.minimum = ::std::option::Option::Some(value.into());
         self
     }
@@ -11442,7 +11463,7 @@ impl ProgressNotificationParams {
     /// A `ProgressNotificationParams` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        progress: impl ::std::convert::Into<f64>,
+        progress: impl ::std::convert::Into<::serde_json::Number>,
         progress_token: impl ::std::convert::Into<ProgressToken>,
     ) -> Self {
         Self {
@@ -11475,7 +11496,10 @@ impl ProgressNotificationParams {
     }
     /// Sets `total`.
     #[must_use]
-    pub fn total(mut self, value: impl ::std::convert::Into<f64>) -> Self {
+    pub fn total(
+        mut self,
+        value: impl ::std::convert::Into<::serde_json::Number>,
+    ) -> Self {
         self.total = ::std::option::Option::Some(value.into());
         self
     }

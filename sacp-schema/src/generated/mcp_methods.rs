@@ -309,7 +309,7 @@ impl crate::mcp::ToolListChangedNotification {
 /// Calls `$callback!` once with every MCP 2025-11-25 request as `(params type, response type, "method", receiver),`.
 #[macro_export]
 macro_rules! for_each_mcp_request {
-    ($callback:path) => {
+    ($callback:ident) => {
         $callback ! { ($crate::mcp::CompleteRequestParams, $crate::mcp::CompleteResult,
         "completion/complete", Server), ($crate::mcp::ElicitRequestParams,
         $crate::mcp::ElicitResult, "elicitation/create", Client),
@@ -344,7 +344,7 @@ macro_rules! for_each_mcp_request {
 /// Calls `$callback!` once with every MCP 2025-11-25 notification as `(params type, "method", receiver),`.
 #[macro_export]
 macro_rules! for_each_mcp_notification {
-    ($callback:path) => {
+    ($callback:ident) => {
         $callback ! { ($crate::mcp::CancelledNotificationParams,
         "notifications/cancelled", Both),
         ($crate::mcp::ElicitationCompleteNotificationParams,

@@ -1,0 +1,100 @@
+//! Every method of each table has at least one example, in params and in response.
+
+use std::collections::BTreeSet;
+
+use crate::fixtures;
+
+fn covered(cases: &[crate::harness::Case]) -> BTreeSet<&str> {
+    cases.iter().map(|c| c.ty.as_str()).collect()
+}
+
+#[test]
+fn every_acp_v1_method_has_examples() {
+    use sacp_schema::acp::v1::methods::{NOTIFICATIONS, REQUESTS};
+    let cases = fixtures::acp_v1_cases();
+    let have = covered(&cases);
+    let missing: Vec<&str> = REQUESTS
+        .iter()
+        .flat_map(|r| [r.params_type, r.response_type])
+        .chain(NOTIFICATIONS.iter().map(|n| n.params_type))
+        .filter(|t| !have.contains(t))
+        .collect();
+    assert!(missing.is_empty(), "no example for: {missing:?}");
+}
+
+#[test]
+fn every_acp_v2_method_has_examples() {
+    use sacp_schema::acp::v2::methods::{NOTIFICATIONS, REQUESTS};
+    let cases = fixtures::acp_v2_cases();
+    let have = covered(&cases);
+    let missing: Vec<&str> = REQUESTS
+        .iter()
+        .flat_map(|r| [r.params_type, r.response_type])
+        .chain(NOTIFICATIONS.iter().map(|n| n.params_type))
+        .filter(|t| !have.contains(t))
+        .collect();
+    assert!(missing.is_empty(), "no example for: {missing:?}");
+}
+
+/// Every `SessionUpdate` kind of the schema has an example.
+#[test]
+fn every_session_update_kind_has_examples() {
+    for (file, text, kinds) in [
+        (
+            "acp v1",
+            include_str!("../fixtures/acp_v1.json"),
+            session_update_kinds("v1"),
+        ),
+        (
+            "acp v2",
+            include_str!("../fixtures/acp_v2.json"),
+            session_update_kinds("v2"),
+        ),
+    ] {
+        let missing: Vec<&&str> = kinds
+            .iter()
+            .filter(|k| !text.contains(&format!("\"sessionUpdate\": \"{k}\"")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{file}: no example of session update kinds {missing:?}"
+        );
+    }
+}
+
+/// The kinds, as the generated enum spells them on the wire (read back from its serde renames).
+fn session_update_kinds(version: &str) -> Vec<&'static str> {
+    let source = match version {
+        "v1" => include_str!("../../src/generated/acp_v1.rs"),
+        _ => include_str!("../../src/generated/acp_v2.rs"),
+    };
+    let start = source
+        .find("pub enum SessionUpdate {")
+        .expect("SessionUpdate in the generated code");
+    let body = &source[start..start + source[start..].find("\n}").unwrap_or(0)];
+    body.match_indices("#[serde(rename = \"")
+        .map(|(i, m)| {
+            let rest = &body[i + m.len()..];
+            &rest[..rest.find('"').unwrap_or(0)]
+        })
+        .collect()
+}
+
+/// The MCP messages the SDK relies on: initialize, tools/list, tools/call, progress, errors.
+#[test]
+fn the_mcp_messages_the_sdk_uses_have_examples() {
+    let cases = fixtures::mcp_cases();
+    let have = covered(&cases);
+    let needed = [
+        "InitializeRequest",
+        "InitializeResult",
+        "ListToolsRequest",
+        "ListToolsResult",
+        "CallToolRequest",
+        "CallToolResult",
+        "ProgressNotification",
+        "JsonrpcErrorResponse",
+    ];
+    let missing: Vec<&&str> = needed.iter().filter(|t| !have.contains(**t)).collect();
+    assert!(missing.is_empty(), "no MCP example for: {missing:?}");
+}
