@@ -23,6 +23,20 @@
 //! assert!(matches!(update, SessionUpdate::AgentMessageChunk(_)));
 //! # let _ = ProtocolVersion(1);
 //! ```
+//!
+//! Every struct has `new(required fields…)` (in the schema's order) and a setter per optional
+//! field; what was absent stays absent when written back:
+//!
+//! ```
+//! use sacp_schema::acp::v1::{ContentBlock, ErrorCode, PromptRequest, TextContent};
+//!
+//! let prompt = PromptRequest::new("sess_1".to_owned(), vec![ContentBlock::Text(TextContent::new("Hi"))]);
+//! assert_eq!(
+//!     serde_json::to_string(&prompt).unwrap(),
+//!     r#"{"prompt":[{"type":"text","text":"Hi"}],"sessionId":"sess_1"}"#,
+//! );
+//! assert_eq!(ErrorCode::METHOD_NOT_FOUND, ErrorCode(-32601));
+//! ```
 
 pub mod table;
 

@@ -44,7 +44,7 @@ pub(crate) fn run(
         optional_defaults: absent_stays_absent(file),
         lenient: lenient_fields(file, defs),
         null_results: null_results(file, responses),
-        constructors: constructors(file),
+        constructors: constructors(file, defs),
     }
     .with(|| integer_consts(file, integers))
 }
@@ -361,8 +361,24 @@ pub(crate) fn null_results(file: &mut syn::File, responses: &BTreeSet<String>) -
     n
 }
 
-/// Pass 4: `new(required…)` and a builder-style setter per optional field.
-pub(crate) fn constructors(file: &mut syn::File) -> usize {
+/// Pass 4: `new(required…)` (arguments in the schema's `required` order) and a builder-style
+/// setter per optional field.
+pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
+    let required_order: BTreeMap<String, Vec<String>> = defs
+        .iter()
+        .map(|(name, d)| {
+            let order = d
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (ident(name).to_string(), order)
+        })
+        .collect();
     let mut impls = Vec::new();
     for item in &file.items {
         let Item::Struct(s) = item else { continue };
@@ -373,10 +389,23 @@ pub(crate) fn constructors(file: &mut syn::File) -> usize {
             continue;
         };
         let ty = &s.ident;
-        let (required, optional): (Vec<&Field>, Vec<&Field>) = fields
+        let (mut required, optional): (Vec<&Field>, Vec<&Field>) = fields
             .named
             .iter()
             .partition(|f| option_inner(&f.ty).is_none());
+        if let Some(order) = required_order.get(&ty.to_string()) {
+            let position = |f: &Field| {
+                let mut attrs = f.attrs.clone();
+                let json = meta_str(&take_serde(&mut attrs), "rename").unwrap_or_else(|| {
+                    f.ident
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                });
+                order.iter().position(|r| *r == json).unwrap_or(usize::MAX)
+            };
+            required.sort_by_key(|f| position(f));
+        }
         let req_names: Vec<&Ident> = required.iter().filter_map(|f| f.ident.as_ref()).collect();
         let req_types: Vec<&Type> = required.iter().map(|f| &f.ty).collect();
         let opt_names: Vec<&Ident> = optional.iter().filter_map(|f| f.ident.as_ref()).collect();
@@ -580,12 +609,15 @@ mod tests {
 
     #[test]
     fn constructors_take_required_fields_and_set_optional_ones() {
-        let mut f = file("pub struct P { pub id: String, pub n: ::std::option::Option<u8> }");
-        assert_eq!(constructors(&mut f), 1);
+        let mut f = file(
+            r#"pub struct P { pub id: String, pub n: ::std::option::Option<u8>, #[serde(rename = "aFirst")] pub a_first: u8 }"#,
+        );
+        let defs = serde_json::json!({"P": {"required": ["id", "aFirst"]}});
+        assert_eq!(constructors(&mut f, defs.as_object().unwrap()), 1);
         let t = text(&f);
         assert!(
-            t.contains("pub fn new(id: impl ::std::convert::Into<String>) -> Self"),
-            "{t}"
+            t.contains("id: impl ::std::convert::Into<String>,\n        a_first: impl"),
+            "schema order, not field order: {t}"
         );
         assert!(
             t.contains("pub fn n(mut self, value: impl ::std::convert::Into<u8>) -> Self"),

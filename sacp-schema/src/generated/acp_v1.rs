@@ -7328,12 +7328,12 @@ impl AvailableCommand {
     /// A `AvailableCommand` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        description: impl ::std::convert::Into<::std::string::String>,
         name: impl ::std::convert::Into<::std::string::String>,
+        description: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            description: description.into(),
             name: name.into(),
+            description: description.into(),
             input: ::std::option::Option::None,
             meta: ::std::option::Option::None,
         }
@@ -7962,12 +7962,12 @@ impl CreateTerminalRequest {
     /// A `CreateTerminalRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        command: impl ::std::convert::Into<::std::string::String>,
         session_id: impl ::std::convert::Into<SessionId>,
+        command: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            command: command.into(),
             session_id: session_id.into(),
+            command: command.into(),
             args: ::std::option::Option::None,
             cwd: ::std::option::Option::None,
             env: ::std::option::Option::None,
@@ -8107,12 +8107,12 @@ impl Diff {
     /// A `Diff` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        new_text: impl ::std::convert::Into<::std::string::String>,
         path: impl ::std::convert::Into<::std::string::String>,
+        new_text: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            new_text: new_text.into(),
             path: path.into(),
+            new_text: new_text.into(),
             meta: ::std::option::Option::None,
             old_text: ::std::option::Option::None,
         }
@@ -8882,15 +8882,15 @@ impl LoadSessionRequest {
     /// A `LoadSessionRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        cwd: impl ::std::convert::Into<::std::string::String>,
         mcp_servers: impl ::std::convert::Into<
             ::std::vec::Vec<crate::acp::v1::McpServer>,
         >,
+        cwd: impl ::std::convert::Into<::std::string::String>,
         session_id: impl ::std::convert::Into<SessionId>,
     ) -> Self {
         Self {
-            cwd: cwd.into(),
             mcp_servers: mcp_servers.into(),
+            cwd: cwd.into(),
             session_id: session_id.into(),
             additional_directories: ::std::option::Option::None,
             meta: ::std::option::Option::None,
@@ -9054,14 +9054,14 @@ impl McpServerHttp {
     /// A `McpServerHttp` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        headers: impl ::std::convert::Into<::std::vec::Vec<HttpHeader>>,
         name: impl ::std::convert::Into<::std::string::String>,
         url: impl ::std::convert::Into<::std::string::String>,
+        headers: impl ::std::convert::Into<::std::vec::Vec<HttpHeader>>,
     ) -> Self {
         Self {
-            headers: headers.into(),
             name: name.into(),
             url: url.into(),
+            headers: headers.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -9081,14 +9081,14 @@ impl McpServerSse {
     /// A `McpServerSse` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        headers: impl ::std::convert::Into<::std::vec::Vec<HttpHeader>>,
         name: impl ::std::convert::Into<::std::string::String>,
         url: impl ::std::convert::Into<::std::string::String>,
+        headers: impl ::std::convert::Into<::std::vec::Vec<HttpHeader>>,
     ) -> Self {
         Self {
-            headers: headers.into(),
             name: name.into(),
             url: url.into(),
+            headers: headers.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -9108,16 +9108,16 @@ impl McpServerStdio {
     /// A `McpServerStdio` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        args: impl ::std::convert::Into<::std::vec::Vec<::std::string::String>>,
-        command: impl ::std::convert::Into<::std::string::String>,
-        env: impl ::std::convert::Into<::std::vec::Vec<EnvVariable>>,
         name: impl ::std::convert::Into<::std::string::String>,
+        command: impl ::std::convert::Into<::std::string::String>,
+        args: impl ::std::convert::Into<::std::vec::Vec<::std::string::String>>,
+        env: impl ::std::convert::Into<::std::vec::Vec<EnvVariable>>,
     ) -> Self {
         Self {
-            args: args.into(),
-            command: command.into(),
-            env: env.into(),
             name: name.into(),
+            command: command.into(),
+            args: args.into(),
+            env: env.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -9386,14 +9386,14 @@ impl PermissionOption {
     /// A `PermissionOption` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        kind: impl ::std::convert::Into<PermissionOptionKind>,
-        name: impl ::std::convert::Into<::std::string::String>,
         option_id: impl ::std::convert::Into<PermissionOptionId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+        kind: impl ::std::convert::Into<PermissionOptionKind>,
     ) -> Self {
         Self {
-            kind: kind.into(),
-            name: name.into(),
             option_id: option_id.into(),
+            name: name.into(),
+            kind: kind.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -9502,12 +9502,12 @@ impl PromptRequest {
     /// A `PromptRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        prompt: impl ::std::convert::Into<::std::vec::Vec<crate::acp::v1::ContentBlock>>,
         session_id: impl ::std::convert::Into<SessionId>,
+        prompt: impl ::std::convert::Into<::std::vec::Vec<crate::acp::v1::ContentBlock>>,
     ) -> Self {
         Self {
-            prompt: prompt.into(),
             session_id: session_id.into(),
+            prompt: prompt.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -9548,12 +9548,12 @@ impl ReadTextFileRequest {
     /// A `ReadTextFileRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        path: impl ::std::convert::Into<::std::string::String>,
         session_id: impl ::std::convert::Into<SessionId>,
+        path: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            path: path.into(),
             session_id: session_id.into(),
+            path: path.into(),
             limit: ::std::option::Option::None,
             line: ::std::option::Option::None,
             meta: ::std::option::Option::None,
@@ -9653,14 +9653,14 @@ impl RequestPermissionRequest {
     /// A `RequestPermissionRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        options: impl ::std::convert::Into<::std::vec::Vec<PermissionOption>>,
         session_id: impl ::std::convert::Into<SessionId>,
         tool_call: impl ::std::convert::Into<ToolCallUpdate>,
+        options: impl ::std::convert::Into<::std::vec::Vec<PermissionOption>>,
     ) -> Self {
         Self {
-            options: options.into(),
             session_id: session_id.into(),
             tool_call: tool_call.into(),
+            options: options.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -9772,12 +9772,12 @@ impl ResumeSessionRequest {
     /// A `ResumeSessionRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        cwd: impl ::std::convert::Into<::std::string::String>,
         session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            cwd: cwd.into(),
             session_id: session_id.into(),
+            cwd: cwd.into(),
             additional_directories: ::std::option::Option::None,
             mcp_servers: ::std::option::Option::None,
             meta: ::std::option::Option::None,
@@ -10111,12 +10111,12 @@ impl SessionConfigSelectOption {
     /// A `SessionConfigSelectOption` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        name: impl ::std::convert::Into<::std::string::String>,
         value: impl ::std::convert::Into<SessionConfigValueId>,
+        name: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            name: name.into(),
             value: value.into(),
+            name: name.into(),
             description: ::std::option::Option::None,
             meta: ::std::option::Option::None,
         }
@@ -10166,12 +10166,12 @@ impl SessionInfo {
     /// A `SessionInfo` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        cwd: impl ::std::convert::Into<::std::string::String>,
         session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            cwd: cwd.into(),
             session_id: session_id.into(),
+            cwd: cwd.into(),
             additional_directories: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             title: ::std::option::Option::None,
@@ -10316,12 +10316,12 @@ impl SessionModeState {
     /// A `SessionModeState` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        available_modes: impl ::std::convert::Into<::std::vec::Vec<SessionMode>>,
         current_mode_id: impl ::std::convert::Into<SessionModeId>,
+        available_modes: impl ::std::convert::Into<::std::vec::Vec<SessionMode>>,
     ) -> Self {
         Self {
-            available_modes: available_modes.into(),
             current_mode_id: current_mode_id.into(),
+            available_modes: available_modes.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -10393,12 +10393,12 @@ impl SetSessionConfigOptionRequestCommon {
     /// A `SetSessionConfigOptionRequestCommon` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        config_id: impl ::std::convert::Into<SessionConfigId>,
         session_id: impl ::std::convert::Into<SessionId>,
+        config_id: impl ::std::convert::Into<SessionConfigId>,
     ) -> Self {
         Self {
-            config_id: config_id.into(),
             session_id: session_id.into(),
+            config_id: config_id.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -10450,12 +10450,12 @@ impl SetSessionModeRequest {
     /// A `SetSessionModeRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        mode_id: impl ::std::convert::Into<SessionModeId>,
         session_id: impl ::std::convert::Into<SessionId>,
+        mode_id: impl ::std::convert::Into<SessionModeId>,
     ) -> Self {
         Self {
-            mode_id: mode_id.into(),
             session_id: session_id.into(),
+            mode_id: mode_id.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -10821,12 +10821,12 @@ impl ToolCall {
     /// A `ToolCall` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        title: impl ::std::convert::Into<::std::string::String>,
         tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        title: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            title: title.into(),
             tool_call_id: tool_call_id.into(),
+            title: title.into(),
             content: ::std::option::Option::None,
             kind: ::std::option::Option::None,
             locations: ::std::option::Option::None,
@@ -11058,12 +11058,12 @@ impl UsageUpdate {
     /// A `UsageUpdate` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        size: impl ::std::convert::Into<u64>,
         used: impl ::std::convert::Into<u64>,
+        size: impl ::std::convert::Into<u64>,
     ) -> Self {
         Self {
-            size: size.into(),
             used: used.into(),
+            size: size.into(),
             cost: ::std::option::Option::None,
             meta: ::std::option::Option::None,
         }
@@ -11152,14 +11152,14 @@ impl WriteTextFileRequest {
     /// A `WriteTextFileRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        content: impl ::std::convert::Into<::std::string::String>,
-        path: impl ::std::convert::Into<::std::string::String>,
         session_id: impl ::std::convert::Into<SessionId>,
+        path: impl ::std::convert::Into<::std::string::String>,
+        content: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            content: content.into(),
-            path: path.into(),
             session_id: session_id.into(),
+            path: path.into(),
+            content: content.into(),
             meta: ::std::option::Option::None,
         }
     }

@@ -8409,12 +8409,12 @@ impl Command {
     /// A `Command` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        description: impl ::std::convert::Into<::std::string::String>,
         name: impl ::std::convert::Into<::std::string::String>,
+        description: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            description: description.into(),
             name: name.into(),
+            description: description.into(),
             input: ::std::option::Option::None,
             meta: ::std::option::Option::None,
         }
@@ -8622,12 +8622,12 @@ impl ContentChunk {
     /// A `ContentChunk` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        content: impl ::std::convert::Into<crate::acp::v2::ContentBlock>,
         message_id: impl ::std::convert::Into<MessageId>,
+        content: impl ::std::convert::Into<crate::acp::v2::ContentBlock>,
     ) -> Self {
         Self {
-            content: content.into(),
             message_id: message_id.into(),
+            content: content.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -8964,17 +8964,17 @@ impl ElicitationSchema {
     /// A `ElicitationSchema` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
+        type_: impl ::std::convert::Into<ElicitationSchemaType>,
         properties: impl ::std::convert::Into<
             ::std::collections::HashMap<
                 ::std::string::String,
                 crate::acp::v2::ElicitationPropertySchema,
             >,
         >,
-        type_: impl ::std::convert::Into<ElicitationSchemaType>,
     ) -> Self {
         Self {
-            properties: properties.into(),
             type_: type_.into(),
+            properties: properties.into(),
             description: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             required: ::std::option::Option::None,
@@ -9391,12 +9391,12 @@ impl InitializeRequest {
     /// A `InitializeRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        info: impl ::std::convert::Into<Implementation>,
         protocol_version: impl ::std::convert::Into<ProtocolVersion>,
+        info: impl ::std::convert::Into<Implementation>,
     ) -> Self {
         Self {
-            info: info.into(),
             protocol_version: protocol_version.into(),
+            info: info.into(),
             capabilities: ::std::option::Option::None,
             meta: ::std::option::Option::None,
         }
@@ -9426,12 +9426,12 @@ impl InitializeResponse {
     /// A `InitializeResponse` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        info: impl ::std::convert::Into<Implementation>,
         protocol_version: impl ::std::convert::Into<ProtocolVersion>,
+        info: impl ::std::convert::Into<Implementation>,
     ) -> Self {
         Self {
-            info: info.into(),
             protocol_version: protocol_version.into(),
+            info: info.into(),
             auth_methods: ::std::option::Option::None,
             capabilities: ::std::option::Option::None,
             meta: ::std::option::Option::None,
@@ -9778,12 +9778,12 @@ impl McpServerStdio {
     /// A `McpServerStdio` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        command: impl ::std::convert::Into<AbsolutePath>,
         name: impl ::std::convert::Into<::std::string::String>,
+        command: impl ::std::convert::Into<AbsolutePath>,
     ) -> Self {
         Self {
-            command: command.into(),
             name: name.into(),
+            command: command.into(),
             args: ::std::option::Option::None,
             env: ::std::option::Option::None,
             meta: ::std::option::Option::None,
@@ -10101,14 +10101,14 @@ impl PermissionOption {
     /// A `PermissionOption` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        kind: impl ::std::convert::Into<crate::acp::v2::PermissionOptionKind>,
-        name: impl ::std::convert::Into<::std::string::String>,
         option_id: impl ::std::convert::Into<PermissionOptionId>,
+        name: impl ::std::convert::Into<::std::string::String>,
+        kind: impl ::std::convert::Into<crate::acp::v2::PermissionOptionKind>,
     ) -> Self {
         Self {
-            kind: kind.into(),
-            name: name.into(),
             option_id: option_id.into(),
+            name: name.into(),
+            kind: kind.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -10155,12 +10155,12 @@ impl PlanItems {
     /// A `PlanItems` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        entries: impl ::std::convert::Into<::std::vec::Vec<PlanEntry>>,
         plan_id: impl ::std::convert::Into<PlanId>,
+        entries: impl ::std::convert::Into<::std::vec::Vec<PlanEntry>>,
     ) -> Self {
         Self {
-            entries: entries.into(),
             plan_id: plan_id.into(),
+            entries: entries.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -10313,12 +10313,12 @@ impl PromptRequest {
     /// A `PromptRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        prompt: impl ::std::convert::Into<::std::vec::Vec<crate::acp::v2::ContentBlock>>,
         session_id: impl ::std::convert::Into<SessionId>,
+        prompt: impl ::std::convert::Into<::std::vec::Vec<crate::acp::v2::ContentBlock>>,
     ) -> Self {
         Self {
-            prompt: prompt.into(),
             session_id: session_id.into(),
+            prompt: prompt.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -10379,14 +10379,14 @@ impl RequestPermissionRequest {
     /// A `RequestPermissionRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        options: impl ::std::convert::Into<::std::vec::Vec<PermissionOption>>,
         session_id: impl ::std::convert::Into<SessionId>,
         title: impl ::std::convert::Into<::std::string::String>,
+        options: impl ::std::convert::Into<::std::vec::Vec<PermissionOption>>,
     ) -> Self {
         Self {
-            options: options.into(),
             session_id: session_id.into(),
             title: title.into(),
+            options: options.into(),
             description: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             subject: ::std::option::Option::None,
@@ -10555,12 +10555,12 @@ impl ResumeSessionRequest {
     /// A `ResumeSessionRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        cwd: impl ::std::convert::Into<AbsolutePath>,
         session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<AbsolutePath>,
     ) -> Self {
         Self {
-            cwd: cwd.into(),
             session_id: session_id.into(),
+            cwd: cwd.into(),
             additional_directories: ::std::option::Option::None,
             mcp_servers: ::std::option::Option::None,
             meta: ::std::option::Option::None,
@@ -10876,12 +10876,12 @@ impl SessionConfigSelectOption {
     /// A `SessionConfigSelectOption` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        name: impl ::std::convert::Into<::std::string::String>,
         value: impl ::std::convert::Into<SessionConfigValueId>,
+        name: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            name: name.into(),
             value: value.into(),
+            name: name.into(),
             description: ::std::option::Option::None,
             meta: ::std::option::Option::None,
         }
@@ -10931,12 +10931,12 @@ impl SessionInfo {
     /// A `SessionInfo` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        cwd: impl ::std::convert::Into<AbsolutePath>,
         session_id: impl ::std::convert::Into<SessionId>,
+        cwd: impl ::std::convert::Into<AbsolutePath>,
     ) -> Self {
         Self {
-            cwd: cwd.into(),
             session_id: session_id.into(),
+            cwd: cwd.into(),
             additional_directories: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             title: ::std::option::Option::None,
@@ -11054,12 +11054,12 @@ impl SetSessionConfigOptionRequestCommon {
     /// A `SetSessionConfigOptionRequestCommon` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        config_id: impl ::std::convert::Into<SessionConfigId>,
         session_id: impl ::std::convert::Into<SessionId>,
+        config_id: impl ::std::convert::Into<SessionConfigId>,
     ) -> Self {
         Self {
-            config_id: config_id.into(),
             session_id: session_id.into(),
+            config_id: config_id.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -11387,12 +11387,12 @@ impl TerminalOutputChunk {
     /// A `TerminalOutputChunk` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        data: impl ::std::convert::Into<::std::string::String>,
         terminal_id: impl ::std::convert::Into<TerminalId>,
+        data: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
         Self {
-            data: data.into(),
             terminal_id: terminal_id.into(),
+            data: data.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -11661,12 +11661,12 @@ impl ToolCallContentChunk {
     /// A `ToolCallContentChunk` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        content: impl ::std::convert::Into<crate::acp::v2::ToolCallContent>,
         tool_call_id: impl ::std::convert::Into<ToolCallId>,
+        content: impl ::std::convert::Into<crate::acp::v2::ToolCallContent>,
     ) -> Self {
         Self {
-            content: content.into(),
             tool_call_id: tool_call_id.into(),
+            content: content.into(),
             meta: ::std::option::Option::None,
         }
     }
@@ -11901,12 +11901,12 @@ impl UsageUpdate {
     /// A `UsageUpdate` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        size: impl ::std::convert::Into<u64>,
         used: impl ::std::convert::Into<u64>,
+        size: impl ::std::convert::Into<u64>,
     ) -> Self {
         Self {
-            size: size.into(),
             used: used.into(),
+            size: size.into(),
             cost: ::std::option::Option::None,
             meta: ::std::option::Option::None,
         }
