@@ -148,13 +148,17 @@ fn fetch(pin: &Pinned, cache: &Path) -> Result<PathBuf, String> {
                 .map_err(|e| format!("cannot move the fetched schema into place: {e}"))?;
         }
         Source::Url(url) => {
+            // Into a side file first, so an interrupted download never passes for the schema.
+            let part = dest.with_extension("part");
             run(
                 Command::new("curl")
                     .args(["-fsSL", "-o"])
-                    .arg(&dest)
+                    .arg(&part)
                     .arg(url),
                 "curl",
             )?;
+            std::fs::rename(&part, &dest)
+                .map_err(|e| format!("cannot move the fetched schema into place: {e}"))?;
         }
     }
     Ok(dest)
