@@ -49,6 +49,19 @@ pub(crate) fn const_str(schema: &Value) -> Option<&str> {
     }
 }
 
+/// The `required` property names of an object schema, in the schema's order.
+pub(crate) fn required_of(schema: &Map<String, Value>) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The name a `$ref` points at.
 pub(crate) fn ref_name(reference: &str) -> &str {
     reference.rsplit('/').next().unwrap_or(reference)
@@ -317,15 +330,7 @@ pub(crate) fn order_untagged_by_required(defs: &mut Defs) -> usize {
 pub(crate) fn keep_optional_free_form_objects(defs: &mut Defs) -> usize {
     let mut n = 0;
     visit_defs(defs, &mut |m| {
-        let required: Vec<String> = m
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| {
-                r.iter()
-                    .filter_map(|x| x.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let required = required_of(m);
         let Some(Value::Object(props)) = m.get_mut("properties") else {
             return;
         };

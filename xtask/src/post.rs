@@ -22,7 +22,7 @@ use syn::punctuated::Punctuated;
 use syn::{Attribute, Field, Fields, Item, ItemStruct, Meta, Token, Type, parse_quote};
 
 use crate::emit_unions::ident;
-use crate::passes::Defs;
+use crate::passes::{Defs, required_of};
 
 /// What the passes changed, for the log.
 #[derive(Debug, Default)]
@@ -366,18 +366,7 @@ pub(crate) fn null_results(file: &mut syn::File, responses: &BTreeSet<String>) -
 pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
     let required_order: BTreeMap<String, Vec<String>> = defs
         .iter()
-        .map(|(name, d)| {
-            let order = d
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| {
-                    r.iter()
-                        .filter_map(|x| x.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            (ident(name).to_string(), order)
-        })
+        .filter_map(|(name, d)| Some((ident(name).to_string(), required_of(d.as_object()?))))
         .collect();
     let mut impls = Vec::new();
     for item in &file.items {
@@ -526,8 +515,8 @@ mod tests {
                 #[serde(default = "defaults::caps_props")]
                 pub props: ::std::option::Option<u8>,
             }
-            impl ::std::default::Default for Caps { fn default() -> Self { todo!() } }
-            pub mod defaults { pub(super) fn caps_fs() -> super::Fs { todo!() } }
+            impl ::std::default::Default for Caps { fn default() -> Self { Caps::base() } }
+            pub mod defaults { pub(super) fn caps_fs() -> super::Fs { super::Fs::base() } }
         "#,
         );
         assert_eq!(absent_stays_absent(&mut f), 4);

@@ -2,37 +2,41 @@
 
 use std::collections::BTreeSet;
 
-use crate::fixtures;
+use sacp_schema::table::{NotificationEntry, RequestEntry};
 
-fn covered(cases: &[crate::harness::Case]) -> BTreeSet<&str> {
+use crate::fixtures;
+use crate::harness::Case;
+
+fn covered(cases: &[Case]) -> BTreeSet<&str> {
     cases.iter().map(|c| c.ty.as_str()).collect()
+}
+
+/// The params and response types of a table that no case is an instance of.
+fn missing<S>(
+    requests: &[RequestEntry<S>],
+    notifications: &[NotificationEntry<S>],
+    cases: &[Case],
+) -> Vec<&'static str> {
+    let have = covered(cases);
+    requests
+        .iter()
+        .flat_map(|r| [r.params_type, r.response_type])
+        .chain(notifications.iter().map(|n| n.params_type))
+        .filter(|t| !have.contains(t))
+        .collect()
 }
 
 #[test]
 fn every_acp_v1_method_has_examples() {
     use sacp_schema::acp::v1::methods::{NOTIFICATIONS, REQUESTS};
-    let cases = fixtures::acp_v1_cases();
-    let have = covered(&cases);
-    let missing: Vec<&str> = REQUESTS
-        .iter()
-        .flat_map(|r| [r.params_type, r.response_type])
-        .chain(NOTIFICATIONS.iter().map(|n| n.params_type))
-        .filter(|t| !have.contains(t))
-        .collect();
+    let missing = missing(REQUESTS, NOTIFICATIONS, &fixtures::acp_v1_cases());
     assert!(missing.is_empty(), "no example for: {missing:?}");
 }
 
 #[test]
 fn every_acp_v2_method_has_examples() {
     use sacp_schema::acp::v2::methods::{NOTIFICATIONS, REQUESTS};
-    let cases = fixtures::acp_v2_cases();
-    let have = covered(&cases);
-    let missing: Vec<&str> = REQUESTS
-        .iter()
-        .flat_map(|r| [r.params_type, r.response_type])
-        .chain(NOTIFICATIONS.iter().map(|n| n.params_type))
-        .filter(|t| !have.contains(t))
-        .collect();
+    let missing = missing(REQUESTS, NOTIFICATIONS, &fixtures::acp_v2_cases());
     assert!(missing.is_empty(), "no example for: {missing:?}");
 }
 
