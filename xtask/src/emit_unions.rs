@@ -220,22 +220,21 @@ fn tagged_union(
                     one["$ref"].as_str().map(|r| ref_name(r).to_owned())
                 }
                 _ => {
-                    let mut name = format!("{union_name}{variant}");
-                    while defs.contains_key(&name) || hoisted.contains_key(&name) {
-                        name.push_str("Payload");
-                    }
-                    let mut h: Map<String, Value> = member.as_object().cloned().unwrap_or_default();
-                    h.remove("title");
-                    h.insert("properties".into(), Value::Object(extra));
+                    let mut body: Map<String, Value> =
+                        member.as_object().cloned().unwrap_or_default();
+                    body.insert("properties".into(), Value::Object(extra));
                     let required: Vec<Value> = member
                         .get("required")
                         .and_then(Value::as_array)
                         .map(|r| r.iter().filter(|x| x.as_str() != tag).cloned().collect())
                         .unwrap_or_default();
-                    h.insert("required".into(), Value::Array(required));
-                    h.insert("type".into(), json!("object"));
-                    hoisted.insert(name.clone(), Value::Object(h));
-                    Some(name)
+                    body.insert("required".into(), Value::Array(required));
+                    Some(hoist(
+                        &format!("{union_name}{variant}"),
+                        body,
+                        defs,
+                        hoisted,
+                    ))
                 }
             };
             variants.push(match payload {
@@ -265,14 +264,8 @@ fn tagged_union(
                 .map(str::to_owned);
             let variant = ident(&title.unwrap_or_else(|| format!("Variant{}", untagged.len())));
             used.insert(variant.to_string());
-            let mut name = format!("{union_name}{variant}");
-            while defs.contains_key(&name) || hoisted.contains_key(&name) {
-                name.push_str("Payload");
-            }
-            let mut h: Map<String, Value> = member.as_object().cloned().unwrap_or_default();
-            h.remove("title");
-            h.insert("type".into(), json!("object"));
-            hoisted.insert(name.clone(), Value::Object(h));
+            let body = member.as_object().cloned().unwrap_or_default();
+            let name = hoist(&format!("{union_name}{variant}"), body, defs, hoisted);
             let target = ident(&name);
             untagged.push(quote! { #docs #[serde(untagged)] #variant(#target), });
         } else {
@@ -310,6 +303,19 @@ fn tagged_union(
             #other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
         }
     })
+}
+
+/// Makes an inline variant payload a definition of its own, under the first free name of
+/// `wanted`, `wantedPayload`, …; returns that name.
+fn hoist(wanted: &str, mut body: Map<String, Value>, defs: &Defs, hoisted: &mut Defs) -> String {
+    let mut name = wanted.to_owned();
+    while defs.contains_key(&name) || hoisted.contains_key(&name) {
+        name.push_str("Payload");
+    }
+    body.remove("title");
+    body.insert("type".into(), json!("object"));
+    hoisted.insert(name.clone(), Value::Object(body));
+    name
 }
 
 /// An inline object schema (not a reference) that a variant can be made of.

@@ -40,20 +40,14 @@ pub(crate) fn run(
     integers: &[(String, String, i64)],
 ) -> Stats {
     exact_numbers(file);
-    Stats {
+    let stats = Stats {
         optional_defaults: absent_stays_absent(file),
         lenient: lenient_fields(file, defs),
         null_results: null_results(file, responses),
         constructors: constructors(file, defs),
-    }
-    .with(|| integer_consts(file, integers))
-}
-
-impl Stats {
-    fn with(self, f: impl FnOnce()) -> Self {
-        f();
-        self
-    }
+    };
+    integer_consts(file, integers);
+    stats
 }
 
 /// The serde arguments of a field or container, taken out of its attributes.

@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use heck_free::upper_camel;
+use heck::ToUpperCamelCase;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -159,7 +159,8 @@ pub fn check(case: &Case, decoder: Decoder) -> Result<(), String> {
     let mut tags = Vec::new();
     collect_tags(&case.json, &mut tags);
     for tag in tags {
-        let variant = upper_camel(&tag);
+        // Named as the generator names variants.
+        let variant = tag.to_upper_camel_case();
         if !case.unknown && !decoded.debug.contains(&variant) {
             return Err(format!(
                 "tag {tag:?} decoded without variant {variant}: {}",
@@ -254,19 +255,4 @@ pub fn run_all(cases: &[Case], registry: &Registry) -> Vec<(Case, String)> {
             result.err().map(|why| (c.clone(), why))
         })
         .collect()
-}
-
-/// `snake_case`/`kebab-case`/`_zed/x` → `UpperCamel`, as the generator names variants.
-mod heck_free {
-    pub fn upper_camel(s: &str) -> String {
-        s.split(|c: char| !c.is_ascii_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(|w| {
-                let mut c = w.chars();
-                c.next()
-                    .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                    .unwrap_or_default()
-            })
-            .collect()
-    }
 }

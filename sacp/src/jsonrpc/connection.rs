@@ -549,7 +549,10 @@ async fn run_writer<W: MessageWriter>(
             conn.shared.in_flight.cancel_all();
             batch.clear();
             // Keep draining so the dispatcher's final Close is seen and senders do not pile up.
-            closing = closing || drain_until_close(&mut rx).await;
+            if !closing {
+                drain_until_close(&mut rx).await;
+            }
+            break;
         }
         if closing {
             break;
@@ -560,11 +563,10 @@ async fn run_writer<W: MessageWriter>(
     }
 }
 
-async fn drain_until_close(rx: &mut mpsc::UnboundedReceiver<Outgoing>) -> bool {
+async fn drain_until_close(rx: &mut mpsc::UnboundedReceiver<Outgoing>) {
     while let Some(item) = rx.recv().await {
         if let Outgoing::Close = item {
-            return true;
+            return;
         }
     }
-    true
 }

@@ -121,7 +121,8 @@ struct Sent {
     guard: CancelOnDrop,
     method: String,
     rx: oneshot::Receiver<Arrived>,
-    deadline: Option<(Instant, Duration)>,
+    sent_at: Instant,
+    timeout: Option<Duration>,
 }
 
 impl<T> std::fmt::Debug for PendingResponse<T> {
@@ -141,10 +142,6 @@ impl<T: Send + 'static> PendingResponse<T> {
         rx: oneshot::Receiver<Arrived>,
         decode: fn(RawJson) -> Result<T, Error>,
     ) -> Self {
-        let deadline = conn
-            .shared()
-            .default_timeout
-            .map(|d| (Instant::now() + d, d));
         PendingResponse {
             state: Ok(Sent {
                 guard: CancelOnDrop {
@@ -154,7 +151,8 @@ impl<T: Send + 'static> PendingResponse<T> {
                 },
                 method,
                 rx,
-                deadline,
+                sent_at: Instant::now(),
+                timeout: conn.shared().default_timeout,
             }),
             decode,
         }
@@ -171,8 +169,7 @@ impl<T: Send + 'static> PendingResponse<T> {
     /// arrived within `after` of sending it.
     pub fn timeout(mut self, after: Duration) -> Self {
         if let Ok(sent) = &mut self.state {
-            let sent_at = sent.deadline.map_or_else(Instant::now, |(at, d)| at - d);
-            sent.deadline = Some((sent_at + after, after));
+            sent.timeout = Some(after);
         }
         self
     }
@@ -199,11 +196,12 @@ impl<T: Send + 'static> IntoFuture for PendingResponse<T> {
                 mut guard,
                 method,
                 rx,
-                deadline,
+                sent_at,
+                timeout,
             } = self.state?;
-            let arrived = match deadline {
+            let arrived = match timeout {
                 None => rx.await,
-                Some((at, after)) => match tokio::time::timeout_at(at, rx).await {
+                Some(after) => match tokio::time::timeout_at(sent_at + after, rx).await {
                     Ok(arrived) => arrived,
                     // The guard cancels the request at the peer as it drops.
                     Err(_) => return Err(Error::timeout(&method, after)),
