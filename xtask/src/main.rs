@@ -94,13 +94,24 @@ fn workspace_root() -> PathBuf {
 
 fn regen(check: bool) -> Result<(), String> {
     let root = workspace_root();
-    let schema_dir = std::env::var_os("SACP_SCHEMA_DIR").map(PathBuf::from);
+    let schema_dir = schema_dir_from_env();
     regen_into(
         check,
         schema_dir.as_deref(),
         &root.join("sacp-schema/src"),
         &root.join("target/schema-cache"),
     )
+}
+
+/// `$SACP_SCHEMA_DIR`; a relative path is taken from the workspace root, wherever the command
+/// (or a test, which runs in the package directory) was started.
+fn schema_dir_from_env() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("SACP_SCHEMA_DIR")?);
+    Some(if dir.is_relative() {
+        workspace_root().join(dir)
+    } else {
+        dir
+    })
 }
 
 /// Generates (or checks) every target's files below `out_dir`.
@@ -339,7 +350,7 @@ mod tests {
     /// and `--check` must name it and the command to run. Needs the pinned schemas.
     #[test]
     fn a_hand_edited_file_fails_the_check() {
-        let Some(schemas) = std::env::var_os("SACP_SCHEMA_DIR").map(PathBuf::from) else {
+        let Some(schemas) = schema_dir_from_env() else {
             eprintln!(
                 "SACP_SCHEMA_DIR is not set: the drift check on real output is not exercised"
             );

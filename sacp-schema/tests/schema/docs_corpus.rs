@@ -72,12 +72,22 @@ const KNOWN: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
+/// `$SACP_SCHEMA_DIR`; a relative path is taken from the workspace root, where the README's
+/// commands run (tests themselves run inside the package directory).
+fn schema_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("SACP_SCHEMA_DIR")?);
+    Some(if dir.is_relative() {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(dir)
+    } else {
+        dir
+    })
+}
+
 pub fn corpus(name: &str) -> Option<Vec<Case>> {
-    let dir = std::env::var_os("SACP_SCHEMA_DIR")?;
-    let path = PathBuf::from(dir)
-        .join("examples")
-        .join(name)
-        .join("cases.json");
+    let dir = schema_dir()?;
+    let path = dir.join("examples").join(name).join("cases.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
             "SACP_SCHEMA_DIR is set but {} is unreadable: {e}",
