@@ -7,8 +7,43 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 over newline-delimited streams or in-process channels — wire
 //!   messages with raw payloads, framing, transports, and connections with in-order dispatch,
 //!   cancellation and timeouts.
+//! - [`acp`]: the ACP messages as types (generated from the schema, see [`schema`]), with their
+//!   method names and the side that sends them.
+//! - [`proxy`]: the runtime every proxy shares — the capability handshake, the successor
+//!   envelope, default forwarding — and [`macro@proxy`], which turns an `impl` block into one.
+//! - [`agent`]: the same for agents, with [`macro@agent`].
+//!
+//! A proxy that forwards everything is one line plus `main`:
+//!
+//! ```no_run
+//! struct PassThrough;
+//!
+//! #[sacp::proxy]
+//! impl PassThrough {}
+//!
+//! #[tokio::main]
+//! async fn main() -> sacp::Result<()> {
+//!     sacp::proxy::serve_stdio(PassThrough).await
+//! }
+//! ```
 
+pub mod acp;
+pub mod agent;
+mod incoming;
 pub mod jsonrpc;
+mod peer;
+pub mod proxy;
+mod serving;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use sacp_macros::{agent, on_notification, on_request, proxy};
+/// The generated protocol types (ACP v1 and v2, MCP) and their method tables.
+pub use sacp_schema as schema;
+
+pub use crate::jsonrpc::{Error, Result};
 
 /// The README's examples, compiled as doc tests so they cannot drift.
 #[cfg(doctest)]

@@ -209,7 +209,7 @@ impl Connection {
         self.start_request(method.into(), params, keep_raw)
     }
 
-    fn start_request<T: Send + 'static>(
+    pub(crate) fn start_request<T: Send + 'static>(
         &self,
         method: String,
         params: Option<RawJson>,

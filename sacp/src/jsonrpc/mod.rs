@@ -38,6 +38,7 @@ pub use self::id::Id;
 pub use self::incoming::{CANCEL_REQUEST_METHOD, Responder};
 pub use self::message::{Message, Notification, Request, Response, ResponseBody};
 pub use self::outgoing::PendingResponse;
+pub(crate) use self::outgoing::decode_typed;
 pub use self::payload::RawJson;
 pub use self::transport::{
     ByteStream, Channel, Inbound, MessageReader, MessageWriter, Transport, channel,

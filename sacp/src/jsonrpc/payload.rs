@@ -55,6 +55,18 @@ impl RawJson {
         RawJson(bytes)
     }
 
+    /// The part of this payload that `part` (a value deserialized from [`RawJson::as_bytes`])
+    /// spans, sharing this payload's buffer.
+    pub(crate) fn slice_of(&self, part: &serde_json::value::RawValue) -> RawJson {
+        let text = part.get().as_bytes();
+        let start = (text.as_ptr() as usize).wrapping_sub(self.0.as_ptr() as usize);
+        match start.checked_add(text.len()) {
+            Some(end) if end <= self.0.len() => RawJson(self.0.slice(start..end)),
+            // Not borrowed from this payload after all: copy it.
+            _ => RawJson(Bytes::copy_from_slice(text)),
+        }
+    }
+
     /// Deserializes the payload. A failure is reported as `-32602 Invalid params`, which is
     /// what a handler wants to answer when its params do not fit; a response decoder maps it
     /// to its own error.

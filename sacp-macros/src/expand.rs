@@ -1,0 +1,249 @@
+//! Writing the output: the user's impl block without the helper attributes, plus one
+//! `impl Proxy` (or `impl Agent`) whose `dispatch` is a ladder of rungs, one per handler:
+//! "take the message as `T` from this side; if it is one, call the handler and answer with its
+//! result; otherwise go on", ending in the runtime's default (forward, or `-32601`).
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{ImplItem, ItemImpl, Path};
+
+use crate::fallback;
+use crate::model::{Handler, Kind, Role, Service};
+use crate::parse::{self, Errors};
+use crate::validate;
+
+/// The whole expansion of `#[proxy]` / `#[agent]`.
+pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = parse::service_args(role, attr, &mut errors);
+    let Ok(mut item) = syn::parse2::<ItemImpl>(item.clone()) else {
+        return fallback::not_an_impl(role, item, &errors);
+    };
+    let krate = args.krate.unwrap_or_else(|| syn::parse_quote!(::sacp));
+    if let Some((_, path, _)) = &item.trait_ {
+        errors.push(
+            path.span(),
+            format_args!(
+                "`#[{}]` goes on an inherent impl block (`impl MyType {{ ... }}`), not on a trait impl",
+                role.name()
+            ),
+        );
+    }
+
+    let mut handlers = Vec::new();
+    for impl_item in &mut item.items {
+        let ImplItem::Fn(method) = impl_item else {
+            continue;
+        };
+        let mut found = Vec::new();
+        method
+            .attrs
+            .retain(|attr| match parse::handler_attr(attr, &mut errors) {
+                Some(args) => {
+                    found.push(args);
+                    false
+                }
+                None => true,
+            });
+        let mut found = found.into_iter();
+        let Some(args) = found.next() else {
+            continue;
+        };
+        for extra in found {
+            errors.push(
+                extra.span,
+                "a method takes one handler attribute: `#[on_request]` or `#[on_notification]`",
+            );
+        }
+        if let Some(handler) = validate::handler(role, &args, method, &mut errors) {
+            handlers.push(handler);
+        }
+    }
+    validate::routes(&handlers, &mut errors);
+
+    if !errors.is_empty() {
+        return fallback::service(role, &krate, &item, &errors);
+    }
+    emit(&Service {
+        role,
+        krate,
+        item,
+        handlers,
+    })
+}
+
+fn emit(service: &Service) -> TokenStream {
+    let item = &service.item;
+    let trait_impl = trait_impl(service.role, &service.krate, item, &service.handlers);
+    quote! {
+        #item
+        #trait_impl
+    }
+}
+
+/// `impl Proxy for T` / `impl Agent for T` with a rung per handler.
+pub(crate) fn trait_impl(
+    role: Role,
+    krate: &Path,
+    item: &ItemImpl,
+    handlers: &[Handler],
+) -> TokenStream {
+    let (impl_generics, _, where_clause) = item.generics.split_for_impl();
+    let self_ty = &item.self_ty;
+    let (trait_path, module, cx) = match role {
+        Role::Proxy => (
+            quote!(#krate::proxy::Proxy),
+            quote!(#krate::proxy),
+            quote!(#krate::proxy::Cx),
+        ),
+        Role::Agent => (
+            quote!(#krate::agent::Agent),
+            quote!(#krate::agent),
+            quote!(#krate::agent::AgentCx),
+        ),
+    };
+    let routes: Vec<TokenStream> = handlers.iter().map(|h| route(krate, h)).collect();
+    let takes = if routes.is_empty() {
+        quote! {
+            let _ = (method, from);
+            false
+        }
+    } else {
+        quote!(#(#routes.matches(method, from))||*)
+    };
+    let rungs = handlers
+        .iter()
+        .zip(&routes)
+        .map(|(h, route)| rung(h, route));
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #trait_path for #self_ty #where_clause {
+            fn takes(method: &str, from: #krate::acp::Side) -> bool {
+                #takes
+            }
+
+            async fn dispatch(&mut self, message: #module::Incoming, cx: &#cx) {
+                #(#rungs)*
+                #krate::__private::unhandled(message, cx)
+            }
+        }
+    }
+}
+
+/// `request::<T, side>()`, spanned at `T` so that a type that is not an ACP message of that
+/// side is reported there.
+fn route(krate: &Path, handler: &Handler) -> TokenStream {
+    let ty = &handler.message;
+    let side = format_ident!("{}", handler.from.name());
+    let function = match handler.kind {
+        Kind::Request => quote!(request),
+        Kind::Notification => quote!(notification),
+    };
+    quote_spanned! {ty.span()=>
+        #krate::__private::#function::<#ty, #krate::__private::#side>()
+    }
+}
+
+fn rung(handler: &Handler, route: &TokenStream) -> TokenStream {
+    let name = &handler.name;
+    match handler.kind {
+        Kind::Request => quote! {
+            let route = #route;
+            let message = match route.take(message) {
+                ::core::result::Result::Ok((request, reply)) => {
+                    return route.answer(reply, Self::#name(self, request, cx).await);
+                }
+                ::core::result::Result::Err(message) => message,
+            };
+        },
+        Kind::Notification => quote! {
+            let route = #route;
+            let message = match route.take(message) {
+                ::core::result::Result::Ok(notification) => {
+                    return route.finish(Self::#name(self, notification, cx).await);
+                }
+                ::core::result::Result::Err(message) => message,
+            };
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Expansion snapshots: each `tests/expand/<feature>.rs` is expanded and compared with
+    //! `tests/expand/<feature>.expanded.rs`. Set `SACP_BLESS=1` to rewrite the expected files.
+
+    use super::*;
+    use std::path::Path as FsPath;
+
+    fn expand_file(source: &str) -> String {
+        let mut file = syn::parse_file(source).expect("snapshot input parses");
+        for item in &mut file.items {
+            let syn::Item::Impl(imp) = item else { continue };
+            let Some(pos) = imp.attrs.iter().position(|a| {
+                a.path()
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "proxy" || s.ident == "agent")
+            }) else {
+                continue;
+            };
+            let attr = imp.attrs.remove(pos);
+            let role = match attr.path().segments.last().map(|s| s.ident.to_string()) {
+                Some(name) if name == "agent" => Role::Agent,
+                _ => Role::Proxy,
+            };
+            let args = match &attr.meta {
+                syn::Meta::List(list) => list.tokens.clone(),
+                _ => TokenStream::new(),
+            };
+            let output = service(role, args, quote!(#imp));
+            let expanded: syn::File = syn::parse2(output).expect("expansion parses");
+            *item = syn::Item::Verbatim(quote!(#expanded));
+        }
+        let file: syn::File = syn::parse2(quote!(#file)).expect("re-parses");
+        prettyplease::unparse(&file)
+    }
+
+    #[test]
+    fn expansions_match_their_snapshots() {
+        let dir = FsPath::new(env!("CARGO_MANIFEST_DIR")).join("tests/expand");
+        let bless = std::env::var_os("SACP_BLESS").is_some();
+        let mut inputs: Vec<_> = std::fs::read_dir(&dir)
+            .expect("tests/expand exists")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension().is_some_and(|e| e == "rs")
+                    && !p.to_string_lossy().ends_with(".expanded.rs")
+            })
+            .collect();
+        inputs.sort();
+        assert!(
+            !inputs.is_empty(),
+            "no snapshot inputs in {}",
+            dir.display()
+        );
+        let mut stale = Vec::new();
+        for input in inputs {
+            let expected_path = input.with_extension("expanded.rs");
+            let actual = expand_file(&std::fs::read_to_string(&input).unwrap());
+            if bless {
+                std::fs::write(&expected_path, &actual).unwrap();
+                continue;
+            }
+            let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+            if expected != actual {
+                eprintln!(
+                    "--- {} differs; expected:\n{expected}\n--- actual:\n{actual}",
+                    expected_path.display()
+                );
+                stale.push(expected_path.display().to_string());
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "stale expansion snapshots (rerun with SACP_BLESS=1 after checking the diff): {stale:?}"
+        );
+    }
+}

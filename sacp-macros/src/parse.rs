@@ -1,0 +1,243 @@
+//! Reading the attributes: `#[proxy(crate = path)]` and `#[on_request(from = agent)]`.
+//!
+//! Arguments are `key = value` pairs separated by commas. Every problem is recorded (at the
+//! key or value it is about) and parsing goes on with the next pair.
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::ext::IdentExt;
+use syn::parse::{ParseStream, Parser};
+use syn::spanned::Spanned;
+use syn::{Attribute, Ident, Path, Token};
+
+use crate::model::{HandlerArgs, Kind, Role, ServiceArgs, Side};
+
+/// Errors collected along the way; all of them are reported.
+#[derive(Debug, Default)]
+pub(crate) struct Errors(Vec<syn::Error>);
+
+impl Errors {
+    pub(crate) fn push(&mut self, span: Span, message: impl std::fmt::Display) {
+        self.0.push(syn::Error::new(span, message));
+    }
+
+    /// How many errors so far (it only grows: comparing tells whether a step added any).
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn to_compile_errors(&self) -> TokenStream {
+        self.0.iter().map(syn::Error::to_compile_error).collect()
+    }
+}
+
+/// One `key = value` pair; `value` is `None` when there was no `=`.
+struct Pair {
+    key: Ident,
+    value: Option<TokenStream>,
+}
+
+/// Splits `a = x, b = y::z` into pairs, recording what is not a pair.
+fn pairs(tokens: TokenStream, what: &str, errors: &mut Errors) -> Vec<Pair> {
+    let parser = |input: ParseStream<'_>| {
+        let mut pairs = Vec::new();
+        while !input.is_empty() {
+            let key = match input.call(Ident::parse_any) {
+                Ok(key) => key,
+                Err(_) => {
+                    let bad: TokenTree = input.parse()?;
+                    errors.push(
+                        bad.span(),
+                        format_args!("expected an argument name in `#[{what}(...)]`"),
+                    );
+                    skip_to_comma(input)?;
+                    continue;
+                }
+            };
+            let value = if input.peek(Token![=]) {
+                input.parse::<Token![=]>()?;
+                Some(skip_to_comma(input)?)
+            } else {
+                None
+            };
+            pairs.push(Pair { key, value });
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(pairs)
+    };
+    match parser.parse2(tokens) {
+        Ok(pairs) => pairs,
+        Err(e) => {
+            errors.0.push(e);
+            Vec::new()
+        }
+    }
+}
+
+fn skip_to_comma(input: ParseStream<'_>) -> syn::Result<TokenStream> {
+    let mut value = TokenStream::new();
+    while !input.is_empty() && !input.peek(Token![,]) {
+        value.extend([input.parse::<TokenTree>()?]);
+    }
+    Ok(value)
+}
+
+/// `#[proxy(crate = path)]`.
+pub(crate) fn service_args(role: Role, tokens: TokenStream, errors: &mut Errors) -> ServiceArgs {
+    let what = role.name();
+    let mut args = ServiceArgs::default();
+    for Pair { key, value } in pairs(tokens, what, errors) {
+        if key != "crate" {
+            errors.push(
+                key.span(),
+                format_args!("unknown `#[{what}]` argument `{key}`; expected `crate = path`"),
+            );
+            continue;
+        }
+        let Some(value) = value else {
+            errors.push(key.span(), "expected `crate = path`, e.g. `crate = ::sacp`");
+            continue;
+        };
+        match Path::parse_mod_style.parse2(value.clone()) {
+            Ok(path) if args.krate.is_none() => args.krate = Some(path),
+            Ok(_) => errors.push(key.span(), "`crate` is given twice"),
+            Err(_) => errors.push(
+                span_of(&value, key.span()),
+                "expected a path after `crate =`, e.g. `crate = ::sacp`",
+            ),
+        }
+    }
+    args
+}
+
+/// The handler attribute on a method, if there is one: `#[on_request]`, `#[on_request(...)]`
+/// or `#[sacp::on_notification]`. Its arguments are read into [`HandlerArgs`].
+pub(crate) fn handler_attr(attr: &Attribute, errors: &mut Errors) -> Option<HandlerArgs> {
+    let last = attr.path().segments.last()?;
+    let kind = Kind::from_attr(&last.ident.to_string())?;
+    let mut args = HandlerArgs {
+        kind,
+        from: Side::Client,
+        from_span: None,
+        span: attr.span(),
+    };
+    let tokens = match &attr.meta {
+        syn::Meta::Path(_) => TokenStream::new(),
+        syn::Meta::List(list) => list.tokens.clone(),
+        syn::Meta::NameValue(nv) => {
+            errors.push(
+                nv.eq_token.span,
+                format_args!(
+                    "write `#[{}(from = agent)]`, not `=` after the name",
+                    kind.attr()
+                ),
+            );
+            return Some(args);
+        }
+    };
+    let what = kind.attr();
+    for Pair { key, value } in pairs(tokens, what, errors) {
+        if key != "from" {
+            errors.push(
+                key.span(),
+                format_args!(
+                    "unknown `#[{what}]` argument `{key}`; expected `from = client` or `from = agent`"
+                ),
+            );
+            continue;
+        }
+        let side = value
+            .as_ref()
+            .and_then(|v| syn::parse2::<Ident>(v.clone()).ok());
+        let span = value
+            .as_ref()
+            .map_or(key.span(), |v| span_of(v, key.span()));
+        match side.as_ref().map(Ident::to_string).as_deref() {
+            Some("client") => args.from = Side::Client,
+            Some("agent") => args.from = Side::Agent,
+            _ => {
+                errors.push(span, "expected `from = client` or `from = agent`");
+                continue;
+            }
+        }
+        if args.from_span.is_some() {
+            errors.push(key.span(), "`from` is given twice");
+        }
+        args.from_span = Some(span);
+    }
+    Some(args)
+}
+
+fn span_of(tokens: &TokenStream, default: Span) -> Span {
+    tokens
+        .clone()
+        .into_iter()
+        .next()
+        .map_or(default, |t| t.span())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn handler(attr: Attribute) -> (Option<HandlerArgs>, Vec<String>) {
+        let mut errors = Errors::default();
+        let args = handler_attr(&attr, &mut errors);
+        (args, errors.0.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn reads_handler_attributes() {
+        let (args, errors) = handler(syn::parse_quote!(#[on_request]));
+        let args = args.unwrap();
+        assert_eq!((args.kind, args.from), (Kind::Request, Side::Client));
+        assert!(errors.is_empty());
+
+        let (args, errors) = handler(syn::parse_quote!(#[sacp::on_notification(from = agent)]));
+        let args = args.unwrap();
+        assert_eq!((args.kind, args.from), (Kind::Notification, Side::Agent));
+        assert!(errors.is_empty());
+
+        assert!(handler(syn::parse_quote!(#[doc = "x"])).0.is_none());
+    }
+
+    #[test]
+    fn reports_every_bad_argument() {
+        let (_, errors) =
+            handler(syn::parse_quote!(#[on_request(form = agent, from = server, from)]));
+        assert_eq!(
+            errors,
+            [
+                "unknown `#[on_request]` argument `form`; expected `from = client` or `from = agent`",
+                "expected `from = client` or `from = agent`",
+                "expected `from = client` or `from = agent`",
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_service_arguments() {
+        let mut errors = Errors::default();
+        let args = service_args(Role::Proxy, quote!(crate = ::my::sacp), &mut errors);
+        assert!(errors.is_empty());
+        let path = args.krate.unwrap();
+        assert_eq!(quote!(#path).to_string(), ":: my :: sacp");
+
+        let args = service_args(Role::Agent, quote!(krate = x, crate = 1), &mut errors);
+        assert!(args.krate.is_none());
+        let errors: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            errors,
+            [
+                "unknown `#[agent]` argument `krate`; expected `crate = path`",
+                "expected a path after `crate =`, e.g. `crate = ::sacp`",
+            ]
+        );
+    }
+}

@@ -1,0 +1,17 @@
+use sacp::acp::{CancelNotification, PromptRequest, PromptResponse, StopReason};
+use sacp::agent::AgentCx;
+
+struct Echo;
+
+#[sacp::agent]
+impl Echo {
+    #[on_request]
+    async fn prompt(&mut self, _req: PromptRequest, _cx: &AgentCx) -> sacp::Result<PromptResponse> {
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+
+    #[on_notification]
+    async fn cancel(&mut self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,12 @@
+use my_sacp::acp::CancelNotification;
+use my_sacp::proxy::Cx;
+
+struct Renamed;
+
+#[my_sacp::proxy(crate = ::my_sacp)]
+impl Renamed {
+    #[on_notification]
+    async fn cancel(&mut self, n: CancelNotification, cx: &Cx) -> my_sacp::Result<()> {
+        cx.successor().notify(n)
+    }
+}

@@ -1,0 +1,44 @@
+use sacp::acp::SessionNotification;
+use sacp::proxy::Cx;
+struct Tap<T> {
+    sink: T,
+}
+impl<T> Tap<T>
+where
+    T: FnMut(&SessionNotification) + Send + 'static,
+{
+    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+        (self.sink)(&n);
+        cx.client().notify(n)
+    }
+}
+#[automatically_derived]
+impl<T> ::sacp::proxy::Proxy for Tap<T>
+where
+    T: FnMut(&SessionNotification) + Send + 'static,
+{
+    fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
+        ::sacp::__private::notification::<
+            SessionNotification,
+            ::sacp::__private::agent,
+        >()
+            .matches(method, from)
+    }
+    async fn dispatch(
+        &mut self,
+        message: ::sacp::proxy::Incoming,
+        cx: &::sacp::proxy::Cx,
+    ) {
+        let route = ::sacp::__private::notification::<
+            SessionNotification,
+            ::sacp::__private::agent,
+        >();
+        let message = match route.take(message) {
+            ::core::result::Result::Ok(notification) => {
+                return route.finish(Self::update(self, notification, cx).await);
+            }
+            ::core::result::Result::Err(message) => message,
+        };
+        ::sacp::__private::unhandled(message, cx)
+    }
+}

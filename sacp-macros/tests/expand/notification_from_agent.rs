@@ -1,0 +1,21 @@
+use sacp::acp::{RequestPermissionRequest, RequestPermissionResponse, SessionNotification};
+use sacp::proxy::Cx;
+
+struct Watcher;
+
+#[sacp::proxy]
+impl Watcher {
+    #[on_notification(from = agent)]
+    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+        cx.client().notify(n)
+    }
+
+    #[sacp::on_request(from = agent)]
+    async fn permission(
+        &mut self,
+        req: RequestPermissionRequest,
+        cx: &Cx,
+    ) -> sacp::Result<RequestPermissionResponse> {
+        cx.client().request(req).await
+    }
+}

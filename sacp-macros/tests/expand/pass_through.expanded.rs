@@ -1,0 +1,16 @@
+struct PassThrough;
+impl PassThrough {}
+#[automatically_derived]
+impl ::sacp::proxy::Proxy for PassThrough {
+    fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
+        let _ = (method, from);
+        false
+    }
+    async fn dispatch(
+        &mut self,
+        message: ::sacp::proxy::Incoming,
+        cx: &::sacp::proxy::Cx,
+    ) {
+        ::sacp::__private::unhandled(message, cx)
+    }
+}

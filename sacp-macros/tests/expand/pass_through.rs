@@ -1,0 +1,4 @@
+struct PassThrough;
+
+#[sacp::proxy]
+impl PassThrough {}

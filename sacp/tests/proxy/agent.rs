@@ -1,0 +1,141 @@
+//! `#[agent]`: handlers for what the client sends, `-32601` for the rest.
+
+use sacp::acp::{
+    CancelNotification, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
+    PromptRequest, PromptResponse, SessionNotification, SessionUpdate, StopReason,
+};
+use sacp::agent::AgentCx;
+use sacp::jsonrpc::{Connection, Router, channel, code};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+use crate::common::*;
+
+#[derive(Default)]
+struct Echo {
+    cancelled: Vec<String>,
+}
+
+#[sacp::agent]
+impl Echo {
+    #[on_request]
+    async fn initialize(
+        &mut self,
+        req: InitializeRequest,
+        _cx: &AgentCx,
+    ) -> sacp::Result<InitializeResponse> {
+        Ok(InitializeResponse::new(req.protocol_version))
+    }
+
+    #[on_request]
+    async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+        for block in req.prompt {
+            let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(block));
+            cx.client()
+                .notify(SessionNotification::new(req.session_id.clone(), update))?;
+        }
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+
+    #[on_notification]
+    async fn cancel(&mut self, n: CancelNotification, cx: &AgentCx) -> sacp::Result<()> {
+        self.cancelled.push(n.session_id.0.clone());
+        let text = format!("cancelled {}", self.cancelled.join(","));
+        let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
+            sacp::acp::TextContent::new(text),
+        )));
+        cx.client()
+            .notify(SessionNotification::new(n.session_id, update))
+    }
+}
+
+fn client() -> (Connection, Arc<Mutex<Vec<String>>>) {
+    let (ours, theirs) = channel();
+    let _agent = sacp::agent::spawn(Echo::default(), theirs);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let router = Router::new().on_notification({
+        let seen = seen.clone();
+        move |n: SessionNotification, _| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(serde_json::to_string(&n.update)?);
+                Ok(())
+            }
+        }
+    });
+    (
+        Connection::builder().name("agent").spawn(ours, router),
+        seen,
+    )
+}
+
+#[tokio::test]
+async fn an_agent_answers_what_it_handles_and_refuses_the_rest() {
+    let (conn, seen) = client();
+    let init: Value = within(
+        "initialize",
+        conn.request_raw("initialize", Some(raw(r#"{"protocolVersion":1}"#))),
+    )
+    .await
+    .unwrap()
+    .parse()
+    .unwrap();
+    assert_eq!(init, json!({"protocolVersion":1}));
+
+    let answer: Value = within(
+        "prompt",
+        conn.request_raw(
+            "session/prompt",
+            Some(raw(r#"{"sessionId":"s1","prompt":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#)),
+        ),
+    )
+    .await
+    .unwrap()
+    .parse()
+    .unwrap();
+    assert_eq!(answer, json!({"stopReason":"end_turn"}));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}"#,
+            r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"b"}}"#,
+        ],
+        "the updates arrive before the answer"
+    );
+
+    let err = within("unknown", conn.request_raw("session/new", Some(raw("{}"))))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, code::METHOD_NOT_FOUND);
+    let err = within(
+        "bad params",
+        conn.request_raw("session/prompt", Some(raw(r#"{"sessionId":"s1"}"#))),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code, code::INVALID_PARAMS, "{err}");
+    assert!(err.message.contains("prompt"), "{err}");
+}
+
+#[tokio::test]
+async fn an_agent_handles_notifications_in_order() {
+    let (conn, seen) = client();
+    for s in ["s1", "s2"] {
+        conn.notify_raw(
+            "session/cancel",
+            Some(raw(&format!(r#"{{"sessionId":"{s}"}}"#))),
+        )
+        .unwrap();
+    }
+    // Unknown notifications are ignored; a request after them is answered after them.
+    conn.notify_raw("_ext/whatever", None).unwrap();
+    within(
+        "initialize",
+        conn.request_raw("initialize", Some(raw(r#"{"protocolVersion":1}"#))),
+    )
+    .await
+    .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[1].contains("cancelled s1,s2"), "{seen:?}");
+}

@@ -1,0 +1,203 @@
+//! A conductor stand-in: one connection to the proxy under test, playing the editor (plain
+//! messages) and the agent (`_proxy/successor/*` messages), with a transcript of what it got.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sacp::jsonrpc::{
+    Connection, Error, Handler, Notification, RawJson, Request, Responder, channel,
+};
+use sacp::proxy::Proxy;
+use sacp::proxy::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+
+/// Every await on a peer in these tests is bounded by this.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+pub async fn within<F: IntoFuture>(what: &str, fut: F) -> F::Output {
+    match tokio::time::timeout(PATIENCE, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {PATIENCE:?} waiting for {what}"),
+    }
+}
+
+pub fn raw(text: &str) -> RawJson {
+    RawJson::from_string(text).unwrap()
+}
+
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+/// What the stand-in answers a request with: `(method, params, connection to the proxy)`.
+pub type Answer = Arc<
+    dyn Fn(String, Option<RawJson>, Connection) -> BoxFuture<Result<RawJson, Error>> + Send + Sync,
+>;
+
+/// Answers every request with `{}`.
+pub fn empty_answers() -> Answer {
+    Arc::new(|_, _, _| Box::pin(async { Ok(RawJson::empty_object()) }))
+}
+
+/// What the stand-in received, one line per message, in arrival order:
+/// `agent <- request session/prompt {...}` or `editor <- notification session/update {...}`.
+#[derive(Clone, Default)]
+pub struct Transcript(Arc<Mutex<Vec<String>>>);
+
+impl Transcript {
+    fn push(&self, line: String) {
+        self.0.lock().unwrap().push(line);
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl std::fmt::Debug for Transcript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for line in self.lines() {
+            writeln!(f, "  {line}")?;
+        }
+        Ok(())
+    }
+}
+
+struct StandIn {
+    transcript: Transcript,
+    agent: Answer,
+    editor: Answer,
+}
+
+fn line(who: &str, kind: &str, method: &str, params: &Option<RawJson>) -> String {
+    match params {
+        Some(p) => format!("{who} <- {kind} {method} {p}"),
+        None => format!("{who} <- {kind} {method}"),
+    }
+}
+
+impl Handler for StandIn {
+    fn handle_request(
+        &mut self,
+        request: Request,
+        responder: Responder,
+        conn: &Connection,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let work = if request.method == SUCCESSOR_REQUEST {
+            envelope::unwrap(request.params.as_ref()).map(|(method, params)| {
+                self.transcript
+                    .push(line("agent", "request", &method, &params));
+                (self.agent)(method, params, conn.clone())
+            })
+        } else {
+            self.transcript
+                .push(line("editor", "request", &request.method, &request.params));
+            Ok((self.editor)(request.method, request.params, conn.clone()))
+        };
+        async move {
+            match work {
+                Ok(work) => responder.respond(work.await),
+                Err(e) => responder.respond_error(e),
+            }
+        }
+    }
+
+    fn handle_notification(
+        &mut self,
+        n: Notification,
+        _conn: &Connection,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        if n.method == SUCCESSOR_NOTIFICATION {
+            match envelope::unwrap(n.params.as_ref()) {
+                Ok((method, params)) => {
+                    self.transcript
+                        .push(line("agent", "notification", &method, &params))
+                }
+                Err(e) => self.transcript.push(format!("bad envelope: {e}")),
+            }
+        } else {
+            self.transcript
+                .push(line("editor", "notification", &n.method, &n.params));
+        }
+        async {}
+    }
+}
+
+/// A proxy under test, and the stand-in's end of its connection.
+pub struct Chain {
+    pub conductor: Connection,
+    pub transcript: Transcript,
+}
+
+pub fn chain<P: Proxy>(proxy: P, agent: Answer, editor: Answer) -> Chain {
+    let (ours, theirs) = channel();
+    let _proxy = sacp::proxy::spawn(proxy, theirs);
+    let transcript = Transcript::default();
+    let conductor = Connection::builder().name("proxy").spawn(
+        ours,
+        StandIn {
+            transcript: transcript.clone(),
+            agent,
+            editor,
+        },
+    );
+    Chain {
+        conductor,
+        transcript,
+    }
+}
+
+pub const OFFER: &str = r#"{"protocolVersion":1,"clientCapabilities":{},"_meta":{"proxy":true}}"#;
+
+impl Chain {
+    /// Sends a request as the editor.
+    pub async fn request_as_editor(&self, method: &str, params: &str) -> Result<RawJson, Error> {
+        within(
+            method,
+            self.conductor.request_raw(method, Some(raw(params))),
+        )
+        .await
+    }
+
+    pub fn notify_from_editor(&self, method: &str, params: &str) {
+        self.conductor
+            .notify_raw(method, Some(raw(params)))
+            .unwrap();
+    }
+
+    /// Sends a request as the agent (wrapped, as the conductor delivers it).
+    pub async fn request_as_agent(&self, method: &str, params: &str) -> Result<RawJson, Error> {
+        let wrapped = envelope::wrap(method, Some(&raw(params)));
+        within(
+            method,
+            self.conductor.request_raw(SUCCESSOR_REQUEST, Some(wrapped)),
+        )
+        .await
+    }
+
+    pub fn notify_from_agent(&self, method: &str, params: &str) {
+        let wrapped = envelope::wrap(method, Some(&raw(params)));
+        self.conductor
+            .notify_raw(SUCCESSOR_NOTIFICATION, Some(wrapped))
+            .unwrap();
+    }
+
+    /// Waits until the transcript has `n` lines.
+    pub async fn wait_for_lines(&self, n: usize) -> Vec<String> {
+        within("the transcript", async {
+            loop {
+                let lines = self.transcript.lines();
+                if lines.len() >= n {
+                    return lines;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+        .await
+    }
+}
+
+/// Sends a notification to the proxy as the agent would (from inside an answer).
+pub fn agent_notifies(conn: &Connection, method: &str, params: &str) {
+    let wrapped = envelope::wrap(method, Some(&raw(params)));
+    conn.notify_raw(SUCCESSOR_NOTIFICATION, Some(wrapped))
+        .unwrap();
+}

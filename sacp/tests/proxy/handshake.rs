@@ -1,0 +1,123 @@
+//! The capability handshake, with and without an `initialize` handler of the proxy's own.
+
+use std::sync::Arc;
+
+use sacp::acp::{InitializeRequest, InitializeResponse};
+use sacp::jsonrpc::RawJson;
+use sacp::proxy::Cx;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+struct PassThrough;
+
+#[sacp::proxy]
+impl PassThrough {}
+
+fn agent_initialize() -> Answer {
+    Arc::new(|method, _, _| {
+        Box::pin(async move {
+            assert_eq!(method, "initialize");
+            RawJson::from_string(
+                r#"{"protocolVersion":1,"agentCapabilities":{"loadSession":true},"_meta":{"vendor":"x"}}"#,
+            )
+        })
+    })
+}
+
+#[tokio::test]
+async fn accepts_the_offer_forwards_initialize_and_says_so() {
+    let chain = chain(PassThrough, agent_initialize(), empty_answers());
+    let result: Value = chain
+        .request_as_editor(
+            "initialize",
+            r#"{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}},"_meta":{"proxy":true,"trace":"t"}}"#,
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        result,
+        json!({"protocolVersion":1,"agentCapabilities":{"loadSession":true},"_meta":{"vendor":"x","proxy":true}})
+    );
+    let lines = chain.transcript.lines();
+    assert_eq!(
+        lines,
+        [
+            r#"agent <- request initialize {"_meta":{"trace":"t"},"clientCapabilities":{"fs":{"readTextFile":true}},"protocolVersion":1}"#
+        ],
+        "the offer is hop-local: the successor does not see it"
+    );
+}
+
+#[tokio::test]
+async fn refuses_to_run_when_not_offered_the_capability() {
+    let chain = chain(PassThrough, agent_initialize(), empty_answers());
+    for params in [
+        r#"{"protocolVersion":1,"clientCapabilities":{}}"#,
+        r#"{"protocolVersion":1,"clientCapabilities":{},"_meta":{"proxy":false}}"#,
+    ] {
+        let err = chain
+            .request_as_editor("initialize", params)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, sacp::jsonrpc::code::INVALID_PARAMS, "{err}");
+        assert!(
+            err.message
+                .contains("did not offer it the proxy capability"),
+            "{err}"
+        );
+    }
+    assert!(
+        chain.transcript.lines().is_empty(),
+        "nothing was forwarded: {:?}",
+        chain.transcript
+    );
+}
+
+/// Reports the agent's capabilities in `agentInfo`-free form: it adds a `_meta` key of its own.
+struct Annotating;
+
+#[sacp::proxy]
+impl Annotating {
+    #[on_request]
+    async fn initialize(
+        &mut self,
+        req: InitializeRequest,
+        cx: &Cx,
+    ) -> sacp::Result<InitializeResponse> {
+        assert!(
+            req.meta.as_ref().is_none_or(|m| !m.contains_key("proxy")),
+            "the handler sees the request without the offer"
+        );
+        let mut response = cx.successor().request(req).await?;
+        response
+            .meta
+            .get_or_insert_with(Default::default)
+            .insert("annotated".into(), json!(true));
+        Ok(response)
+    }
+}
+
+#[tokio::test]
+async fn a_handler_of_initialize_gets_the_offer_accepted_too() {
+    let chain = chain(Annotating, agent_initialize(), empty_answers());
+    let result: Value = chain
+        .request_as_editor("initialize", OFFER)
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        result["_meta"],
+        json!({"vendor":"x","annotated":true,"proxy":true})
+    );
+    assert_eq!(result["agentCapabilities"], json!({"loadSession":true}));
+
+    let err = chain
+        .request_as_editor("initialize", r#"{"protocolVersion":1}"#)
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("proxy capability"), "{err}");
+}

@@ -1,0 +1,10 @@
+//! The proxy and agent runtimes and the `#[proxy]`/`#[agent]` macros, driven in-process over
+//! the channel transport by a conductor stand-in that plays the editor and the agent.
+
+#![allow(unreachable_pub)]
+
+mod agent;
+mod common;
+mod forwarding;
+mod handlers;
+mod handshake;
