@@ -9,7 +9,7 @@ use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl, Path};
 
 use crate::fallback;
-use crate::model::{Handler, Kind, Role, Service};
+use crate::model::{Handler, Kind, Role, Service, Side};
 use crate::parse::{self, Errors};
 use crate::validate;
 
@@ -110,7 +110,7 @@ pub(crate) fn trait_impl(
             false
         }
     } else {
-        quote!(#(#routes.matches(method, from))||*)
+        quote!(#(#routes::matches(method, from))||*)
     };
     let rungs = handlers
         .iter()
@@ -131,37 +131,50 @@ pub(crate) fn trait_impl(
     }
 }
 
-/// `request::<T, side>()`, spanned at `T` so that a type that is not an ACP message of that
-/// side is reported there.
+/// `<T as RequestFromClient>` (or the trait for that kind and side), spanned at `T` so that a
+/// type that is not an ACP message of that side is reported there.
 fn route(krate: &Path, handler: &Handler) -> TokenStream {
     let ty = &handler.message;
-    let side = format_ident!("{}", handler.from.name());
-    let function = match handler.kind {
-        Kind::Request => quote!(request),
-        Kind::Notification => quote!(notification),
+    let kind = match handler.kind {
+        Kind::Request => "Request",
+        Kind::Notification => "Notification",
     };
+    let side = match handler.from {
+        Side::Client => "Client",
+        Side::Agent => "Agent",
+    };
+    let support = format_ident!("{kind}From{side}");
     quote_spanned! {ty.span()=>
-        #krate::__private::#function::<#ty, #krate::__private::#side>()
+        <#ty as #krate::__private::#support>
     }
 }
 
 fn rung(handler: &Handler, route: &TokenStream) -> TokenStream {
     let name = &handler.name;
+    // The call and its result carry the span of the handler's return type: a result that does
+    // not fit the message is reported there.
+    let result = format_ident!("result", span = handler.output_span);
+    let call = quote_spanned! {handler.output_span=>
+        let #result = Self::#name(self, message, cx).await;
+    };
+    // The rest carries the message type's span: if the type is wrong, every use of it reports
+    // the same error at the same place, which the compiler shows once.
+    let span = handler.message.span();
     match handler.kind {
-        Kind::Request => quote! {
-            let route = #route;
-            let message = match route.take(message) {
-                ::core::result::Result::Ok((request, reply)) => {
-                    return route.answer(reply, Self::#name(self, request, cx).await);
+        Kind::Request => quote_spanned! {span=>
+            let message = match #route::take(message) {
+                ::core::result::Result::Ok((message, reply)) => {
+                    #call
+                    return reply.answer(#result);
                 }
                 ::core::result::Result::Err(message) => message,
             };
         },
-        Kind::Notification => quote! {
-            let route = #route;
-            let message = match route.take(message) {
-                ::core::result::Result::Ok(notification) => {
-                    return route.finish(Self::#name(self, notification, cx).await);
+        Kind::Notification => quote_spanned! {span=>
+            let message = match #route::take(message) {
+                ::core::result::Result::Ok(message) => {
+                    #call
+                    return #route::finish(#result);
                 }
                 ::core::result::Result::Err(message) => message,
             };

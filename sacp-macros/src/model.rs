@@ -71,6 +71,8 @@ pub(crate) struct Handler {
     pub(crate) name: Ident,
     /// The message type (the method's second parameter).
     pub(crate) message: Type,
+    /// Where the return type is (or the signature, without one).
+    pub(crate) output_span: Span,
 }
 
 /// A whole `#[proxy]` or `#[agent]` block, checked.

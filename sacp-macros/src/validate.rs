@@ -99,6 +99,10 @@ pub(crate) fn handler(
         from: args.from,
         name: sig.ident.clone(),
         message: message?.clone(),
+        output_span: match &sig.output {
+            syn::ReturnType::Type(_, ty) => ty.span(),
+            syn::ReturnType::Default => sig.paren_token.span.join(),
+        },
     })
 }
 

@@ -74,7 +74,8 @@ pub trait AcpNotification: JsonRpcNotification {
     const FROM: Side;
 }
 
-/// The side that sends a message, from the schema's receiver.
+/// The side that sends a message, from the schema's receiver; and the macro support trait for
+/// handlers of it.
 macro_rules! sender {
     (Agent) => {
         Side::Client
@@ -82,11 +83,21 @@ macro_rules! sender {
     (Client) => {
         Side::Agent
     };
-    (Agent, $then:ident) => {
-        crate::__private::client
+    (request, Agent, $params:ty, $response:ty) => {
+        impl crate::__private::RequestFromClient for $params {
+            type Response = $response;
+        }
     };
-    (Client, $then:ident) => {
-        crate::__private::agent
+    (request, Client, $params:ty, $response:ty) => {
+        impl crate::__private::RequestFromAgent for $params {
+            type Response = $response;
+        }
+    };
+    (notification, Agent, $params:ty) => {
+        impl crate::__private::NotificationFromClient for $params {}
+    };
+    (notification, Client, $params:ty) => {
+        impl crate::__private::NotificationFromAgent for $params {}
     };
 }
 
@@ -99,7 +110,7 @@ macro_rules! impl_requests {
         impl AcpRequest for $params {
             const FROM: Side = sender!($receiver);
         }
-        impl crate::__private::RequestFrom<sender!($receiver, marker)> for $params {}
+        sender!(request, $receiver, $params, $response);
     )*};
 }
 
@@ -120,7 +131,7 @@ macro_rules! impl_notifications {
         impl AcpNotification for $params {
             const FROM: Side = sender!($receiver);
         }
-        impl crate::__private::NotificationFrom<sender!($receiver, marker)> for $params {}
+        sender!(notification, $receiver, $params);
     };
 }
 

@@ -1,16 +1,15 @@
 //! Support for the code `#[sacp::proxy]` and `#[sacp::agent]` generate. Not a public API.
 //!
-//! Each handler becomes a route, `request::<Message, side>()`; the generated `takes` asks it
-//! whether a method and side are its own, the generated `dispatch` asks it to take the message
-//! and to answer with the handler's result. Both go through the one generic function, so a
-//! message type that is not an ACP message of that side is reported once, at the type.
+//! Each handler's message type is asked, through one of four traits (request or notification,
+//! from the client or the agent), whether a method and side are its own (`takes`), to take the
+//! message, and to answer with the handler's result (`dispatch`). A type that is not an ACP
+//! message of that side fails the same bound at the same span each time, so the compiler
+//! reports it once, at the type, with the trait's advice.
 
-#![allow(non_camel_case_types, missing_debug_implementations)]
+#![allow(missing_debug_implementations)]
 // A message that is not a rung's goes back by value to the next rung; boxing it would cost an
 // allocation per message for a move of a few hundred bytes.
 #![allow(clippy::result_large_err)]
-
-use std::marker::PhantomData;
 
 use crate::acp::{AcpNotification, AcpRequest, Side};
 use crate::agent::AgentCx;
@@ -18,124 +17,167 @@ use crate::incoming::{Incoming, Reply};
 use crate::jsonrpc::Error;
 use crate::proxy::Cx;
 
-/// The client side, as a type: `from = client`.
-pub struct client;
-/// The agent side, as a type: `from = agent`.
-pub struct agent;
-
-/// A side as a type.
-pub trait Sender {
-    /// The side.
-    const SIDE: Side;
-}
-
-impl Sender for client {
-    const SIDE: Side = Side::Client;
-}
-
-impl Sender for agent {
-    const SIDE: Side = Side::Agent;
-}
-
-/// A request type that side `S` sends.
+/// A request the client sends: `#[on_request]` / `#[on_request(from = client)]`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an ACP request that the {S} sends",
-    label = "not a request from the {S}",
-    note = "`#[on_request]` takes a request type from `sacp::acp` (e.g. `PromptRequest`); the \
-            requests an agent sends (e.g. `RequestPermissionRequest`) need \
+    message = "`{Self}` is not an ACP request that the client sends",
+    label = "not a request from the client",
+    note = "`#[on_request]` takes a request type from `sacp::acp` that the client sends (e.g. \
+            `PromptRequest`); a request the agent sends (e.g. `RequestPermissionRequest`) needs \
             `#[on_request(from = agent)]` in a `#[proxy]`"
 )]
-pub trait RequestFrom<S>: AcpRequest {}
+pub trait RequestFromClient: AcpRequest {
+    /// The handler's result type (the request's response), named through this trait so that
+    /// a wrong message type is reported once, as this trait's error.
+    type Response: serde::Serialize;
 
-/// A notification type that side `S` sends.
+    /// Whether a message of `method` from `from` is this handler's.
+    fn matches(method: &str, from: Side) -> bool {
+        from == Side::Client && method == Self::METHOD
+    }
+
+    /// Takes the message if it is this handler's (see [`take_request`]).
+    #[allow(clippy::type_complexity)]
+    fn take(
+        message: Incoming,
+    ) -> Result<(Self, TypedReply<<Self as RequestFromClient>::Response>), Incoming> {
+        take_request(message, Side::Client)
+            .map(|(request, reply)| (request, TypedReply::new(reply)))
+    }
+}
+
+/// A request the agent sends: `#[on_request(from = agent)]`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not an ACP notification that the {S} sends",
-    label = "not a notification from the {S}",
-    note = "`#[on_notification]` takes a notification type from `sacp::acp` (e.g. \
-            `CancelNotification`); the notifications an agent sends (e.g. `SessionNotification`) \
-            need `#[on_notification(from = agent)]` in a `#[proxy]`"
+    message = "`{Self}` is not an ACP request that the agent sends",
+    label = "not a request from the agent",
+    note = "`#[on_request(from = agent)]` takes a request type from `sacp::acp` that the agent \
+            sends (e.g. `RequestPermissionRequest`); a request the client sends (e.g. \
+            `PromptRequest`) needs `#[on_request]`"
 )]
-pub trait NotificationFrom<S>: AcpNotification {}
+pub trait RequestFromAgent: AcpRequest {
+    /// The handler's result type (the request's response), named through this trait so that
+    /// a wrong message type is reported once, as this trait's error.
+    type Response: serde::Serialize;
 
-/// The route of one request handler.
-pub struct RequestRoute<R, S>(PhantomData<fn() -> (R, S)>);
-
-impl<R, S> Clone for RequestRoute<R, S> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<R, S> Copy for RequestRoute<R, S> {}
-
-/// The route of requests of type `R` from side `S`.
-pub const fn request<R: RequestFrom<S>, S: Sender>() -> RequestRoute<R, S> {
-    RequestRoute(PhantomData)
-}
-
-impl<R: AcpRequest, S: Sender> RequestRoute<R, S> {
-    /// Whether a message of `method` from `from` is this route's.
-    pub fn matches(self, method: &str, from: Side) -> bool {
-        from == S::SIDE && method == R::METHOD
+    /// Whether a message of `method` from `from` is this handler's.
+    fn matches(method: &str, from: Side) -> bool {
+        from == Side::Agent && method == Self::METHOD
     }
 
-    /// Takes the message if it is this route's; gives it back otherwise, or when its params
-    /// do not fit `R` (then it is marked rejected, and the role's fallback decides).
-    pub fn take(self, mut message: Incoming) -> Result<(R, Reply), Incoming> {
-        if !self.matches(&message.method, message.from) {
-            return Err(message);
-        }
-        let Some(reply) = message.reply.take() else {
-            return Err(message);
-        };
-        match parse::<R>(&mut message) {
-            Some(request) => Ok((request, reply)),
-            None => {
-                message.reply = Some(reply);
-                Err(message)
-            }
+    /// Takes the message if it is this handler's (see [`take_request`]).
+    #[allow(clippy::type_complexity)]
+    fn take(
+        message: Incoming,
+    ) -> Result<(Self, TypedReply<<Self as RequestFromAgent>::Response>), Incoming> {
+        take_request(message, Side::Agent).map(|(request, reply)| (request, TypedReply::new(reply)))
+    }
+}
+
+/// A notification the client sends: `#[on_notification]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an ACP notification that the client sends",
+    label = "not a notification from the client",
+    note = "`#[on_notification]` takes a notification type from `sacp::acp` that the client \
+            sends (e.g. `CancelNotification`); one the agent sends (e.g. \
+            `SessionNotification`) needs `#[on_notification(from = agent)]` in a `#[proxy]`"
+)]
+pub trait NotificationFromClient: AcpNotification {
+    /// Whether a message of `method` from `from` is this handler's.
+    fn matches(method: &str, from: Side) -> bool {
+        from == Side::Client && method == Self::METHOD
+    }
+
+    /// Takes the message if it is this handler's (see [`take_notification`]).
+    fn take(message: Incoming) -> Result<Self, Incoming> {
+        take_notification(message, Side::Client)
+    }
+
+    /// Logs the handler's error: notifications are never answered.
+    fn finish(result: Result<(), Error>) {
+        finish_notification(Self::METHOD, result)
+    }
+}
+
+/// A notification the agent sends: `#[on_notification(from = agent)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an ACP notification that the agent sends",
+    label = "not a notification from the agent",
+    note = "`#[on_notification(from = agent)]` takes a notification type from `sacp::acp` that \
+            the agent sends (e.g. `SessionNotification`); one the client sends (e.g. \
+            `CancelNotification`) needs `#[on_notification]`"
+)]
+pub trait NotificationFromAgent: AcpNotification {
+    /// Whether a message of `method` from `from` is this handler's.
+    fn matches(method: &str, from: Side) -> bool {
+        from == Side::Agent && method == Self::METHOD
+    }
+
+    /// Takes the message if it is this handler's (see [`take_notification`]).
+    fn take(message: Incoming) -> Result<Self, Incoming> {
+        take_notification(message, Side::Agent)
+    }
+
+    /// Logs the handler's error: notifications are never answered.
+    fn finish(result: Result<(), Error>) {
+        finish_notification(Self::METHOD, result)
+    }
+}
+
+/// The answer to a request, typed by the handler's response: a handler whose result does not
+/// fit is reported at its return type.
+pub struct TypedReply<T> {
+    reply: Reply,
+    response: std::marker::PhantomData<fn(T)>,
+}
+
+impl<T: serde::Serialize> TypedReply<T> {
+    fn new(reply: Reply) -> Self {
+        TypedReply {
+            reply,
+            response: std::marker::PhantomData,
         }
     }
 
     /// Answers with the handler's result.
-    pub fn answer(self, reply: Reply, result: Result<R::Response, Error>) {
-        reply.answer(result)
+    pub fn answer(self, result: Result<T, Error>) {
+        self.reply.answer(result)
     }
 }
 
-/// The route of one notification handler.
-pub struct NotificationRoute<N, S>(PhantomData<fn() -> (N, S)>);
-
-impl<N, S> Clone for NotificationRoute<N, S> {
-    fn clone(&self) -> Self {
-        *self
+/// Takes a request of type `R` from `side`; gives the message back if it is not one, or when
+/// its params do not fit `R` (then it is marked rejected, and the role's fallback decides).
+pub fn take_request<R: AcpRequest>(
+    mut message: Incoming,
+    side: Side,
+) -> Result<(R, Reply), Incoming> {
+    if message.from != side || message.method != R::METHOD {
+        return Err(message);
     }
-}
-impl<N, S> Copy for NotificationRoute<N, S> {}
-
-/// The route of notifications of type `N` from side `S`.
-pub const fn notification<N: NotificationFrom<S>, S: Sender>() -> NotificationRoute<N, S> {
-    NotificationRoute(PhantomData)
-}
-
-impl<N: AcpNotification, S: Sender> NotificationRoute<N, S> {
-    /// Whether a message of `method` from `from` is this route's.
-    pub fn matches(self, method: &str, from: Side) -> bool {
-        from == S::SIDE && method == N::METHOD
-    }
-
-    /// Takes the message if it is this route's (see [`RequestRoute::take`]).
-    pub fn take(self, mut message: Incoming) -> Result<N, Incoming> {
-        if !self.matches(&message.method, message.from) || message.reply.is_some() {
-            return Err(message);
+    let Some(reply) = message.reply.take() else {
+        return Err(message);
+    };
+    match parse::<R>(&mut message) {
+        Some(request) => Ok((request, reply)),
+        None => {
+            message.reply = Some(reply);
+            Err(message)
         }
-        parse::<N>(&mut message).ok_or(message)
     }
+}
 
-    /// Logs the handler's error: notifications are never answered.
-    pub fn finish(self, result: Result<(), Error>) {
-        if let Err(e) = result {
-            tracing::warn!(method = N::METHOD, error = %e, "notification handler failed");
-        }
+/// Takes a notification of type `N` from `side` (see [`take_request`]).
+pub fn take_notification<N: AcpNotification>(
+    mut message: Incoming,
+    side: Side,
+) -> Result<N, Incoming> {
+    if message.from != side || message.method != N::METHOD || message.reply.is_some() {
+        return Err(message);
+    }
+    parse::<N>(&mut message).ok_or(message)
+}
+
+fn finish_notification(method: &str, result: Result<(), Error>) {
+    if let Err(e) = result {
+        tracing::warn!(%method, error = %e, "notification handler failed");
     }
 }
 

@@ -20,36 +20,34 @@ impl Echo {
 #[automatically_derived]
 impl ::sacp::agent::Agent for Echo {
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
-        ::sacp::__private::request::<PromptRequest, ::sacp::__private::client>()
-            .matches(method, from)
-            || ::sacp::__private::notification::<
-                CancelNotification,
-                ::sacp::__private::client,
-            >()
-                .matches(method, from)
+        <PromptRequest as ::sacp::__private::RequestFromClient>::matches(method, from)
+            || <CancelNotification as ::sacp::__private::NotificationFromClient>::matches(
+                method,
+                from,
+            )
     }
     async fn dispatch(
         &mut self,
         message: ::sacp::agent::Incoming,
         cx: &::sacp::agent::AgentCx,
     ) {
-        let route = ::sacp::__private::request::<
-            PromptRequest,
-            ::sacp::__private::client,
-        >();
-        let message = match route.take(message) {
-            ::core::result::Result::Ok((request, reply)) => {
-                return route.answer(reply, Self::prompt(self, request, cx).await);
+        let message = match <PromptRequest as ::sacp::__private::RequestFromClient>::take(
+            message,
+        ) {
+            ::core::result::Result::Ok((message, reply)) => {
+                let result = Self::prompt(self, message, cx).await;
+                return reply.answer(result);
             }
             ::core::result::Result::Err(message) => message,
         };
-        let route = ::sacp::__private::notification::<
-            CancelNotification,
-            ::sacp::__private::client,
-        >();
-        let message = match route.take(message) {
-            ::core::result::Result::Ok(notification) => {
-                return route.finish(Self::cancel(self, notification, cx).await);
+        let message = match <CancelNotification as ::sacp::__private::NotificationFromClient>::take(
+            message,
+        ) {
+            ::core::result::Result::Ok(message) => {
+                let result = Self::cancel(self, message, cx).await;
+                return <CancelNotification as ::sacp::__private::NotificationFromClient>::finish(
+                    result,
+                );
             }
             ::core::result::Result::Err(message) => message,
         };

@@ -9,24 +9,24 @@ impl Renamed {
 #[automatically_derived]
 impl ::my_sacp::proxy::Proxy for Renamed {
     fn takes(method: &str, from: ::my_sacp::acp::Side) -> bool {
-        ::my_sacp::__private::notification::<
-            CancelNotification,
-            ::my_sacp::__private::client,
-        >()
-            .matches(method, from)
+        <CancelNotification as ::my_sacp::__private::NotificationFromClient>::matches(
+            method,
+            from,
+        )
     }
     async fn dispatch(
         &mut self,
         message: ::my_sacp::proxy::Incoming,
         cx: &::my_sacp::proxy::Cx,
     ) {
-        let route = ::my_sacp::__private::notification::<
-            CancelNotification,
-            ::my_sacp::__private::client,
-        >();
-        let message = match route.take(message) {
-            ::core::result::Result::Ok(notification) => {
-                return route.finish(Self::cancel(self, notification, cx).await);
+        let message = match <CancelNotification as ::my_sacp::__private::NotificationFromClient>::take(
+            message,
+        ) {
+            ::core::result::Result::Ok(message) => {
+                let result = Self::cancel(self, message, cx).await;
+                return <CancelNotification as ::my_sacp::__private::NotificationFromClient>::finish(
+                    result,
+                );
             }
             ::core::result::Result::Err(message) => message,
         };

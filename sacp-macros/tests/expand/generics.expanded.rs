@@ -18,24 +18,24 @@ where
     T: FnMut(&SessionNotification) + Send + 'static,
 {
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
-        ::sacp::__private::notification::<
-            SessionNotification,
-            ::sacp::__private::agent,
-        >()
-            .matches(method, from)
+        <SessionNotification as ::sacp::__private::NotificationFromAgent>::matches(
+            method,
+            from,
+        )
     }
     async fn dispatch(
         &mut self,
         message: ::sacp::proxy::Incoming,
         cx: &::sacp::proxy::Cx,
     ) {
-        let route = ::sacp::__private::notification::<
-            SessionNotification,
-            ::sacp::__private::agent,
-        >();
-        let message = match route.take(message) {
-            ::core::result::Result::Ok(notification) => {
-                return route.finish(Self::update(self, notification, cx).await);
+        let message = match <SessionNotification as ::sacp::__private::NotificationFromAgent>::take(
+            message,
+        ) {
+            ::core::result::Result::Ok(message) => {
+                let result = Self::update(self, message, cx).await;
+                return <SessionNotification as ::sacp::__private::NotificationFromAgent>::finish(
+                    result,
+                );
             }
             ::core::result::Result::Err(message) => message,
         };

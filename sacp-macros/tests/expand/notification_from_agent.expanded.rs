@@ -18,39 +18,37 @@ impl Watcher {
 #[automatically_derived]
 impl ::sacp::proxy::Proxy for Watcher {
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
-        ::sacp::__private::notification::<
-            SessionNotification,
-            ::sacp::__private::agent,
-        >()
-            .matches(method, from)
-            || ::sacp::__private::request::<
-                RequestPermissionRequest,
-                ::sacp::__private::agent,
-            >()
-                .matches(method, from)
+        <SessionNotification as ::sacp::__private::NotificationFromAgent>::matches(
+            method,
+            from,
+        )
+            || <RequestPermissionRequest as ::sacp::__private::RequestFromAgent>::matches(
+                method,
+                from,
+            )
     }
     async fn dispatch(
         &mut self,
         message: ::sacp::proxy::Incoming,
         cx: &::sacp::proxy::Cx,
     ) {
-        let route = ::sacp::__private::notification::<
-            SessionNotification,
-            ::sacp::__private::agent,
-        >();
-        let message = match route.take(message) {
-            ::core::result::Result::Ok(notification) => {
-                return route.finish(Self::update(self, notification, cx).await);
+        let message = match <SessionNotification as ::sacp::__private::NotificationFromAgent>::take(
+            message,
+        ) {
+            ::core::result::Result::Ok(message) => {
+                let result = Self::update(self, message, cx).await;
+                return <SessionNotification as ::sacp::__private::NotificationFromAgent>::finish(
+                    result,
+                );
             }
             ::core::result::Result::Err(message) => message,
         };
-        let route = ::sacp::__private::request::<
-            RequestPermissionRequest,
-            ::sacp::__private::agent,
-        >();
-        let message = match route.take(message) {
-            ::core::result::Result::Ok((request, reply)) => {
-                return route.answer(reply, Self::permission(self, request, cx).await);
+        let message = match <RequestPermissionRequest as ::sacp::__private::RequestFromAgent>::take(
+            message,
+        ) {
+            ::core::result::Result::Ok((message, reply)) => {
+                let result = Self::permission(self, message, cx).await;
+                return reply.answer(result);
             }
             ::core::result::Result::Err(message) => message,
         };

@@ -20,21 +20,19 @@ impl Sparkle {
 #[automatically_derived]
 impl ::sacp::proxy::Proxy for Sparkle {
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
-        ::sacp::__private::request::<PromptRequest, ::sacp::__private::client>()
-            .matches(method, from)
+        <PromptRequest as ::sacp::__private::RequestFromClient>::matches(method, from)
     }
     async fn dispatch(
         &mut self,
         message: ::sacp::proxy::Incoming,
         cx: &::sacp::proxy::Cx,
     ) {
-        let route = ::sacp::__private::request::<
-            PromptRequest,
-            ::sacp::__private::client,
-        >();
-        let message = match route.take(message) {
-            ::core::result::Result::Ok((request, reply)) => {
-                return route.answer(reply, Self::prompt(self, request, cx).await);
+        let message = match <PromptRequest as ::sacp::__private::RequestFromClient>::take(
+            message,
+        ) {
+            ::core::result::Result::Ok((message, reply)) => {
+                let result = Self::prompt(self, message, cx).await;
+                return reply.answer(result);
             }
             ::core::result::Result::Err(message) => message,
         };

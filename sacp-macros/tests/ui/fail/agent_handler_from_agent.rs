@@ -1,0 +1,14 @@
+use sacp::acp::SessionNotification;
+use sacp::agent::AgentCx;
+
+struct A;
+
+#[sacp::agent]
+impl A {
+    #[on_notification(from = agent)]
+    async fn update(&mut self, _n: SessionNotification, _cx: &AgentCx) -> sacp::Result<()> {
+        Ok(())
+    }
+}
+
+fn main() {}

@@ -1,0 +1,13 @@
+use sacp::proxy::Cx;
+
+struct P;
+
+#[sacp::proxy]
+impl P {
+    #[on_request]
+    async fn text(&mut self, req: String, _cx: &Cx) -> sacp::Result<String> {
+        Ok(req)
+    }
+}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[sacp::proxy]
+struct P;
+
+fn main() {}

@@ -1,0 +1,14 @@
+use sacp::acp::SessionNotification;
+use sacp::proxy::Cx;
+
+struct P;
+
+#[sacp::proxy]
+impl P {
+    #[on_notification(form = agent)]
+    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+        cx.client().notify(n)
+    }
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+struct P;
+
+#[sacp::proxy(krate = ::sacp)]
+impl P {}
+
+fn main() {}

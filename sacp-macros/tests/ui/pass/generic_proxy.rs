@@ -1,0 +1,25 @@
+use sacp::acp::SessionNotification;
+use sacp::proxy::Cx;
+
+struct Tap<T> {
+    sink: T,
+}
+
+#[sacp::proxy]
+impl<T> Tap<T>
+where
+    T: FnMut(&SessionNotification) + Send + 'static,
+{
+    #[on_notification(from = agent)]
+    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+        (self.sink)(&n);
+        cx.client().notify(n)
+    }
+}
+
+fn main() {
+    let mut count = 0;
+    let _ = sacp::proxy::serve_stdio(Tap {
+        sink: move |_: &SessionNotification| count += 1,
+    });
+}
