@@ -19,11 +19,7 @@ const PATIENCE: Duration = Duration::from_secs(10);
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
+    sacp_examples::init_logging();
 
     if std::env::args().nth(1).as_deref() == Some("agent") {
         // Child mode: the demo agent on stdin/stdout.

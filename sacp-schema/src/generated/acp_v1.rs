@@ -5934,93 +5934,31 @@ pub mod error {
         }
     }
 }
-/// Describes an available authentication method.
+/// Content produced by a tool call.
 ///
-/// The `type` field acts as the discriminator in the serialized JSON form.
-/// When no `type` is present, the method is treated as `agent`.
+/// Tool calls can produce different types of content including
+/// standard content blocks (text, images) or file diffs.
+///
+/// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/tool-calls#content)
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type")]
-pub enum AuthMethod {
-    /// Client runs the configured agent program as a separate interactive
-    /// process, without passing this method to `authenticate`.
-    #[serde(rename = "terminal")]
-    Terminal(AuthMethodTerminal),
-    /// Agent handles authentication itself through `authenticate`.
+pub enum ToolCallContent {
+    /// Standard content block (text, images, resources).
+    #[serde(rename = "content")]
+    Content(Content),
+    /// File modification shown as a diff.
+    #[serde(rename = "diff")]
+    Diff(Diff),
+    /// Embed a terminal created with `terminal/create` by its id.
     ///
-    /// This is the default when no `type` is specified.
-    #[serde(untagged)]
-    Agent(AuthMethodAgent),
+    /// The terminal must be added before calling `terminal/release`.
+    ///
+    /// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/terminals)
+    #[serde(rename = "terminal")]
+    Terminal(Terminal),
     /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Lifecycle state of a context compaction.
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum CompactionStatus {
-    /// Compaction has started and has not finished.
-    #[serde(rename = "in_progress")]
-    InProgress,
-    /// Compaction finished successfully.
-    #[serde(rename = "completed")]
-    Completed,
-    /// Compaction finished unsuccessfully.
-    #[serde(rename = "failed")]
-    Failed,
-    /// Compaction was cancelled before it finished.
-    #[serde(rename = "cancelled")]
-    Cancelled,
-    /// A value this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl CompactionStatus {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::InProgress => "in_progress",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
-}
-impl ::std::fmt::Display for CompactionStatus {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for CompactionStatus {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "in_progress" => Self::InProgress,
-                "completed" => Self::Completed,
-                "failed" => Self::Failed,
-                "cancelled" => Self::Cancelled,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for CompactionStatus {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
 }
 /// Content blocks represent displayable information in the Agent Client Protocol.
 ///
@@ -6095,53 +6033,6 @@ pub enum CreateElicitationRequestKind {
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
-/// Response from the client to an elicitation request.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-pub struct CreateElicitationResponse {
-    /// The fields every kind has.
-    #[serde(flatten)]
-    pub common: CreateElicitationResponseCommon,
-    /// The fields of this kind, with its tag.
-    #[serde(flatten)]
-    pub kind: CreateElicitationResponseKind,
-}
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "action")]
-pub enum CreateElicitationResponseKind {
-    /// The user accepted and provided content.
-    #[serde(rename = "accept")]
-    Accept(ElicitationAcceptAction),
-    /// The user declined the elicitation.
-    #[serde(rename = "decline")]
-    Decline,
-    /// The elicitation was cancelled.
-    #[serde(rename = "cancel")]
-    Cancel,
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Form-based elicitation mode where the client renders a form from the provided schema.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-pub struct ElicitationFormMode {
-    /// The fields every kind has.
-    #[serde(flatten)]
-    pub common: ElicitationFormModeCommon,
-    /// The fields of this kind, with its tag.
-    #[serde(flatten)]
-    pub kind: ElicitationFormModeKind,
-}
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(untagged)]
-pub enum ElicitationFormModeKind {
-    /// Tied to a session, optionally to a specific tool call within that session.
-    #[serde(untagged)]
-    Session(ElicitationSessionScope),
-    /// Tied to a specific JSON-RPC request outside of a session
-    /// (e.g., during auth/configuration phases before any session is started).
-    #[serde(untagged)]
-    Request(ElicitationRequestScope),
-}
 /// Property schema for elicitation form fields.
 ///
 /// Each variant corresponds to a JSON Schema `"type"` value.
@@ -6169,6 +6060,43 @@ pub enum ElicitationPropertySchema {
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
+/// Items for a multi-select (array) property schema.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum MultiSelectItems {
+    /// Multi-select string items with plain string values.
+    #[serde(rename = "string")]
+    String(StringMultiSelectItems),
+    /// Titled multi-select items with human-readable labels.
+    ///
+    /// As in MCP, titled items omit `type` and are identified by `anyOf`.
+    #[serde(untagged)]
+    Titled(TitledMultiSelectItems),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// Form-based elicitation mode where the client renders a form from the provided schema.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct ElicitationFormMode {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: ElicitationFormModeCommon,
+    /// The fields of this kind, with its tag.
+    #[serde(flatten)]
+    pub kind: ElicitationFormModeKind,
+}
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum ElicitationFormModeKind {
+    /// Tied to a session, optionally to a specific tool call within that session.
+    #[serde(untagged)]
+    Session(ElicitationSessionScope),
+    /// Tied to a specific JSON-RPC request outside of a session
+    /// (e.g., during auth/configuration phases before any session is started).
+    #[serde(untagged)]
+    Request(ElicitationRequestScope),
+}
 /// URL-based elicitation mode where the client directs the user to a URL.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct ElicitationUrlMode {
@@ -6190,129 +6118,22 @@ pub enum ElicitationUrlModeKind {
     #[serde(untagged)]
     Request(ElicitationRequestScope),
 }
-/// Configuration for connecting to an MCP (Model Context Protocol) server.
+/// Describes an available authentication method.
 ///
-/// MCP servers provide tools and context that the agent can use when
-/// processing prompts.
-///
-/// See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v1/session-setup#mcp-servers)
+/// The `type` field acts as the discriminator in the serialized JSON form.
+/// When no `type` is present, the method is treated as `agent`.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type")]
-pub enum McpServer {
-    /// HTTP transport configuration
+pub enum AuthMethod {
+    /// Client runs the configured agent program as a separate interactive
+    /// process, without passing this method to `authenticate`.
+    #[serde(rename = "terminal")]
+    Terminal(AuthMethodTerminal),
+    /// Agent handles authentication itself through `authenticate`.
     ///
-    /// Only available when the Agent capabilities indicate `mcp_capabilities.http` is `true`.
-    #[serde(rename = "http")]
-    Http(McpServerHttp),
-    /// SSE transport configuration
-    ///
-    /// Only available when the Agent capabilities indicate `mcp_capabilities.sse` is `true`.
-    #[serde(rename = "sse")]
-    Sse(McpServerSse),
-    /// Stdio transport configuration
-    ///
-    /// All Agents MUST support this transport.
+    /// This is the default when no `type` is specified.
     #[serde(untagged)]
-    Stdio(McpServerStdio),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Items for a multi-select (array) property schema.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum MultiSelectItems {
-    /// Multi-select string items with plain string values.
-    #[serde(rename = "string")]
-    String(StringMultiSelectItems),
-    /// Titled multi-select items with human-readable labels.
-    ///
-    /// As in MCP, titled items omit `type` and are identified by `anyOf`.
-    #[serde(untagged)]
-    Titled(TitledMultiSelectItems),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Severity hint for a session notice.
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum NoticeSeverity {
-    /// Informational notice.
-    #[serde(rename = "info")]
-    Info,
-    /// Warning notice.
-    #[serde(rename = "warning")]
-    Warning,
-    /// Error notice.
-    #[serde(rename = "error")]
-    Error,
-    /// A value this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl NoticeSeverity {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Info => "info",
-            Self::Warning => "warning",
-            Self::Error => "error",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
-}
-impl ::std::fmt::Display for NoticeSeverity {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for NoticeSeverity {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "info" => Self::Info,
-                "warning" => Self::Warning,
-                "error" => Self::Error,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for NoticeSeverity {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
-}
-/// The outcome of a permission request.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "outcome")]
-pub enum RequestPermissionOutcome {
-    /// The prompt turn was cancelled before the user responded.
-    ///
-    /// When a client sends a `session/cancel` notification to cancel an ongoing
-    /// prompt turn, it MUST respond to all pending `session/request_permission`
-    /// requests with this `cancelled` outcome.
-    ///
-    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
-    #[serde(rename = "cancelled")]
-    Cancelled,
-    /// The user selected one of the provided options.
-    #[serde(rename = "selected")]
-    Selected(SelectedPermissionOutcome),
+    Agent(AuthMethodAgent),
     /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
@@ -6482,6 +6303,165 @@ pub enum SessionUpdate {
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
+/// Severity hint for a session notice.
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum NoticeSeverity {
+    /// Informational notice.
+    #[serde(rename = "info")]
+    Info,
+    /// Warning notice.
+    #[serde(rename = "warning")]
+    Warning,
+    /// Error notice.
+    #[serde(rename = "error")]
+    Error,
+    /// A value this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl NoticeSeverity {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Info => "info",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
+}
+impl ::std::fmt::Display for NoticeSeverity {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for NoticeSeverity {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "info" => Self::Info,
+                "warning" => Self::Warning,
+                "error" => Self::Error,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for NoticeSeverity {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
+}
+/// Lifecycle state of a context compaction.
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum CompactionStatus {
+    /// Compaction has started and has not finished.
+    #[serde(rename = "in_progress")]
+    InProgress,
+    /// Compaction finished successfully.
+    #[serde(rename = "completed")]
+    Completed,
+    /// Compaction finished unsuccessfully.
+    #[serde(rename = "failed")]
+    Failed,
+    /// Compaction was cancelled before it finished.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// A value this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl CompactionStatus {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::InProgress => "in_progress",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
+}
+impl ::std::fmt::Display for CompactionStatus {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for CompactionStatus {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "in_progress" => Self::InProgress,
+                "completed" => Self::Completed,
+                "failed" => Self::Failed,
+                "cancelled" => Self::Cancelled,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for CompactionStatus {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
+}
+/// Configuration for connecting to an MCP (Model Context Protocol) server.
+///
+/// MCP servers provide tools and context that the agent can use when
+/// processing prompts.
+///
+/// See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v1/session-setup#mcp-servers)
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum McpServer {
+    /// HTTP transport configuration
+    ///
+    /// Only available when the Agent capabilities indicate `mcp_capabilities.http` is `true`.
+    #[serde(rename = "http")]
+    Http(McpServerHttp),
+    /// SSE transport configuration
+    ///
+    /// Only available when the Agent capabilities indicate `mcp_capabilities.sse` is `true`.
+    #[serde(rename = "sse")]
+    Sse(McpServerSse),
+    /// Stdio transport configuration
+    ///
+    /// All Agents MUST support this transport.
+    #[serde(untagged)]
+    Stdio(McpServerStdio),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
 /// Request parameters for setting a session configuration option.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 pub struct SetSessionConfigOptionRequest {
@@ -6509,28 +6489,48 @@ pub enum SetSessionConfigOptionRequestKind {
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
-/// Content produced by a tool call.
-///
-/// Tool calls can produce different types of content including
-/// standard content blocks (text, images) or file diffs.
-///
-/// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/tool-calls#content)
+/// The outcome of a permission request.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum ToolCallContent {
-    /// Standard content block (text, images, resources).
-    #[serde(rename = "content")]
-    Content(Content),
-    /// File modification shown as a diff.
-    #[serde(rename = "diff")]
-    Diff(Diff),
-    /// Embed a terminal created with `terminal/create` by its id.
+#[serde(tag = "outcome")]
+pub enum RequestPermissionOutcome {
+    /// The prompt turn was cancelled before the user responded.
     ///
-    /// The terminal must be added before calling `terminal/release`.
+    /// When a client sends a `session/cancel` notification to cancel an ongoing
+    /// prompt turn, it MUST respond to all pending `session/request_permission`
+    /// requests with this `cancelled` outcome.
     ///
-    /// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/terminals)
-    #[serde(rename = "terminal")]
-    Terminal(Terminal),
+    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The user selected one of the provided options.
+    #[serde(rename = "selected")]
+    Selected(SelectedPermissionOutcome),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// Response from the client to an elicitation request.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct CreateElicitationResponse {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: CreateElicitationResponseCommon,
+    /// The fields of this kind, with its tag.
+    #[serde(flatten)]
+    pub kind: CreateElicitationResponseKind,
+}
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "action")]
+pub enum CreateElicitationResponseKind {
+    /// The user accepted and provided content.
+    #[serde(rename = "accept")]
+    Accept(ElicitationAcceptAction),
+    /// The user declined the elicitation.
+    #[serde(rename = "decline")]
+    Decline,
+    /// The elicitation was cancelled.
+    #[serde(rename = "cancel")]
+    Cancel,
     /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
@@ -11208,19 +11208,6 @@ impl CreateElicitationRequest {
         }
     }
 }
-impl CreateElicitationResponse {
-    /// A `CreateElicitationResponse` from its required fields; optional fields start unset.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        common: impl ::std::convert::Into<CreateElicitationResponseCommon>,
-        kind: impl ::std::convert::Into<CreateElicitationResponseKind>,
-    ) -> Self {
-        Self {
-            common: common.into(),
-            kind: kind.into(),
-        }
-    }
-}
 impl ElicitationFormMode {
     /// A `ElicitationFormMode` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
@@ -11266,6 +11253,19 @@ impl SetSessionConfigOptionRequest {
     pub fn new(
         common: impl ::std::convert::Into<SetSessionConfigOptionRequestCommon>,
         kind: impl ::std::convert::Into<SetSessionConfigOptionRequestKind>,
+    ) -> Self {
+        Self {
+            common: common.into(),
+            kind: kind.into(),
+        }
+    }
+}
+impl CreateElicitationResponse {
+    /// A `CreateElicitationResponse` from its required fields; optional fields start unset.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        common: impl ::std::convert::Into<CreateElicitationResponseCommon>,
+        kind: impl ::std::convert::Into<CreateElicitationResponseKind>,
     ) -> Self {
         Self {
             common: common.into(),

@@ -5796,74 +5796,26 @@ pub mod error {
         }
     }
 }
-/// Describes an available authentication method.
-///
-/// The `type` field acts as the discriminator in the serialized JSON form.
+/// The operation requiring permission.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type")]
-pub enum AuthMethod {
-    /// Client runs the configured agent program as a separate interactive
-    /// process, without passing this method to `auth/login`.
-    #[serde(rename = "terminal")]
-    Terminal(AuthMethodTerminal),
-    /// Agent handles authentication itself through `auth/login`.
-    ///
-    /// The `type` discriminator value is `agent`.
-    #[serde(rename = "agent")]
-    Agent(AuthMethodAgent),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// A command the agent advertises to the client.
-///
-/// The `type` field acts as the discriminator in the serialized JSON form.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum AvailableCommand {
-    /// A slash command the user can invoke by including it in a prompt.
-    #[serde(rename = "command")]
-    Command(Command),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// The input specification for a command.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum AvailableCommandInput {
-    /// All text after the command name and the whitespace following it is provided as input.
-    #[serde(rename = "text")]
-    Text(TextCommandInput),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// One piece of work running independently of the session's foreground work.
-///
-/// Items reference entities the Client already tracks. The Agent MUST announce each item
-/// before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
-/// tool call's final status before the snapshot that removes it. Each piece of work is
-/// listed once: process-backed work is listed as its terminal, not also as its tool call.
-///
-/// See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#background-work)
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum BackgroundWork {
-    /// A process that keeps running after its tool call returned control to the model.
-    /// Live until its `terminal_update` reports `exitStatus`.
-    #[serde(rename = "terminal")]
-    Terminal(BackgroundTerminal),
-    /// Work started by a tool call that continues without a process of its own, such as
-    /// a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
-    /// stay listed.
+pub enum RequestPermissionSubject {
+    /// Permission is requested before executing a tool call.
     #[serde(rename = "tool_call")]
-    ToolCall(BackgroundToolCall),
+    ToolCall(ToolCallPermissionSubject),
+    /// Permission is requested before running a command.
+    #[serde(rename = "command")]
+    Command(CommandPermissionSubject),
     /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
-/// Lifecycle state of a context compaction.
+/// Categories of tools that can be invoked.
+///
+/// Tool kinds help clients choose appropriate icons and optimize how they
+/// display tool execution progress.
+///
+/// See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/tool-calls#reporting)
 #[derive(
     ::serde::Serialize,
     ::serde::Deserialize,
@@ -5875,28 +5827,140 @@ pub enum BackgroundWork {
     PartialOrd,
     Ord
 )]
-pub enum CompactionStatus {
-    /// Compaction has started and has not finished.
+pub enum ToolKind {
+    /// Reading files or data.
+    #[serde(rename = "read")]
+    Read,
+    /// Modifying files or content.
+    #[serde(rename = "edit")]
+    Edit,
+    /// Removing files or data.
+    #[serde(rename = "delete")]
+    Delete,
+    /// Moving or renaming files.
+    #[serde(rename = "move")]
+    Move,
+    /// Searching for information.
+    #[serde(rename = "search")]
+    Search,
+    /// Running commands or code.
+    #[serde(rename = "execute")]
+    Execute,
+    /// Internal reasoning or planning.
+    #[serde(rename = "think")]
+    Think,
+    /// Retrieving external data.
+    #[serde(rename = "fetch")]
+    Fetch,
+    /// Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/session-config-options) with the `mode` category.
+    #[serde(rename = "switch_mode")]
+    SwitchMode,
+    /// Other tool types (default).
+    #[serde(rename = "other")]
+    Other,
+    /// A value this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl ToolKind {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Read => "read",
+            Self::Edit => "edit",
+            Self::Delete => "delete",
+            Self::Move => "move",
+            Self::Search => "search",
+            Self::Execute => "execute",
+            Self::Think => "think",
+            Self::Fetch => "fetch",
+            Self::SwitchMode => "switch_mode",
+            Self::Other => "other",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
+}
+impl ::std::fmt::Display for ToolKind {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for ToolKind {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "read" => Self::Read,
+                "edit" => Self::Edit,
+                "delete" => Self::Delete,
+                "move" => Self::Move,
+                "search" => Self::Search,
+                "execute" => Self::Execute,
+                "think" => Self::Think,
+                "fetch" => Self::Fetch,
+                "switch_mode" => Self::SwitchMode,
+                "other" => Self::Other,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for ToolKind {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
+}
+/// Execution status of a tool call.
+///
+/// Tool calls progress through different statuses during their lifecycle.
+///
+/// See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/tool-calls#status)
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum ToolCallStatus {
+    /// The tool call hasn't started running yet, for example because its input is
+    /// streaming, it is awaiting approval, or it is scheduled to run later.
+    #[serde(rename = "pending")]
+    Pending,
+    /// The tool call is currently running.
     #[serde(rename = "in_progress")]
     InProgress,
-    /// Compaction finished successfully.
+    /// The tool call has started, is not running now, and will not continue until
+    /// something resumes it. It may return to `in_progress` any number of times.
+    #[serde(rename = "paused")]
+    Paused,
+    /// The tool call completed successfully.
     #[serde(rename = "completed")]
     Completed,
-    /// Compaction finished unsuccessfully.
+    /// The tool call failed with an error.
     #[serde(rename = "failed")]
     Failed,
-    /// Compaction was cancelled before it finished.
+    /// The tool call was cancelled before it completed.
     #[serde(rename = "cancelled")]
     Cancelled,
     /// A value this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Unknown(::std::string::String),
 }
-impl CompactionStatus {
+impl ToolCallStatus {
     /// The value as it appears on the wire.
     pub fn as_str(&self) -> &str {
         match self {
+            Self::Pending => "pending",
             Self::InProgress => "in_progress",
+            Self::Paused => "paused",
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
@@ -5904,17 +5968,19 @@ impl CompactionStatus {
         }
     }
 }
-impl ::std::fmt::Display for CompactionStatus {
+impl ::std::fmt::Display for ToolCallStatus {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         f.write_str(self.as_str())
     }
 }
-impl ::std::str::FromStr for CompactionStatus {
+impl ::std::str::FromStr for ToolCallStatus {
     type Err = ::std::convert::Infallible;
     fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
         Ok(
             match s {
+                "pending" => Self::Pending,
                 "in_progress" => Self::InProgress,
+                "paused" => Self::Paused,
                 "completed" => Self::Completed,
                 "failed" => Self::Failed,
                 "cancelled" => Self::Cancelled,
@@ -5923,13 +5989,35 @@ impl ::std::str::FromStr for CompactionStatus {
         )
     }
 }
-impl ::std::convert::From<&str> for CompactionStatus {
+impl ::std::convert::From<&str> for ToolCallStatus {
     fn from(s: &str) -> Self {
         match s.parse() {
             Ok(v) => v,
             Err(never) => match never {}
         }
     }
+}
+/// Content produced by a tool call.
+///
+/// Tool calls can produce different types of content including standard
+/// content blocks (text, images), file diffs, or display-only terminals.
+///
+/// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/tool-calls#content)
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum ToolCallContent {
+    /// Standard content block (text, images, resources).
+    #[serde(rename = "content")]
+    Content(Content),
+    /// File modification shown as a diff.
+    #[serde(rename = "diff")]
+    Diff(Diff),
+    /// A display-only reference to an agent-owned terminal.
+    #[serde(rename = "terminal")]
+    Terminal(Terminal),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
 /// Content blocks represent displayable information in the Agent Client Protocol.
 ///
@@ -5979,70 +6067,121 @@ pub enum ContentBlock {
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
-/// Request from the agent to elicit structured user input.
-///
-/// The agent sends this to the client to request information from the user,
-/// either via a form or by directing them to a URL.
-/// Elicitations are tied to a session (optionally a tool call) or a request.
-///
-/// A session-scoped request follows the aggregate foreground-state contract:
-/// agents SHOULD report `requires_action` when the whole foreground workflow is
-/// blocked on user action. Once reported, they MUST report `running` when progress
-/// resumes, or `idle` if work ends without resuming. Independent background requests
-/// and request-scoped elicitations do not themselves change session state.
-/// Accepting a URL does not mean the external interaction completed.
-///
-/// Agents SHOULD cancel pending elicitations no longer needed by cancelled work.
-/// The request's scope alone does not establish that dependency.
-///
-/// See protocol docs: [Elicitation](https://agentclientprotocol.com/protocol/v2/elicitation)
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-pub struct CreateElicitationRequest {
-    /// The fields every kind has.
-    #[serde(flatten)]
-    pub common: CreateElicitationRequestCommon,
-    /// The fields of this kind, with its tag.
-    #[serde(flatten)]
-    pub kind: CreateElicitationRequestKind,
-}
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "mode")]
-pub enum CreateElicitationRequestKind {
-    /// Form-based elicitation where the client renders a form from the provided schema.
-    #[serde(rename = "form")]
-    Form(ElicitationFormMode),
-    /// URL-based elicitation where the client directs the user to a URL.
-    #[serde(rename = "url")]
-    Url(ElicitationUrlMode),
-    /// A kind this version of the schema does not know, kept as it was received.
+/// The sender or recipient of messages and data in a conversation.
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum Role {
+    /// The assistant side of a conversation.
+    #[serde(rename = "assistant")]
+    Assistant,
+    /// The user side of a conversation.
+    #[serde(rename = "user")]
+    User,
+    /// A value this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+    Unknown(::std::string::String),
 }
-/// Response from the client to an elicitation request.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-pub struct CreateElicitationResponse {
-    /// The fields every kind has.
-    #[serde(flatten)]
-    pub common: CreateElicitationResponseCommon,
-    /// The fields of this kind, with its tag.
-    #[serde(flatten)]
-    pub kind: CreateElicitationResponseKind,
+impl Role {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Assistant => "assistant",
+            Self::User => "user",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
 }
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "action")]
-pub enum CreateElicitationResponseKind {
-    /// The user accepted and provided content.
-    #[serde(rename = "accept")]
-    Accept(ElicitationAcceptAction),
-    /// The user declined the elicitation.
-    #[serde(rename = "decline")]
-    Decline,
-    /// The elicitation was cancelled.
-    #[serde(rename = "cancel")]
-    Cancel,
-    /// A kind this version of the schema does not know, kept as it was received.
+impl ::std::fmt::Display for Role {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for Role {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "assistant" => Self::Assistant,
+                "user" => Self::User,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for Role {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
+}
+/// Theme an icon is designed for.
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum IconTheme {
+    /// Icon designed for light backgrounds.
+    #[serde(rename = "light")]
+    Light,
+    /// Icon designed for dark backgrounds.
+    #[serde(rename = "dark")]
+    Dark,
+    /// A value this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+    Unknown(::std::string::String),
+}
+impl IconTheme {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Light => "light",
+            Self::Dark => "dark",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
+}
+impl ::std::fmt::Display for IconTheme {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for IconTheme {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "light" => Self::Light,
+                "dark" => Self::Dark,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for IconTheme {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
 }
 /// One file-level change described by a `Diff`.
 ///
@@ -6210,295 +6349,6 @@ impl ::std::convert::From<&str> for DiffPatchFormat {
         }
     }
 }
-/// Form-based elicitation mode where the client renders a form from the provided schema.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-pub struct ElicitationFormMode {
-    /// The fields every kind has.
-    #[serde(flatten)]
-    pub common: ElicitationFormModeCommon,
-    /// The fields of this kind, with its tag.
-    #[serde(flatten)]
-    pub kind: ElicitationFormModeKind,
-}
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(untagged)]
-pub enum ElicitationFormModeKind {
-    /// Tied to a session, optionally to a specific tool call within that session.
-    #[serde(untagged)]
-    Session(ElicitationSessionScope),
-    /// Tied to a specific JSON-RPC request outside of a session
-    /// (e.g., during auth/configuration phases before any session is started).
-    #[serde(untagged)]
-    Request(ElicitationRequestScope),
-}
-/// Property schema for elicitation form fields.
-///
-/// Each variant corresponds to a JSON Schema `"type"` value.
-/// Single-select enums use `type: "string"` with `enum` or `oneOf` set.
-/// Multi-select enums use `type: "array"`.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum ElicitationPropertySchema {
-    /// String property (or single-select enum when `enum`/`oneOf` is set).
-    #[serde(rename = "string")]
-    String(StringPropertySchema),
-    /// Number (floating-point) property.
-    #[serde(rename = "number")]
-    Number(NumberPropertySchema),
-    /// Integer property.
-    #[serde(rename = "integer")]
-    Integer(IntegerPropertySchema),
-    /// Boolean property.
-    #[serde(rename = "boolean")]
-    Boolean(BooleanPropertySchema),
-    /// Multi-select array property.
-    #[serde(rename = "array")]
-    Array(MultiSelectPropertySchema),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// URL-based elicitation mode where the client directs the user to a URL.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-pub struct ElicitationUrlMode {
-    /// The fields every kind has.
-    #[serde(flatten)]
-    pub common: ElicitationUrlModeCommon,
-    /// The fields of this kind, with its tag.
-    #[serde(flatten)]
-    pub kind: ElicitationUrlModeKind,
-}
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(untagged)]
-pub enum ElicitationUrlModeKind {
-    /// Tied to a session, optionally to a specific tool call within that session.
-    #[serde(untagged)]
-    Session(ElicitationSessionScope),
-    /// Tied to a specific JSON-RPC request outside of a session
-    /// (e.g., during auth/configuration phases before any session is started).
-    #[serde(untagged)]
-    Request(ElicitationRequestScope),
-}
-/// Theme an icon is designed for.
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum IconTheme {
-    /// Icon designed for light backgrounds.
-    #[serde(rename = "light")]
-    Light,
-    /// Icon designed for dark backgrounds.
-    #[serde(rename = "dark")]
-    Dark,
-    /// A value this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl IconTheme {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Light => "light",
-            Self::Dark => "dark",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
-}
-impl ::std::fmt::Display for IconTheme {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for IconTheme {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "light" => Self::Light,
-                "dark" => Self::Dark,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for IconTheme {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
-}
-/// No foreground work is active. Background activity may continue.
-///
-/// Agents SHOULD include a `stopReason` when the idle transition ends foreground
-/// work. An idle update that does not end foreground work need not include one.
-/// Receivers treat an omitted, `null`, or malformed `stopReason` as the agent not
-/// reporting one.
-/// Repeated or resume snapshots may carry the last stop reason for context.
-/// They MUST NOT be counted as new completions, cancellations, or additional usage.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-pub struct IdleStateUpdate {
-    /// The fields every kind has.
-    #[serde(flatten)]
-    pub common: IdleStateUpdateCommon,
-    /// The fields of this kind, with its tag.
-    #[serde(flatten)]
-    pub kind: IdleStateUpdateKind,
-}
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "stopReason")]
-pub enum IdleStateUpdateKind {
-    /// The active work ended successfully.
-    /// Includes locally handled commands that required no model call.
-    #[serde(rename = "end_turn")]
-    EndTurn,
-    /// The active work ended because the agent reached the maximum number of tokens.
-    #[serde(rename = "max_tokens")]
-    MaxTokens,
-    /// The active work ended because the agent reached the maximum number of
-    /// model requests for the foreground work.
-    #[serde(rename = "max_turn_requests")]
-    MaxTurnRequests,
-    /// The active work ended because the agent refused to continue.
-    #[serde(rename = "refusal")]
-    Refusal,
-    /// The user or client chose to stop the work: via `session/cancel`, by
-    /// closing the session, or through an interaction the agent offers, such
-    /// as a permission option that tells the agent to stop. Work the agent
-    /// stops for its own reasons uses another reason, such as `error` for an
-    /// internal timeout.
-    ///
-    /// Agents MUST report this stop reason on an idle `state_update` when
-    /// cancellation ends active foreground work, even if aborting causes
-    /// exceptions. Agents MUST catch these errors and report `cancelled`, not
-    /// `error`.
-    #[serde(rename = "cancelled")]
-    Cancelled,
-    /// The active work ended because something failed.
-    ///
-    /// This includes pre-insertion foreground work. A prompt failure before
-    /// insertion also requires an error response to `session/prompt`. After
-    /// insertion, the prompt's response remains successful.
-    #[serde(rename = "error")]
-    Error(ErrorStopReason),
-    /// No stop reason: `stopReason` is omitted or `null`.
-    #[serde(untagged)]
-    None(IdleStateUpdateNone),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Configuration for connecting to an MCP (Model Context Protocol) server.
-///
-/// MCP servers provide tools and context that the agent can use when
-/// processing prompts.
-///
-/// See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/session-setup#mcp-servers)
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum McpServer {
-    /// HTTP transport configuration
-    ///
-    /// Only available when the Agent capabilities include `session.mcp.http`.
-    #[serde(rename = "http")]
-    Http(McpServerHttp),
-    /// Stdio transport configuration
-    ///
-    /// Only available when the Agent capabilities include `session.mcp.stdio`.
-    #[serde(rename = "stdio")]
-    Stdio(McpServerStdio),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Items for a multi-select (array) property schema.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum MultiSelectItems {
-    /// Multi-select string items with plain string values.
-    #[serde(rename = "string")]
-    String(StringMultiSelectItems),
-    /// Titled multi-select items with human-readable labels.
-    ///
-    /// As in MCP, titled items omit `type` and are identified by `anyOf`.
-    #[serde(untagged)]
-    Titled(TitledMultiSelectItems),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Severity hint for a session notice.
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum NoticeSeverity {
-    /// Informational notice.
-    #[serde(rename = "info")]
-    Info,
-    /// Warning notice.
-    #[serde(rename = "warning")]
-    Warning,
-    /// Error notice.
-    #[serde(rename = "error")]
-    Error,
-    /// A value this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl NoticeSeverity {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Info => "info",
-            Self::Warning => "warning",
-            Self::Error => "error",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
-}
-impl ::std::fmt::Display for NoticeSeverity {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for NoticeSeverity {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "info" => Self::Info,
-                "warning" => Self::Warning,
-                "error" => Self::Error,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for NoticeSeverity {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
-}
 /// The type of permission option being presented to the user.
 ///
 /// Helps clients choose appropriate icons and UI treatment.
@@ -6568,6 +6418,576 @@ impl ::std::convert::From<&str> for PermissionOptionKind {
             Err(never) => match never {}
         }
     }
+}
+/// Request from the agent to elicit structured user input.
+///
+/// The agent sends this to the client to request information from the user,
+/// either via a form or by directing them to a URL.
+/// Elicitations are tied to a session (optionally a tool call) or a request.
+///
+/// A session-scoped request follows the aggregate foreground-state contract:
+/// agents SHOULD report `requires_action` when the whole foreground workflow is
+/// blocked on user action. Once reported, they MUST report `running` when progress
+/// resumes, or `idle` if work ends without resuming. Independent background requests
+/// and request-scoped elicitations do not themselves change session state.
+/// Accepting a URL does not mean the external interaction completed.
+///
+/// Agents SHOULD cancel pending elicitations no longer needed by cancelled work.
+/// The request's scope alone does not establish that dependency.
+///
+/// See protocol docs: [Elicitation](https://agentclientprotocol.com/protocol/v2/elicitation)
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct CreateElicitationRequest {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: CreateElicitationRequestCommon,
+    /// The fields of this kind, with its tag.
+    #[serde(flatten)]
+    pub kind: CreateElicitationRequestKind,
+}
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "mode")]
+pub enum CreateElicitationRequestKind {
+    /// Form-based elicitation where the client renders a form from the provided schema.
+    #[serde(rename = "form")]
+    Form(ElicitationFormMode),
+    /// URL-based elicitation where the client directs the user to a URL.
+    #[serde(rename = "url")]
+    Url(ElicitationUrlMode),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// Property schema for elicitation form fields.
+///
+/// Each variant corresponds to a JSON Schema `"type"` value.
+/// Single-select enums use `type: "string"` with `enum` or `oneOf` set.
+/// Multi-select enums use `type: "array"`.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum ElicitationPropertySchema {
+    /// String property (or single-select enum when `enum`/`oneOf` is set).
+    #[serde(rename = "string")]
+    String(StringPropertySchema),
+    /// Number (floating-point) property.
+    #[serde(rename = "number")]
+    Number(NumberPropertySchema),
+    /// Integer property.
+    #[serde(rename = "integer")]
+    Integer(IntegerPropertySchema),
+    /// Boolean property.
+    #[serde(rename = "boolean")]
+    Boolean(BooleanPropertySchema),
+    /// Multi-select array property.
+    #[serde(rename = "array")]
+    Array(MultiSelectPropertySchema),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// String format types for string properties in elicitation schemas.
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum StringFormat {
+    /// Email address format.
+    #[serde(rename = "email")]
+    Email,
+    /// URI format.
+    #[serde(rename = "uri")]
+    Uri,
+    /// Date format (YYYY-MM-DD).
+    #[serde(rename = "date")]
+    Date,
+    /// Date-time format (RFC 3339).
+    #[serde(rename = "date-time")]
+    DateTime,
+    /// A value this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl StringFormat {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Email => "email",
+            Self::Uri => "uri",
+            Self::Date => "date",
+            Self::DateTime => "date-time",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
+}
+impl ::std::fmt::Display for StringFormat {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for StringFormat {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "email" => Self::Email,
+                "uri" => Self::Uri,
+                "date" => Self::Date,
+                "date-time" => Self::DateTime,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for StringFormat {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
+}
+/// Items for a multi-select (array) property schema.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum MultiSelectItems {
+    /// Multi-select string items with plain string values.
+    #[serde(rename = "string")]
+    String(StringMultiSelectItems),
+    /// Titled multi-select items with human-readable labels.
+    ///
+    /// As in MCP, titled items omit `type` and are identified by `anyOf`.
+    #[serde(untagged)]
+    Titled(TitledMultiSelectItems),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// Form-based elicitation mode where the client renders a form from the provided schema.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct ElicitationFormMode {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: ElicitationFormModeCommon,
+    /// The fields of this kind, with its tag.
+    #[serde(flatten)]
+    pub kind: ElicitationFormModeKind,
+}
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum ElicitationFormModeKind {
+    /// Tied to a session, optionally to a specific tool call within that session.
+    #[serde(untagged)]
+    Session(ElicitationSessionScope),
+    /// Tied to a specific JSON-RPC request outside of a session
+    /// (e.g., during auth/configuration phases before any session is started).
+    #[serde(untagged)]
+    Request(ElicitationRequestScope),
+}
+/// URL-based elicitation mode where the client directs the user to a URL.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct ElicitationUrlMode {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: ElicitationUrlModeCommon,
+    /// The fields of this kind, with its tag.
+    #[serde(flatten)]
+    pub kind: ElicitationUrlModeKind,
+}
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum ElicitationUrlModeKind {
+    /// Tied to a session, optionally to a specific tool call within that session.
+    #[serde(untagged)]
+    Session(ElicitationSessionScope),
+    /// Tied to a specific JSON-RPC request outside of a session
+    /// (e.g., during auth/configuration phases before any session is started).
+    #[serde(untagged)]
+    Request(ElicitationRequestScope),
+}
+/// Describes an available authentication method.
+///
+/// The `type` field acts as the discriminator in the serialized JSON form.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum AuthMethod {
+    /// Client runs the configured agent program as a separate interactive
+    /// process, without passing this method to `auth/login`.
+    #[serde(rename = "terminal")]
+    Terminal(AuthMethodTerminal),
+    /// Agent handles authentication itself through `auth/login`.
+    ///
+    /// The `type` discriminator value is `agent`.
+    #[serde(rename = "agent")]
+    Agent(AuthMethodAgent),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// A session configuration option selector and its current state.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct SessionConfigOption {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: SessionConfigOptionCommon,
+    /// The fields of this kind, with its tag.
+    #[serde(flatten)]
+    pub kind: SessionConfigOptionKind,
+}
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum SessionConfigOptionKind {
+    /// Single-value selector (dropdown).
+    #[serde(rename = "select")]
+    Select(SessionConfigSelect),
+    /// Boolean on/off toggle.
+    #[serde(rename = "boolean")]
+    Boolean(SessionConfigBoolean),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// Semantic category for a session configuration option.
+///
+/// This is intended to help Clients distinguish broadly common selectors (e.g. model selector vs
+/// session mode selector vs thought/reasoning level) for UX purposes (keyboard shortcuts, icons,
+/// placement). It MUST NOT be required for correctness. Clients MUST handle missing or unknown
+/// categories gracefully.
+///
+/// Category names beginning with `_` are free for custom use, like other ACP extension methods.
+/// Category names that do not begin with `_` are reserved for the ACP spec.
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum SessionConfigOptionCategory {
+    /// Session mode selector.
+    #[serde(rename = "mode")]
+    Mode,
+    /// Model selector.
+    #[serde(rename = "model")]
+    Model,
+    /// Model-related configuration parameter.
+    #[serde(rename = "model_config")]
+    ModelConfig,
+    /// Thought/reasoning level selector.
+    #[serde(rename = "thought_level")]
+    ThoughtLevel,
+    /// A value this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl SessionConfigOptionCategory {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Mode => "mode",
+            Self::Model => "model",
+            Self::ModelConfig => "model_config",
+            Self::ThoughtLevel => "thought_level",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
+}
+impl ::std::fmt::Display for SessionConfigOptionCategory {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for SessionConfigOptionCategory {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "mode" => Self::Mode,
+                "model" => Self::Model,
+                "model_config" => Self::ModelConfig,
+                "thought_level" => Self::ThoughtLevel,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for SessionConfigOptionCategory {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
+}
+/// A command the agent advertises to the client.
+///
+/// The `type` field acts as the discriminator in the serialized JSON form.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum AvailableCommand {
+    /// A slash command the user can invoke by including it in a prompt.
+    #[serde(rename = "command")]
+    Command(Command),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// The input specification for a command.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum AvailableCommandInput {
+    /// All text after the command name and the whitespace following it is provided as input.
+    #[serde(rename = "text")]
+    Text(TextCommandInput),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// Different types of updates that can be sent while a session exists.
+///
+/// These updates report messages, progress, and other session activity.
+///
+/// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#3-agent-reports-output)
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "sessionUpdate")]
+pub enum SessionUpdate {
+    /// A chunk of the user's message being streamed.
+    #[serde(rename = "user_message_chunk")]
+    UserMessageChunk(ContentChunk),
+    /// A user message has been created or updated.
+    ///
+    /// Agents can send this when they accept or replay a user message. When a
+    /// client receives another `user_message` update with the same `messageId`,
+    /// fields in the new update patch the previous fields for that message.
+    #[serde(rename = "user_message")]
+    UserMessage(UserMessage),
+    /// A chunk of the agent's response being streamed.
+    #[serde(rename = "agent_message_chunk")]
+    AgentMessageChunk(ContentChunk),
+    /// An agent message has been created or updated.
+    ///
+    /// Agents can send this in addition to streamed chunks. When a client
+    /// receives another `agent_message` update with the same `messageId`,
+    /// fields in the new update patch the previous fields for that message.
+    #[serde(rename = "agent_message")]
+    AgentMessage(AgentMessage),
+    /// A chunk of the agent's internal reasoning being streamed.
+    #[serde(rename = "agent_thought_chunk")]
+    AgentThoughtChunk(ContentChunk),
+    /// An agent thought or reasoning message has been created or updated.
+    ///
+    /// Agents can send this in addition to streamed chunks. When a client
+    /// receives another `agent_thought` update with the same `messageId`,
+    /// fields in the new update patch the previous fields for that message.
+    #[serde(rename = "agent_thought")]
+    AgentThought(AgentThought),
+    /// A snapshot of the session's aggregate foreground activity.
+    #[serde(rename = "state_update")]
+    StateUpdate(StateUpdate),
+    /// A chunk of tool-call content being streamed.
+    #[serde(rename = "tool_call_content_chunk")]
+    ToolCallContentChunk(ToolCallContentChunk),
+    /// A tool call has been created or updated.
+    #[serde(rename = "tool_call_update")]
+    ToolCallUpdate(ToolCallUpdate),
+    /// An agent-owned terminal has been created or updated.
+    #[serde(rename = "terminal_update")]
+    TerminalUpdate(TerminalUpdate),
+    /// A chunk of bytes appended to an agent-owned terminal's output.
+    #[serde(rename = "terminal_output_chunk")]
+    TerminalOutputChunk(TerminalOutputChunk),
+    /// A content update for a plan identified by ID.
+    /// See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/agent-plan)
+    #[serde(rename = "plan_update")]
+    PlanUpdate(PlanUpdate),
+    /// Available commands are ready or have changed
+    #[serde(rename = "available_commands_update")]
+    AvailableCommandsUpdate(AvailableCommandsUpdate),
+    /// Session configuration options have been updated.
+    #[serde(rename = "config_option_update")]
+    ConfigOptionUpdate(ConfigOptionUpdate),
+    /// Session metadata has been updated (title, timestamps, custom metadata)
+    #[serde(rename = "session_info_update")]
+    SessionInfoUpdate(SessionInfoUpdate),
+    /// Context window and cost update for the session.
+    #[serde(rename = "usage_update")]
+    UsageUpdate(UsageUpdate),
+    /// Information for the user that is not part of session history.
+    ///
+    /// No Client capability is required. Clients that do not understand or
+    /// present notices may ignore them.
+    #[serde(rename = "notice")]
+    Notice(Notice),
+    /// A context compaction has been created or updated.
+    #[serde(rename = "compaction_update")]
+    CompactionUpdate(CompactionUpdate),
+    /// A content block appended to a context compaction's retained summary.
+    #[serde(rename = "compaction_summary_chunk")]
+    CompactionSummaryChunk(CompactionSummaryChunk),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// One piece of work running independently of the session's foreground work.
+///
+/// Items reference entities the Client already tracks. The Agent MUST announce each item
+/// before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
+/// tool call's final status before the snapshot that removes it. Each piece of work is
+/// listed once: process-backed work is listed as its terminal, not also as its tool call.
+///
+/// See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#background-work)
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum BackgroundWork {
+    /// A process that keeps running after its tool call returned control to the model.
+    /// Live until its `terminal_update` reports `exitStatus`.
+    #[serde(rename = "terminal")]
+    Terminal(BackgroundTerminal),
+    /// Work started by a tool call that continues without a process of its own, such as
+    /// a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
+    /// stay listed.
+    #[serde(rename = "tool_call")]
+    ToolCall(BackgroundToolCall),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// No foreground work is active. Background activity may continue.
+///
+/// Agents SHOULD include a `stopReason` when the idle transition ends foreground
+/// work. An idle update that does not end foreground work need not include one.
+/// Receivers treat an omitted, `null`, or malformed `stopReason` as the agent not
+/// reporting one.
+/// Repeated or resume snapshots may carry the last stop reason for context.
+/// They MUST NOT be counted as new completions, cancellations, or additional usage.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct IdleStateUpdate {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: IdleStateUpdateCommon,
+    /// The fields of this kind, with its tag.
+    #[serde(flatten)]
+    pub kind: IdleStateUpdateKind,
+}
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "stopReason")]
+pub enum IdleStateUpdateKind {
+    /// The active work ended successfully.
+    /// Includes locally handled commands that required no model call.
+    #[serde(rename = "end_turn")]
+    EndTurn,
+    /// The active work ended because the agent reached the maximum number of tokens.
+    #[serde(rename = "max_tokens")]
+    MaxTokens,
+    /// The active work ended because the agent reached the maximum number of
+    /// model requests for the foreground work.
+    #[serde(rename = "max_turn_requests")]
+    MaxTurnRequests,
+    /// The active work ended because the agent refused to continue.
+    #[serde(rename = "refusal")]
+    Refusal,
+    /// The user or client chose to stop the work: via `session/cancel`, by
+    /// closing the session, or through an interaction the agent offers, such
+    /// as a permission option that tells the agent to stop. Work the agent
+    /// stops for its own reasons uses another reason, such as `error` for an
+    /// internal timeout.
+    ///
+    /// Agents MUST report this stop reason on an idle `state_update` when
+    /// cancellation ends active foreground work, even if aborting causes
+    /// exceptions. Agents MUST catch these errors and report `cancelled`, not
+    /// `error`.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The active work ended because something failed.
+    ///
+    /// This includes pre-insertion foreground work. A prompt failure before
+    /// insertion also requires an error response to `session/prompt`. After
+    /// insertion, the prompt's response remains successful.
+    #[serde(rename = "error")]
+    Error(ErrorStopReason),
+    /// No stop reason: `stopReason` is omitted or `null`.
+    #[serde(untagged)]
+    None(IdleStateUpdateNone),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// A snapshot of the session's aggregate foreground activity.
+///
+/// Foreground work is the agent's active response or workflow in the session,
+/// including model processing, tool execution, and waiting for user action needed
+/// to continue that work. It can start with a prompt or be agent-initiated, for
+/// example to pursue an ongoing goal or follow up on a completed background task.
+/// Either way, the agent MUST report `running` when foreground work starts,
+/// or `requires_action` if it starts blocked on user action, and `idle` when it
+/// ends. The agent SHOULD include a stop reason on that idle update.
+/// Agent-initiated work does not require a prompt request or a synthetic user
+/// message.
+///
+/// `running` may precede user-message insertion, for example during a foreground
+/// hook. It is not acknowledgment of insertion, and rejecting a prompt does not
+/// itself end foreground work.
+///
+/// Background activity can continue and emit other `session/update` notifications
+/// while `idle`. Those notifications, including a detached task's progress or
+/// completion, do not by themselves change this state. A permission request only
+/// warrants `requires_action` when foreground work is blocked on user action.
+///
+/// The agent SHOULD report `requires_action` when the foreground workflow as a
+/// whole cannot progress without user action, including permissions or elicitations.
+/// Once reported, it MUST report `running` when progress resumes, or `idle` when
+/// work ends without resuming.
+/// If other foreground work can progress, the state remains `running`. Resolving
+/// one of several requests does not itself change the state. Agents SHOULD ignore
+/// responses for work that has already ended rather than use them to resume it.
+///
+/// A new session defaults to idle until a state update reports otherwise.
+/// Resume MUST send a current-state snapshot after any replay and before its
+/// response. The snapshot reports foreground state after resuming.
+/// The response alone does not imply idle.
+/// Repeated snapshots are idempotent, not additional work, completions, or usage.
+/// A repeated state may carry updated information without another state transition.
+/// The agent MUST report `idle` when no foreground activity remains. Completing
+/// an individual activity while other foreground work continues does not require
+/// an idle boundary. Local commands use the same lifecycle even without model work.
+///
+/// See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#session-states)
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "state")]
+pub enum StateUpdate {
+    /// Foreground work is in progress.
+    #[serde(rename = "running")]
+    Running(RunningStateUpdate),
+    /// No foreground work is active. Background activity may continue.
+    #[serde(rename = "idle")]
+    Idle(IdleStateUpdate),
+    /// Foreground work is blocked on user action.
+    #[serde(rename = "requires_action")]
+    RequiresAction(RequiresActionStateUpdate),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+/// Updated content for a plan.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum PlanUpdateContent {
+    /// Structured plan entries.
+    #[serde(rename = "items")]
+    Items(PlanItems),
+    /// A kind this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
 /// Priority levels for plan entries.
 ///
@@ -6707,13 +7127,156 @@ impl ::std::convert::From<&str> for PlanEntryStatus {
         }
     }
 }
-/// Updated content for a plan.
+/// Severity hint for a session notice.
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum NoticeSeverity {
+    /// Informational notice.
+    #[serde(rename = "info")]
+    Info,
+    /// Warning notice.
+    #[serde(rename = "warning")]
+    Warning,
+    /// Error notice.
+    #[serde(rename = "error")]
+    Error,
+    /// A value this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl NoticeSeverity {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Info => "info",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
+}
+impl ::std::fmt::Display for NoticeSeverity {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for NoticeSeverity {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "info" => Self::Info,
+                "warning" => Self::Warning,
+                "error" => Self::Error,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for NoticeSeverity {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
+}
+/// Lifecycle state of a context compaction.
+#[derive(
+    ::serde::Serialize,
+    ::serde::Deserialize,
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord
+)]
+pub enum CompactionStatus {
+    /// Compaction has started and has not finished.
+    #[serde(rename = "in_progress")]
+    InProgress,
+    /// Compaction finished successfully.
+    #[serde(rename = "completed")]
+    Completed,
+    /// Compaction finished unsuccessfully.
+    #[serde(rename = "failed")]
+    Failed,
+    /// Compaction was cancelled before it finished.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// A value this version of the schema does not know, kept as it was received.
+    #[serde(untagged)]
+    Unknown(::std::string::String),
+}
+impl CompactionStatus {
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::InProgress => "in_progress",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Unknown(s) => s.as_str(),
+        }
+    }
+}
+impl ::std::fmt::Display for CompactionStatus {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for CompactionStatus {
+    type Err = ::std::convert::Infallible;
+    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+        Ok(
+            match s {
+                "in_progress" => Self::InProgress,
+                "completed" => Self::Completed,
+                "failed" => Self::Failed,
+                "cancelled" => Self::Cancelled,
+                other => Self::Unknown(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::convert::From<&str> for CompactionStatus {
+    fn from(s: &str) -> Self {
+        match s.parse() {
+            Ok(v) => v,
+            Err(never) => match never {}
+        }
+    }
+}
+/// Configuration for connecting to an MCP (Model Context Protocol) server.
+///
+/// MCP servers provide tools and context that the agent can use when
+/// processing prompts.
+///
+/// See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/session-setup#mcp-servers)
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type")]
-pub enum PlanUpdateContent {
-    /// Structured plan entries.
-    #[serde(rename = "items")]
-    Items(PlanItems),
+pub enum McpServer {
+    /// HTTP transport configuration
+    ///
+    /// Only available when the Agent capabilities include `session.mcp.http`.
+    #[serde(rename = "http")]
+    Http(McpServerHttp),
+    /// Stdio transport configuration
+    ///
+    /// Only available when the Agent capabilities include `session.mcp.stdio`.
+    #[serde(rename = "stdio")]
+    Stdio(McpServerStdio),
     /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
@@ -6727,288 +7290,6 @@ pub enum ReplayFrom {
     /// Replay all retained conversation history from its first replayable entry.
     #[serde(rename = "start")]
     Start(ReplayFromStart),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// The outcome of a permission request.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "outcome")]
-pub enum RequestPermissionOutcome {
-    /// The request was not approved and no option was selected: the session's work was
-    /// cancelled, the user dismissed the prompt, or the client declined it by policy.
-    /// Agents MUST NOT proceed with the operation.
-    ///
-    /// The client answers a request the agent cancels with `$/cancel_request` with
-    /// this outcome. After sending `session/cancel`, the client MAY also send it
-    /// without waiting for `$/cancel_request`, for a request it knows belongs to the
-    /// cancelled foreground work.
-    ///
-    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#cancellation)
-    #[serde(rename = "cancelled")]
-    Cancelled(CancelledPermissionOutcome),
-    /// The user selected one of the provided options.
-    ///
-    /// If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-    /// approved.
-    #[serde(rename = "selected")]
-    Selected(SelectedPermissionOutcome),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// The operation requiring permission.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum RequestPermissionSubject {
-    /// Permission is requested before executing a tool call.
-    #[serde(rename = "tool_call")]
-    ToolCall(ToolCallPermissionSubject),
-    /// Permission is requested before running a command.
-    #[serde(rename = "command")]
-    Command(CommandPermissionSubject),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// The sender or recipient of messages and data in a conversation.
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum Role {
-    /// The assistant side of a conversation.
-    #[serde(rename = "assistant")]
-    Assistant,
-    /// The user side of a conversation.
-    #[serde(rename = "user")]
-    User,
-    /// A value this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl Role {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Assistant => "assistant",
-            Self::User => "user",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
-}
-impl ::std::fmt::Display for Role {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for Role {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "assistant" => Self::Assistant,
-                "user" => Self::User,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for Role {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
-}
-/// A session configuration option selector and its current state.
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-pub struct SessionConfigOption {
-    /// The fields every kind has.
-    #[serde(flatten)]
-    pub common: SessionConfigOptionCommon,
-    /// The fields of this kind, with its tag.
-    #[serde(flatten)]
-    pub kind: SessionConfigOptionKind,
-}
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum SessionConfigOptionKind {
-    /// Single-value selector (dropdown).
-    #[serde(rename = "select")]
-    Select(SessionConfigSelect),
-    /// Boolean on/off toggle.
-    #[serde(rename = "boolean")]
-    Boolean(SessionConfigBoolean),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Semantic category for a session configuration option.
-///
-/// This is intended to help Clients distinguish broadly common selectors (e.g. model selector vs
-/// session mode selector vs thought/reasoning level) for UX purposes (keyboard shortcuts, icons,
-/// placement). It MUST NOT be required for correctness. Clients MUST handle missing or unknown
-/// categories gracefully.
-///
-/// Category names beginning with `_` are free for custom use, like other ACP extension methods.
-/// Category names that do not begin with `_` are reserved for the ACP spec.
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum SessionConfigOptionCategory {
-    /// Session mode selector.
-    #[serde(rename = "mode")]
-    Mode,
-    /// Model selector.
-    #[serde(rename = "model")]
-    Model,
-    /// Model-related configuration parameter.
-    #[serde(rename = "model_config")]
-    ModelConfig,
-    /// Thought/reasoning level selector.
-    #[serde(rename = "thought_level")]
-    ThoughtLevel,
-    /// A value this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl SessionConfigOptionCategory {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Mode => "mode",
-            Self::Model => "model",
-            Self::ModelConfig => "model_config",
-            Self::ThoughtLevel => "thought_level",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
-}
-impl ::std::fmt::Display for SessionConfigOptionCategory {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for SessionConfigOptionCategory {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "mode" => Self::Mode,
-                "model" => Self::Model,
-                "model_config" => Self::ModelConfig,
-                "thought_level" => Self::ThoughtLevel,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for SessionConfigOptionCategory {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
-}
-/// Different types of updates that can be sent while a session exists.
-///
-/// These updates report messages, progress, and other session activity.
-///
-/// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#3-agent-reports-output)
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "sessionUpdate")]
-pub enum SessionUpdate {
-    /// A chunk of the user's message being streamed.
-    #[serde(rename = "user_message_chunk")]
-    UserMessageChunk(ContentChunk),
-    /// A user message has been created or updated.
-    ///
-    /// Agents can send this when they accept or replay a user message. When a
-    /// client receives another `user_message` update with the same `messageId`,
-    /// fields in the new update patch the previous fields for that message.
-    #[serde(rename = "user_message")]
-    UserMessage(UserMessage),
-    /// A chunk of the agent's response being streamed.
-    #[serde(rename = "agent_message_chunk")]
-    AgentMessageChunk(ContentChunk),
-    /// An agent message has been created or updated.
-    ///
-    /// Agents can send this in addition to streamed chunks. When a client
-    /// receives another `agent_message` update with the same `messageId`,
-    /// fields in the new update patch the previous fields for that message.
-    #[serde(rename = "agent_message")]
-    AgentMessage(AgentMessage),
-    /// A chunk of the agent's internal reasoning being streamed.
-    #[serde(rename = "agent_thought_chunk")]
-    AgentThoughtChunk(ContentChunk),
-    /// An agent thought or reasoning message has been created or updated.
-    ///
-    /// Agents can send this in addition to streamed chunks. When a client
-    /// receives another `agent_thought` update with the same `messageId`,
-    /// fields in the new update patch the previous fields for that message.
-    #[serde(rename = "agent_thought")]
-    AgentThought(AgentThought),
-    /// A snapshot of the session's aggregate foreground activity.
-    #[serde(rename = "state_update")]
-    StateUpdate(StateUpdate),
-    /// A chunk of tool-call content being streamed.
-    #[serde(rename = "tool_call_content_chunk")]
-    ToolCallContentChunk(ToolCallContentChunk),
-    /// A tool call has been created or updated.
-    #[serde(rename = "tool_call_update")]
-    ToolCallUpdate(ToolCallUpdate),
-    /// An agent-owned terminal has been created or updated.
-    #[serde(rename = "terminal_update")]
-    TerminalUpdate(TerminalUpdate),
-    /// A chunk of bytes appended to an agent-owned terminal's output.
-    #[serde(rename = "terminal_output_chunk")]
-    TerminalOutputChunk(TerminalOutputChunk),
-    /// A content update for a plan identified by ID.
-    /// See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/agent-plan)
-    #[serde(rename = "plan_update")]
-    PlanUpdate(PlanUpdate),
-    /// Available commands are ready or have changed
-    #[serde(rename = "available_commands_update")]
-    AvailableCommandsUpdate(AvailableCommandsUpdate),
-    /// Session configuration options have been updated.
-    #[serde(rename = "config_option_update")]
-    ConfigOptionUpdate(ConfigOptionUpdate),
-    /// Session metadata has been updated (title, timestamps, custom metadata)
-    #[serde(rename = "session_info_update")]
-    SessionInfoUpdate(SessionInfoUpdate),
-    /// Context window and cost update for the session.
-    #[serde(rename = "usage_update")]
-    UsageUpdate(UsageUpdate),
-    /// Information for the user that is not part of session history.
-    ///
-    /// No Client capability is required. Clients that do not understand or
-    /// present notices may ignore them.
-    #[serde(rename = "notice")]
-    Notice(Notice),
-    /// A context compaction has been created or updated.
-    #[serde(rename = "compaction_update")]
-    CompactionUpdate(CompactionUpdate),
-    /// A content block appended to a context compaction's retained summary.
-    #[serde(rename = "compaction_summary_chunk")]
-    CompactionSummaryChunk(CompactionSummaryChunk),
     /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
@@ -7042,338 +7323,57 @@ pub enum SetSessionConfigOptionRequestKind {
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
-/// A snapshot of the session's aggregate foreground activity.
-///
-/// Foreground work is the agent's active response or workflow in the session,
-/// including model processing, tool execution, and waiting for user action needed
-/// to continue that work. It can start with a prompt or be agent-initiated, for
-/// example to pursue an ongoing goal or follow up on a completed background task.
-/// Either way, the agent MUST report `running` when foreground work starts,
-/// or `requires_action` if it starts blocked on user action, and `idle` when it
-/// ends. The agent SHOULD include a stop reason on that idle update.
-/// Agent-initiated work does not require a prompt request or a synthetic user
-/// message.
-///
-/// `running` may precede user-message insertion, for example during a foreground
-/// hook. It is not acknowledgment of insertion, and rejecting a prompt does not
-/// itself end foreground work.
-///
-/// Background activity can continue and emit other `session/update` notifications
-/// while `idle`. Those notifications, including a detached task's progress or
-/// completion, do not by themselves change this state. A permission request only
-/// warrants `requires_action` when foreground work is blocked on user action.
-///
-/// The agent SHOULD report `requires_action` when the foreground workflow as a
-/// whole cannot progress without user action, including permissions or elicitations.
-/// Once reported, it MUST report `running` when progress resumes, or `idle` when
-/// work ends without resuming.
-/// If other foreground work can progress, the state remains `running`. Resolving
-/// one of several requests does not itself change the state. Agents SHOULD ignore
-/// responses for work that has already ended rather than use them to resume it.
-///
-/// A new session defaults to idle until a state update reports otherwise.
-/// Resume MUST send a current-state snapshot after any replay and before its
-/// response. The snapshot reports foreground state after resuming.
-/// The response alone does not imply idle.
-/// Repeated snapshots are idempotent, not additional work, completions, or usage.
-/// A repeated state may carry updated information without another state transition.
-/// The agent MUST report `idle` when no foreground activity remains. Completing
-/// an individual activity while other foreground work continues does not require
-/// an idle boundary. Local commands use the same lifecycle even without model work.
-///
-/// See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#session-states)
+/// The outcome of a permission request.
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "state")]
-pub enum StateUpdate {
-    /// Foreground work is in progress.
-    #[serde(rename = "running")]
-    Running(RunningStateUpdate),
-    /// No foreground work is active. Background activity may continue.
-    #[serde(rename = "idle")]
-    Idle(IdleStateUpdate),
-    /// Foreground work is blocked on user action.
-    #[serde(rename = "requires_action")]
-    RequiresAction(RequiresActionStateUpdate),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// String format types for string properties in elicitation schemas.
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum StringFormat {
-    /// Email address format.
-    #[serde(rename = "email")]
-    Email,
-    /// URI format.
-    #[serde(rename = "uri")]
-    Uri,
-    /// Date format (YYYY-MM-DD).
-    #[serde(rename = "date")]
-    Date,
-    /// Date-time format (RFC 3339).
-    #[serde(rename = "date-time")]
-    DateTime,
-    /// A value this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl StringFormat {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Email => "email",
-            Self::Uri => "uri",
-            Self::Date => "date",
-            Self::DateTime => "date-time",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
-}
-impl ::std::fmt::Display for StringFormat {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for StringFormat {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "email" => Self::Email,
-                "uri" => Self::Uri,
-                "date" => Self::Date,
-                "date-time" => Self::DateTime,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for StringFormat {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
-}
-/// Content produced by a tool call.
-///
-/// Tool calls can produce different types of content including standard
-/// content blocks (text, images), file diffs, or display-only terminals.
-///
-/// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/tool-calls#content)
-#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type")]
-pub enum ToolCallContent {
-    /// Standard content block (text, images, resources).
-    #[serde(rename = "content")]
-    Content(Content),
-    /// File modification shown as a diff.
-    #[serde(rename = "diff")]
-    Diff(Diff),
-    /// A display-only reference to an agent-owned terminal.
-    #[serde(rename = "terminal")]
-    Terminal(Terminal),
-    /// A kind this version of the schema does not know, kept as it was received.
-    #[serde(untagged)]
-    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
-}
-/// Execution status of a tool call.
-///
-/// Tool calls progress through different statuses during their lifecycle.
-///
-/// See protocol docs: [Status](https://agentclientprotocol.com/protocol/v2/tool-calls#status)
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum ToolCallStatus {
-    /// The tool call hasn't started running yet, for example because its input is
-    /// streaming, it is awaiting approval, or it is scheduled to run later.
-    #[serde(rename = "pending")]
-    Pending,
-    /// The tool call is currently running.
-    #[serde(rename = "in_progress")]
-    InProgress,
-    /// The tool call has started, is not running now, and will not continue until
-    /// something resumes it. It may return to `in_progress` any number of times.
-    #[serde(rename = "paused")]
-    Paused,
-    /// The tool call completed successfully.
-    #[serde(rename = "completed")]
-    Completed,
-    /// The tool call failed with an error.
-    #[serde(rename = "failed")]
-    Failed,
-    /// The tool call was cancelled before it completed.
+#[serde(tag = "outcome")]
+pub enum RequestPermissionOutcome {
+    /// The request was not approved and no option was selected: the session's work was
+    /// cancelled, the user dismissed the prompt, or the client declined it by policy.
+    /// Agents MUST NOT proceed with the operation.
+    ///
+    /// The client answers a request the agent cancels with `$/cancel_request` with
+    /// this outcome. After sending `session/cancel`, the client MAY also send it
+    /// without waiting for `$/cancel_request`, for a request it knows belongs to the
+    /// cancelled foreground work.
+    ///
+    /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#cancellation)
     #[serde(rename = "cancelled")]
-    Cancelled,
-    /// A value this version of the schema does not know, kept as it was received.
+    Cancelled(CancelledPermissionOutcome),
+    /// The user selected one of the provided options.
+    ///
+    /// If `optionId` doesn't match an offered option, the agent MUST treat the request as not
+    /// approved.
+    #[serde(rename = "selected")]
+    Selected(SelectedPermissionOutcome),
+    /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
-    Unknown(::std::string::String),
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
-impl ToolCallStatus {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Pending => "pending",
-            Self::InProgress => "in_progress",
-            Self::Paused => "paused",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
+/// Response from the client to an elicitation request.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+pub struct CreateElicitationResponse {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: CreateElicitationResponseCommon,
+    /// The fields of this kind, with its tag.
+    #[serde(flatten)]
+    pub kind: CreateElicitationResponseKind,
 }
-impl ::std::fmt::Display for ToolCallStatus {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for ToolCallStatus {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "pending" => Self::Pending,
-                "in_progress" => Self::InProgress,
-                "paused" => Self::Paused,
-                "completed" => Self::Completed,
-                "failed" => Self::Failed,
-                "cancelled" => Self::Cancelled,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for ToolCallStatus {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
-}
-/// Categories of tools that can be invoked.
-///
-/// Tool kinds help clients choose appropriate icons and optimize how they
-/// display tool execution progress.
-///
-/// See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/tool-calls#reporting)
-#[derive(
-    ::serde::Serialize,
-    ::serde::Deserialize,
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord
-)]
-pub enum ToolKind {
-    /// Reading files or data.
-    #[serde(rename = "read")]
-    Read,
-    /// Modifying files or content.
-    #[serde(rename = "edit")]
-    Edit,
-    /// Removing files or data.
-    #[serde(rename = "delete")]
-    Delete,
-    /// Moving or renaming files.
-    #[serde(rename = "move")]
-    Move,
-    /// Searching for information.
-    #[serde(rename = "search")]
-    Search,
-    /// Running commands or code.
-    #[serde(rename = "execute")]
-    Execute,
-    /// Internal reasoning or planning.
-    #[serde(rename = "think")]
-    Think,
-    /// Retrieving external data.
-    #[serde(rename = "fetch")]
-    Fetch,
-    /// Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/session-config-options) with the `mode` category.
-    #[serde(rename = "switch_mode")]
-    SwitchMode,
-    /// Other tool types (default).
-    #[serde(rename = "other")]
-    Other,
-    /// A value this version of the schema does not know, kept as it was received.
+#[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "action")]
+pub enum CreateElicitationResponseKind {
+    /// The user accepted and provided content.
+    #[serde(rename = "accept")]
+    Accept(ElicitationAcceptAction),
+    /// The user declined the elicitation.
+    #[serde(rename = "decline")]
+    Decline,
+    /// The elicitation was cancelled.
+    #[serde(rename = "cancel")]
+    Cancel,
+    /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
-    Unknown(::std::string::String),
-}
-impl ToolKind {
-    /// The value as it appears on the wire.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Read => "read",
-            Self::Edit => "edit",
-            Self::Delete => "delete",
-            Self::Move => "move",
-            Self::Search => "search",
-            Self::Execute => "execute",
-            Self::Think => "think",
-            Self::Fetch => "fetch",
-            Self::SwitchMode => "switch_mode",
-            Self::Other => "other",
-            Self::Unknown(s) => s.as_str(),
-        }
-    }
-}
-impl ::std::fmt::Display for ToolKind {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl ::std::str::FromStr for ToolKind {
-    type Err = ::std::convert::Infallible;
-    fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
-        Ok(
-            match s {
-                "read" => Self::Read,
-                "edit" => Self::Edit,
-                "delete" => Self::Delete,
-                "move" => Self::Move,
-                "search" => Self::Search,
-                "execute" => Self::Execute,
-                "think" => Self::Think,
-                "fetch" => Self::Fetch,
-                "switch_mode" => Self::SwitchMode,
-                "other" => Self::Other,
-                other => Self::Unknown(other.to_owned()),
-            },
-        )
-    }
-}
-impl ::std::convert::From<&str> for ToolKind {
-    fn from(s: &str) -> Self {
-        match s.parse() {
-            Ok(v) => v,
-            Err(never) => match never {}
-        }
-    }
+    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
 }
 #[derive(::serde::Deserialize)]
 struct __CancelTerminalResponseWire {
@@ -11960,38 +11960,25 @@ impl UserMessage {
         self
     }
 }
-impl CreateElicitationRequest {
-    /// A `CreateElicitationRequest` from its required fields; optional fields start unset.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        common: impl ::std::convert::Into<CreateElicitationRequestCommon>,
-        kind: impl ::std::convert::Into<CreateElicitationRequestKind>,
-    ) -> Self {
-        Self {
-            common: common.into(),
-            kind: kind.into(),
-        }
-    }
-}
-impl CreateElicitationResponse {
-    /// A `CreateElicitationResponse` from its required fields; optional fields start unset.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        common: impl ::std::convert::Into<CreateElicitationResponseCommon>,
-        kind: impl ::std::convert::Into<CreateElicitationResponseKind>,
-    ) -> Self {
-        Self {
-            common: common.into(),
-            kind: kind.into(),
-        }
-    }
-}
 impl DiffChange {
     /// A `DiffChange` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         common: impl ::std::convert::Into<DiffChangeCommon>,
         kind: impl ::std::convert::Into<DiffChangeKind>,
+    ) -> Self {
+        Self {
+            common: common.into(),
+            kind: kind.into(),
+        }
+    }
+}
+impl CreateElicitationRequest {
+    /// A `CreateElicitationRequest` from its required fields; optional fields start unset.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        common: impl ::std::convert::Into<CreateElicitationRequestCommon>,
+        kind: impl ::std::convert::Into<CreateElicitationRequestKind>,
     ) -> Self {
         Self {
             common: common.into(),
@@ -12025,19 +12012,6 @@ impl ElicitationUrlMode {
         }
     }
 }
-impl IdleStateUpdate {
-    /// A `IdleStateUpdate` from its required fields; optional fields start unset.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        common: impl ::std::convert::Into<IdleStateUpdateCommon>,
-        kind: impl ::std::convert::Into<IdleStateUpdateKind>,
-    ) -> Self {
-        Self {
-            common: common.into(),
-            kind: kind.into(),
-        }
-    }
-}
 impl SessionConfigOption {
     /// A `SessionConfigOption` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
@@ -12051,12 +12025,38 @@ impl SessionConfigOption {
         }
     }
 }
+impl IdleStateUpdate {
+    /// A `IdleStateUpdate` from its required fields; optional fields start unset.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        common: impl ::std::convert::Into<IdleStateUpdateCommon>,
+        kind: impl ::std::convert::Into<IdleStateUpdateKind>,
+    ) -> Self {
+        Self {
+            common: common.into(),
+            kind: kind.into(),
+        }
+    }
+}
 impl SetSessionConfigOptionRequest {
     /// A `SetSessionConfigOptionRequest` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         common: impl ::std::convert::Into<SetSessionConfigOptionRequestCommon>,
         kind: impl ::std::convert::Into<SetSessionConfigOptionRequestKind>,
+    ) -> Self {
+        Self {
+            common: common.into(),
+            kind: kind.into(),
+        }
+    }
+}
+impl CreateElicitationResponse {
+    /// A `CreateElicitationResponse` from its required fields; optional fields start unset.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        common: impl ::std::convert::Into<CreateElicitationResponseCommon>,
+        kind: impl ::std::convert::Into<CreateElicitationResponseKind>,
     ) -> Self {
         Self {
             common: common.into(),

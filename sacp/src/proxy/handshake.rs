@@ -6,7 +6,8 @@
 //! [`accept_offer`] and [`mark_accepted`], a conductor [`offer`], [`accepted`] and [`withdraw`].
 //!
 //! Only `initialize` is rewritten this way, so parsing it into a [`serde_json::Value`] is fine;
-//! every other key, `_meta` entry and unknown field passes through.
+//! every other key, `_meta` entry and unknown field passes through, in its place (the
+//! workspace builds `serde_json` with `preserve_order`).
 
 use serde_json::{Map, Value};
 
@@ -89,20 +90,25 @@ fn withdraw_from(value: &mut Map<String, Value>) -> bool {
     let Some(Value::Object(meta)) = value.get_mut("_meta") else {
         return false;
     };
-    let offered = meta.remove(PROXY_KEY) == Some(Value::Bool(true));
+    let offered = meta.shift_remove(PROXY_KEY) == Some(Value::Bool(true));
     if meta.is_empty() {
-        value.remove("_meta");
+        value.shift_remove("_meta");
     }
     offered
 }
 
+/// Sets `_meta.proxy: true`, keeping every other key where it was.
 fn set_proxy(value: &mut Map<String, Value>) {
-    let mut meta = match value.remove("_meta") {
-        Some(Value::Object(meta)) => meta,
-        _ => Map::new(),
-    };
-    meta.insert(PROXY_KEY.into(), Value::Bool(true));
-    value.insert("_meta".into(), Value::Object(meta));
+    match value.get_mut("_meta") {
+        Some(Value::Object(meta)) => {
+            meta.insert(PROXY_KEY.into(), Value::Bool(true));
+        }
+        _ => {
+            let mut meta = Map::new();
+            meta.insert(PROXY_KEY.into(), Value::Bool(true));
+            value.insert("_meta".into(), Value::Object(meta));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ async fn accepts_the_offer_forwards_initialize_and_says_so() {
     assert_eq!(
         lines,
         [
-            r#"agent <- request initialize {"_meta":{"trace":"t"},"clientCapabilities":{"fs":{"readTextFile":true}},"protocolVersion":1}"#
+            r#"agent <- request initialize {"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}},"_meta":{"trace":"t"}}"#
         ],
         "the offer is hop-local: the successor does not see it"
     );

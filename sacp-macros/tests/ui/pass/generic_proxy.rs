@@ -18,8 +18,8 @@ where
 }
 
 fn main() {
-    let mut count = 0;
+    let mut seen = Vec::new();
     let _ = sacp::proxy::serve_stdio(Tap {
-        sink: move |_: &SessionNotification| count += 1,
+        sink: move |n: &SessionNotification| seen.push(n.session_id.clone()),
     });
 }

@@ -1,0 +1,182 @@
+//! The example proxies as the processes cargo built, driven over real pipes by a conductor
+//! stand-in that plays both the editor (plain messages) and the agent (`_proxy/successor/*`).
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sacp::jsonrpc::{ByteStream, Connection, Error, RawJson, Router};
+use sacp::proxy::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+const PATIENCE: Duration = Duration::from_secs(20);
+
+async fn within<F: std::future::IntoFuture>(what: &str, fut: F) -> F::Output {
+    tokio::time::timeout(PATIENCE, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {PATIENCE:?} waiting for {what}"))
+}
+
+fn raw(text: &str) -> RawJson {
+    RawJson::from_string(text).unwrap()
+}
+
+/// What the editor side received, in order.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+struct Running {
+    child: Child,
+    conductor: Connection,
+    seen: Seen,
+}
+
+fn chunk(text: &str) -> String {
+    format!(
+        r#"{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}}}"#
+    )
+}
+
+/// Starts `binary` and plays its conductor: as the agent, it answers `initialize`, streams a
+/// chunk per prompt block before answering a prompt, and answers `_ext/ping` with its params.
+fn start(binary: &str, args: &[&str]) -> Running {
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the proxy");
+    let seen = Seen::default();
+    let agent = |method: String, params: Option<RawJson>, conn: Connection| async move {
+        match method.as_str() {
+            "initialize" => RawJson::from_string(
+                r#"{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}"#,
+            ),
+            "session/prompt" => {
+                let prompt: Value = params.unwrap().parse()?;
+                for block in prompt["prompt"].as_array().unwrap() {
+                    let update = chunk(block["text"].as_str().unwrap());
+                    let wrapped = envelope::wrap("session/update", Some(&raw(&update)));
+                    conn.notify_raw(SUCCESSOR_NOTIFICATION, Some(wrapped))?;
+                }
+                RawJson::from_string(r#"{"stopReason":"end_turn"}"#)
+            }
+            "_ext/ping" => Ok(params.unwrap_or_else(RawJson::null)),
+            other => Err(Error::method_not_found(other)),
+        }
+    };
+    let router = Router::new()
+        .on_raw_request(SUCCESSOR_REQUEST, move |params, conn| {
+            let inner = envelope::unwrap(params.as_ref());
+            async move {
+                let (method, params) = inner?;
+                agent(method, params, conn).await
+            }
+        })
+        .on_raw_request("_ext/ask", |params, _| async move {
+            Ok(params.unwrap_or_else(RawJson::null))
+        })
+        .on_raw_notification("session/update", {
+            let seen = seen.clone();
+            move |params, _| {
+                seen.lock()
+                    .unwrap()
+                    .push(params.map(|p| p.to_string()).unwrap_or_default());
+                async { Ok(()) }
+            }
+        });
+    let transport = ByteStream::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let conductor = Connection::builder().name(binary).spawn(transport, router);
+    Running {
+        child,
+        conductor,
+        seen,
+    }
+}
+
+impl Running {
+    async fn request(&self, method: &str, params: &str) -> Result<RawJson, Error> {
+        within(
+            method,
+            self.conductor.request_raw(method, Some(raw(params))),
+        )
+        .await
+    }
+
+    /// Closes the proxy's stdin: it must exit successfully, promptly.
+    async fn finish(mut self) {
+        self.conductor.close();
+        let status = within("the proxy to exit", self.child.wait())
+            .await
+            .unwrap();
+        assert!(status.success(), "{status}");
+    }
+}
+
+const OFFER: &str = r#"{"protocolVersion":1,"clientCapabilities":{},"_meta":{"proxy":true}}"#;
+
+#[tokio::test]
+async fn the_prefix_proxy_over_pipes() {
+    let proxy = start(env!("CARGO_BIN_EXE_prefix-proxy"), &[">> "]);
+    let err = proxy
+        .request("initialize", r#"{"protocolVersion":1}"#)
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("proxy capability"), "{err}");
+
+    let init: Value = proxy
+        .request("initialize", OFFER)
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        init,
+        json!({"protocolVersion":1,"agentCapabilities":{"loadSession":true},"_meta":{"proxy":true}})
+    );
+
+    let answer = proxy
+        .request(
+            "session/prompt",
+            r#"{"sessionId":"s1","prompt":[{"type":"text","text":"one"},{"type":"text","text":"two"}]}"#,
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.as_str(), r#"{"stopReason":"end_turn"}"#);
+    assert_eq!(
+        *proxy.seen.lock().unwrap(),
+        [chunk(">> one"), chunk(">> two")],
+        "both chunks, changed, before the answer"
+    );
+
+    // What it does not handle passes through unchanged, both ways.
+    let odd = r#"{"b" : [1.50, "\u00e9"], "a":{}}"#;
+    assert_eq!(proxy.request("_ext/ping", odd).await.unwrap().as_str(), odd);
+    let wrapped = envelope::wrap("_ext/ask", Some(&raw(odd)));
+    let asked = within(
+        "_ext/ask",
+        proxy
+            .conductor
+            .request_raw(SUCCESSOR_REQUEST, Some(wrapped)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(asked.as_str(), odd);
+    proxy.finish().await;
+}
+
+#[tokio::test]
+async fn the_pass_through_proxy_over_pipes() {
+    let proxy = start(env!("CARGO_BIN_EXE_passthrough-proxy"), &[]);
+    proxy.request("initialize", OFFER).await.unwrap();
+    proxy
+        .request(
+            "session/prompt",
+            r#"{"sessionId":"s1","prompt":[{"type":"text","text":"same"}]}"#,
+        )
+        .await
+        .unwrap();
+    assert_eq!(*proxy.seen.lock().unwrap(), [chunk("same")]);
+    proxy.finish().await;
+}
