@@ -7,8 +7,8 @@
 //!   proxy) mark the handler methods: `async fn name(&mut self, message: T, cx: &Cx) ->
 //!   sacp::Result<T::Response>` (or `sacp::Result<()>` for a notification).
 //!
-//! The crate is split by stage: [`parse`] reads attributes, [`model`] holds what was read,
-//! [`validate`] checks handler signatures and routes, [`expand`] writes the impl, [`fallback`]
+//! The crate is split by stage: `parse` reads attributes, `model` holds what was read,
+//! `validate` checks handler signatures and routes, `expand` writes the impl, `fallback`
 //! writes what is emitted next to errors (so one mistake gives one error, not a cascade).
 
 mod expand;

@@ -48,7 +48,7 @@
 //! ```
 //!
 //! Handlers run one at a time, in arrival order (they have `&mut self`); see
-//! [`crate::proxy`] for what that means for a handler that waits.
+//! [`crate::proxy`](mod@crate::proxy) for what that means for a handler that waits.
 
 use std::future::Future;
 

@@ -9,9 +9,9 @@
 //!   cancellation and timeouts.
 //! - [`acp`]: the ACP messages as types (generated from the schema, see [`schema`]), with their
 //!   method names and the side that sends them.
-//! - [`proxy`]: the runtime every proxy shares — the capability handshake, the successor
+//! - [`proxy`](mod@proxy): the runtime every proxy shares — the capability handshake, the successor
 //!   envelope, default forwarding — and [`macro@proxy`], which turns an `impl` block into one.
-//! - [`agent`]: the same for agents, with [`macro@agent`].
+//! - [`agent`](mod@agent): the same for agents, with [`macro@agent`].
 //!
 //! A proxy that forwards everything is one line plus `main`:
 //!
