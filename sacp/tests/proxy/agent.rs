@@ -139,3 +139,70 @@ async fn an_agent_handles_notifications_in_order() {
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(seen[1].contains("cancelled s1,s2"), "{seen:?}");
 }
+
+/// Waits in its prompt handler until the turn is cancelled; also handles `session/cancel`.
+#[derive(Default)]
+struct Patient {
+    cancels: u32,
+}
+
+#[sacp::agent]
+impl Patient {
+    #[on_request]
+    async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+        let turn = cx.turn(&req.session_id);
+        turn.cancelled().await;
+        Ok(PromptResponse::new(StopReason::Cancelled))
+    }
+
+    #[on_notification]
+    async fn cancel(&mut self, _n: CancelNotification, cx: &AgentCx) -> sacp::Result<()> {
+        self.cancels += 1;
+        let text = format!("cancel handler ran ({})", self.cancels);
+        let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
+            sacp::acp::TextContent::new(text),
+        )));
+        cx.client()
+            .notify(SessionNotification::new("s1".to_owned(), update))
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_that_waits_for_session_cancel_is_not_blocked_by_its_own_agent() {
+    let (ours, theirs) = channel();
+    let _agent = sacp::agent::spawn(Patient::default(), theirs);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let router = Router::new().on_notification({
+        let seen = seen.clone();
+        move |n: SessionNotification, _| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(serde_json::to_string(&n.update)?);
+                Ok(())
+            }
+        }
+    });
+    let conn = Connection::builder().name("agent").spawn(ours, router);
+    let prompt = conn.request_raw(
+        "session/prompt",
+        Some(raw(r#"{"sessionId":"s1","prompt":[]}"#)),
+    );
+    // Another session's cancel does not end this turn.
+    conn.notify_raw("session/cancel", Some(raw(r#"{"sessionId":"s2"}"#)))
+        .unwrap();
+    conn.notify_raw("session/cancel", Some(raw(r#"{"sessionId":"s1"}"#)))
+        .unwrap();
+    let answer: Value = within("the cancelled prompt", prompt)
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(answer, json!({"stopReason":"cancelled"}));
+    // The agent's own cancel handler still gets both notifications, after the turn.
+    within("a request after them", conn.request_raw("_ext/sync", None))
+        .await
+        .unwrap_err();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[1].contains("cancel handler ran (2)"), "{seen:?}");
+}

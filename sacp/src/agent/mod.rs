@@ -52,7 +52,14 @@
 
 use std::future::Future;
 
+mod turns;
+
+pub use self::turns::Turn;
 pub use crate::incoming::{Incoming, Reply};
+
+use std::sync::Arc;
+
+use self::turns::Turns;
 
 use crate::acp::Side;
 use crate::jsonrpc::{
@@ -79,9 +86,35 @@ pub trait Agent: Send + 'static {
 #[derive(Debug, Clone)]
 pub struct AgentCx {
     conn: Connection,
+    turns: Arc<Turns>,
 }
 
 impl AgentCx {
+    /// Starts a prompt turn of `session`: [`Turn::cancelled`] completes when the client sends
+    /// `session/cancel` for it, even while this handler still holds the agent.
+    ///
+    /// ```no_run
+    /// # use sacp::acp::{PromptRequest, PromptResponse, StopReason};
+    /// # use sacp::agent::AgentCx;
+    /// # struct Slow;
+    /// #[sacp::agent]
+    /// impl Slow {
+    ///     #[on_request]
+    ///     async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    ///         let turn = cx.turn(&req.session_id);
+    ///         tokio::select! {
+    ///             _ = turn.cancelled() => Ok(PromptResponse::new(StopReason::Cancelled)),
+    ///             _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => {
+    ///                 Ok(PromptResponse::new(StopReason::EndTurn))
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn turn(&self, session: &crate::acp::SessionId) -> Turn {
+        self.turns.open(session)
+    }
+
     /// The client: the editor, or the conductor's last proxy.
     pub fn client(&self) -> Peer {
         Peer::client(self.conn.clone())
@@ -120,6 +153,7 @@ pub fn spawn<A: Agent>(agent: A, transport: impl Transport) -> Connection {
         transport,
         AgentHandler {
             agent: Exclusive::new(AsAgent(agent)),
+            turns: Arc::default(),
         },
     )
 }
@@ -145,6 +179,16 @@ impl<A: Agent> Role for AsAgent<A> {
 
 struct AgentHandler<A: Agent> {
     agent: Exclusive<AsAgent<A>>,
+    turns: Arc<Turns>,
+}
+
+impl<A: Agent> AgentHandler<A> {
+    fn cx(&self, conn: &Connection) -> AgentCx {
+        AgentCx {
+            conn: conn.clone(),
+            turns: self.turns.clone(),
+        }
+    }
 }
 
 impl<A: Agent> Handler for AgentHandler<A> {
@@ -156,7 +200,7 @@ impl<A: Agent> Handler for AgentHandler<A> {
     ) -> impl Future<Output = ()> + Send + 'static {
         let reply = Reply::new(responder, Side::Client, self.agent.sink());
         let message = Incoming::request(request.method, request.params, reply);
-        self.agent.route(message, AgentCx { conn: conn.clone() })
+        self.agent.route(message, self.cx(conn))
     }
 
     fn handle_notification(
@@ -166,7 +210,12 @@ impl<A: Agent> Handler for AgentHandler<A> {
     ) -> impl Future<Output = ()> + Send + 'static {
         let message =
             Incoming::notification(Side::Client, notification.method, notification.params);
-        self.agent.route(message, AgentCx { conn: conn.clone() })
+        if message.method
+            == <crate::acp::CancelNotification as crate::jsonrpc::JsonRpcNotification>::METHOD
+        {
+            self.turns.cancel(message.params.as_ref());
+        }
+        self.agent.route(message, self.cx(conn))
     }
 }
 
