@@ -182,11 +182,8 @@ fn finish_notification(method: &str, result: Result<(), Error>) {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(message: &mut Incoming) -> Option<T> {
-    let parsed = match &message.params {
-        Some(params) => params.parse::<T>(),
-        None => serde_json::from_str::<T>("{}").map_err(Error::from),
-    };
-    match parsed {
+    // A clone of the params is a reference count, not a copy.
+    match crate::jsonrpc::parse_params::<T>(message.params.clone()) {
         Ok(value) => Some(value),
         Err(e) => {
             let e = Error::invalid_params(format!(
@@ -209,7 +206,7 @@ pub trait Fallback {
 impl Fallback for Cx {
     fn unhandled(&self, message: Incoming) {
         if let Some(relay) = crate::proxy::runtime::forward(message, self) {
-            self.spawn(relay.run());
+            self.spawn(relay);
         }
     }
 }

@@ -22,13 +22,13 @@
 //! stops its own handler only (via its cancellation token), never the queue.
 
 use std::collections::VecDeque;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use crate::acp::Side;
-use crate::incoming::Incoming;
+use crate::incoming::{Incoming, Reply};
 use crate::jsonrpc::{Error, PendingResponse, RawJson, Responder};
 
 /// A set of handlers: a proxy's or an agent's.
@@ -61,11 +61,63 @@ struct Queued<C> {
     item: Item<C>,
 }
 
+/// The waiting items, with how many belong to each stream, so that the check every arriving
+/// message makes ("is anything from my side waiting?") does not walk the queue.
+struct Queue<C> {
+    items: VecDeque<Queued<C>>,
+    /// Waiting items per stream: `[client, agent]`.
+    per_stream: [usize; 2],
+}
+
+fn slot(stream: Side) -> usize {
+    match stream {
+        Side::Client => 0,
+        Side::Agent => 1,
+    }
+}
+
+impl<C> Queue<C> {
+    fn new() -> Self {
+        Queue {
+            items: VecDeque::new(),
+            per_stream: [0, 0],
+        }
+    }
+
+    fn has(&self, stream: Side) -> bool {
+        self.per_stream[slot(stream)] > 0
+    }
+
+    fn push_back(&mut self, stream: Side, item: Item<C>) {
+        self.per_stream[slot(stream)] += 1;
+        self.items.push_back(Queued { stream, item });
+    }
+
+    /// Where the last waiting item of `stream` is, if any.
+    fn last_of(&self, stream: Side) -> Option<usize> {
+        if !self.has(stream) {
+            return None;
+        }
+        self.items.iter().rposition(|q| q.stream == stream)
+    }
+
+    fn insert(&mut self, at: usize, stream: Side, item: Item<C>) {
+        self.per_stream[slot(stream)] += 1;
+        self.items.insert(at, Queued { stream, item });
+    }
+
+    fn pop_front(&mut self) -> Option<Item<C>> {
+        let queued = self.items.pop_front()?;
+        self.per_stream[slot(queued.stream)] -= 1;
+        Some(queued.item)
+    }
+}
+
 struct State<R: Role> {
     /// `None` while a driver runs the handlers.
     role: Option<R>,
     /// Never empty while idle.
-    queue: VecDeque<Queued<R::Cx>>,
+    queue: Queue<R::Cx>,
 }
 
 struct Shared<R: Role> {
@@ -82,14 +134,10 @@ impl<R: Role> AnswerSink for Shared<R> {
     fn answer(&self, responder: Responder, result: Result<RawJson, Error>, to: Side) {
         let stream = to.opposite();
         let mut state = self.lock();
-        match state.queue.iter().rposition(|q| q.stream == stream) {
-            Some(last) => state.queue.insert(
-                last + 1,
-                Queued {
-                    stream,
-                    item: Item::Answer(responder, result),
-                },
-            ),
+        match state.queue.last_of(stream) {
+            Some(last) => state
+                .queue
+                .insert(last + 1, stream, Item::Answer(responder, result)),
             None => {
                 drop(state);
                 responder.respond(result);
@@ -109,7 +157,7 @@ impl<R: Role> Exclusive<R> {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     role: Some(role),
-                    queue: VecDeque::new(),
+                    queue: Queue::new(),
                 }),
             }),
         }
@@ -133,23 +181,17 @@ impl<R: Role> Exclusive<R> {
                     Work::Detached(Detach(Some(Box::pin(driver))))
                 }
                 None => {
-                    state.queue.push_back(Queued {
-                        stream,
-                        item: Item::Dispatch(message, cx),
-                    });
+                    state.queue.push_back(stream, Item::Dispatch(message, cx));
                     Work::Done
                 }
             }
-        } else if state.queue.iter().any(|q| q.stream == stream) {
-            state.queue.push_back(Queued {
-                stream,
-                item: Item::Forward(message, cx),
-            });
+        } else if state.queue.has(stream) {
+            state.queue.push_back(stream, Item::Forward(message, cx));
             Work::Done
         } else {
             drop(state);
             match R::unhandled(message, &cx) {
-                Some(relay) => Work::Relay(Box::pin(relay.run())),
+                Some(relay) => Work::Relay(relay),
                 None => Work::Done,
             }
         }
@@ -164,14 +206,14 @@ async fn drive<R: Role>(shared: Arc<Shared<R>>, mut role: R, first: Item<R::Cx>)
             Item::Dispatch(message, cx) => dispatch(&mut role, message, &cx).await,
             Item::Forward(message, cx) => {
                 if let Some(relay) = R::unhandled(message, &cx) {
-                    tokio::spawn(relay.run());
+                    tokio::spawn(relay);
                 }
             }
             Item::Answer(responder, result) => responder.respond(result),
         }
         let mut state = shared.lock();
         match state.queue.pop_front() {
-            Some(next) => item = next.item,
+            Some(next) => item = next,
             None => {
                 state.role = Some(role);
                 return;
@@ -195,26 +237,44 @@ async fn dispatch<R: Role>(role: &mut R, message: Incoming, cx: &R::Cx) {
     }
 }
 
-/// A forwarded request: its answer is relayed to whoever sent the original.
+type BoxFuture<T = ()> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A forwarded request: a future that relays its answer to whoever sent the original.
+/// Dropping it before the answer cancels the request downstream.
 pub(crate) struct Relay {
-    pub(crate) pending: PendingResponse<RawJson>,
-    pub(crate) reply: crate::incoming::Reply,
+    pending: BoxFuture<Result<RawJson, Error>>,
+    reply: Option<Reply>,
 }
 
 impl Relay {
-    pub(crate) async fn run(self) {
-        let result = self.pending.await;
-        self.reply.relay(result);
+    pub(crate) fn new(pending: PendingResponse<RawJson>, reply: Reply) -> Relay {
+        Relay {
+            pending: pending.into_future(),
+            reply: Some(reply),
+        }
     }
 }
 
-type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+impl Future for Relay {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let Poll::Ready(result) = this.pending.as_mut().poll(cx) else {
+            return Poll::Pending;
+        };
+        if let Some(reply) = this.reply.take() {
+            reply.relay(result);
+        }
+        Poll::Ready(())
+    }
+}
 
 /// The rest of the work for one message, after the part done in arrival order.
 pub(crate) enum Work {
     Done,
     /// Awaiting a forwarded request's answer; dropping it cancels the request downstream.
-    Relay(BoxFuture),
+    Relay(Relay),
     /// A driver of the handlers' queue; it keeps running if dropped.
     Detached(Detach),
 }
@@ -225,7 +285,7 @@ impl Future for Work {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         match self.get_mut() {
             Work::Done => Poll::Ready(()),
-            Work::Relay(relay) => relay.as_mut().poll(cx),
+            Work::Relay(relay) => Pin::new(relay).poll(cx),
             Work::Detached(detach) => Pin::new(detach).poll(cx),
         }
     }

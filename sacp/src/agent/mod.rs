@@ -222,8 +222,12 @@ impl<A: Agent> Handler for AgentHandler<A> {
 /// What an agent does with a message it has no handler for: `-32601` for a request, nothing
 /// for a notification.
 pub(crate) fn unhandled(message: Incoming) {
-    let rejected = message.rejected.clone();
-    let (method, _, reply) = message.into_parts();
+    let Incoming {
+        method,
+        reply,
+        rejected,
+        ..
+    } = message;
     match reply {
         Some(reply) => reply.answer::<()>(Err(
             rejected.unwrap_or_else(|| Error::method_not_found(&method))

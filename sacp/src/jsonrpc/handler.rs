@@ -152,7 +152,7 @@ impl Router {
 
 /// Absent params are read as `null` (what `()` and `Option` expect) or, failing that, as `{}`
 /// (what a struct of optional fields expects).
-fn parse_params<T: DeserializeOwned>(params: Option<RawJson>) -> Result<T, Error> {
+pub(crate) fn parse_params<T: DeserializeOwned>(params: Option<RawJson>) -> Result<T, Error> {
     match params {
         Some(raw) => raw.parse(),
         None => RawJson::null()

@@ -33,6 +33,7 @@ mod typed;
 pub use self::connection::{Builder, Connection};
 pub use self::error::{Error, Result, code};
 pub use self::framing::DEFAULT_MAX_LINE_LENGTH;
+pub(crate) use self::handler::parse_params;
 pub use self::handler::{Handler, Router};
 pub use self::id::Id;
 pub use self::incoming::{CANCEL_REQUEST_METHOD, Responder};

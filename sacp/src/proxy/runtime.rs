@@ -119,13 +119,10 @@ pub(crate) fn forward(message: Incoming, cx: &Cx) -> Option<Relay> {
     };
     let (method, params, reply) = message.into_parts();
     match reply {
-        Some(reply) => Some(Relay {
-            pending: to.request_raw(method, params),
-            reply,
-        }),
+        Some(reply) => Some(Relay::new(to.request_raw(method, params), reply)),
         None => {
-            if let Err(e) = to.notify_raw(&*method, params) {
-                tracing::debug!(%method, error = %e, "could not forward a notification");
+            if let Err(e) = to.notify_raw(method, params) {
+                tracing::debug!(error = %e, "could not forward a notification");
             }
             None
         }
