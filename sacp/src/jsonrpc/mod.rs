@@ -49,6 +49,7 @@ pub use self::typed::{JsonRpcNotification, JsonRpcRequest};
 /// Transport halves, for code that names them.
 pub mod transports {
     pub use super::transport::{
-        ChannelReader, ChannelWriter, LineMessageReader, LineMessageWriter,
+        ChannelReader, ChannelWriter, LineMessageReader, LineMessageWriter, StdinReader,
+        StdoutWriter,
     };
 }

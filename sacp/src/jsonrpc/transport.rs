@@ -9,11 +9,13 @@
 
 mod byte_stream;
 mod channel;
+mod stdio;
 
 use std::future::Future;
 
 pub use self::byte_stream::{ByteStream, LineMessageReader, LineMessageWriter};
 pub use self::channel::{Channel, ChannelReader, ChannelWriter, channel};
+pub use self::stdio::{StdinReader, StdoutWriter};
 use super::{Error, Id, Message};
 
 /// What a [`MessageReader`] read.

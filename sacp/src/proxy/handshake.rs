@@ -54,15 +54,26 @@ pub fn offer(params: Option<&RawJson>, offered: bool) -> Result<RawJson, Error> 
     RawJson::to_raw(&value)
 }
 
+/// For a conductor: whether `initialize` params offer the capability (a conductor that is
+/// offered it runs as a proxy itself).
+pub fn offered(params: Option<&RawJson>) -> bool {
+    params.is_some_and(has_proxy_true)
+}
+
 /// For a conductor: whether an `initialize` result accepted the capability.
 pub fn accepted(result: &RawJson) -> bool {
+    has_proxy_true(result)
+}
+
+/// Whether the payload is an object whose `_meta.proxy` is `true`.
+fn has_proxy_true(payload: &RawJson) -> bool {
     #[derive(serde::Deserialize)]
-    struct Result {
+    struct Payload {
         #[serde(rename = "_meta")]
         meta: Option<Map<String, Value>>,
     }
-    result
-        .parse::<Result>()
+    payload
+        .parse::<Payload>()
         .ok()
         .and_then(|r| r.meta)
         .is_some_and(|meta| meta.get(PROXY_KEY) == Some(&Value::Bool(true)))
@@ -158,6 +169,11 @@ mod tests {
         assert!(accepted(&marked));
         assert!(!accepted(&result));
         assert!(!accepted(&raw(r#"{"_meta":{"proxy":1}}"#)));
+        assert!(offered(Some(&raw(
+            r#"{"protocolVersion":1,"_meta":{"proxy":true}}"#
+        ))));
+        assert!(!offered(Some(&raw(r#"{"protocolVersion":1}"#))));
+        assert!(!offered(None));
         let back: Value = withdraw(&marked).unwrap().parse().unwrap();
         assert_eq!(back, result.parse::<Value>().unwrap());
         assert!(accepted(

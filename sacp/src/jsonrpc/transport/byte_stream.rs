@@ -2,7 +2,7 @@
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-use super::{Inbound, MessageReader, MessageWriter, Transport};
+use super::{Inbound, MessageReader, MessageWriter, StdinReader, StdoutWriter, Transport};
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE_LENGTH, Frame, LineReader};
 use crate::jsonrpc::message::{Parsed, parse_line};
 use crate::jsonrpc::{Error, Id, Message};
@@ -50,10 +50,12 @@ where
     }
 }
 
-impl ByteStream<tokio::io::Stdin, tokio::io::Stdout> {
-    /// This process's standard input and output.
+impl ByteStream<StdinReader, StdoutWriter> {
+    /// This process's standard input and output. Pipes and sockets (what a conductor or an
+    /// editor hands a component) are read and written without a blocking thread in between;
+    /// see [`StdinReader`].
     pub fn stdio() -> Self {
-        ByteStream::new(tokio::io::stdin(), tokio::io::stdout())
+        ByteStream::new(StdinReader::new(), StdoutWriter::new())
     }
 }
 

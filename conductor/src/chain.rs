@@ -1,0 +1,295 @@
+//! The chain: which components to run, in order (the last one is the agent).
+//!
+//! Components come from three places, concatenated in this order:
+//! 1. a chain file (`--chain FILE`, TOML), for components that need an environment or a
+//!    working directory;
+//! 2. command lines given as single arguments (`conductor agent "my-proxy --flag" my-agent`),
+//!    split the way a POSIX shell would split them;
+//! 3. separate argv words after `--`, one component per group, groups separated by a `--` of
+//!    their own (`conductor agent -- my-proxy --flag -- my-agent --acp`).
+//!
+//! The chain file:
+//! ```toml
+//! [[component]]
+//! name = "sparkle"               # optional; defaults to the program's file name
+//! command = "sparkle-proxy -v"   # a command line, split like a shell would
+//! args = ["--extra", "two words"] # optional, appended as they are
+//! cwd = "/work/project"          # optional
+//! env = { SPARKLE_HOME = "/tmp/sparkle" } # optional, added to the conductor's environment
+//!
+//! [[component]]
+//! command = "my-agent --acp"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A chain that cannot be run as given.
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    /// A command line that does not split (an unclosed quote) or is empty.
+    #[error("component {position}: {why} in {line:?}")]
+    CommandLine {
+        /// 1-based position in the chain.
+        position: usize,
+        /// The command line as given.
+        line: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The chain file could not be read.
+    #[error("cannot read the chain file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The chain file is not valid.
+    #[error("the chain file {path} is not valid: {why}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (with line and column).
+        why: String,
+    },
+}
+
+/// One process of the chain: a proxy, or (the last one) the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Component {
+    /// The name used in error messages, logs and traces.
+    pub name: String,
+    /// The program to run (looked up in `PATH` when it has no `/`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to the environment it inherits.
+    pub env: BTreeMap<String, String>,
+    /// Its working directory (the conductor's when `None`).
+    pub cwd: Option<PathBuf>,
+}
+
+impl Component {
+    /// A component from its argv: the program, then its arguments.
+    ///
+    /// Returns `None` when `argv` is empty.
+    pub fn from_argv(argv: Vec<String>) -> Option<Component> {
+        let mut words = argv.into_iter();
+        let program = words.next()?;
+        Some(Component {
+            name: default_name(&program),
+            program,
+            args: words.collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        })
+    }
+
+    /// A component from a command line, split like a POSIX shell would (quotes and
+    /// backslashes; no variables, globs or redirections). `position` (1-based) only serves the
+    /// error message.
+    pub fn parse(line: &str, position: usize) -> Result<Component, ChainError> {
+        let error = |why| ChainError::CommandLine {
+            position,
+            line: line.to_owned(),
+            why,
+        };
+        let words =
+            shlex::split(line).ok_or_else(|| error("unbalanced quotes or a trailing backslash"))?;
+        Component::from_argv(words).ok_or_else(|| error("no program"))
+    }
+
+    /// The command line, quoted so that [`Component::parse`] gives it back.
+    pub fn command_line(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|w| shlex::try_quote(w).map_or_else(|_| w.clone(), |q| q.into_owned()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The file name of a program, which names its component unless told otherwise.
+fn default_name(program: &str) -> String {
+    Path::new(program)
+        .file_name()
+        .map_or_else(|| program.to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The components of a chain, in order: proxies first, the agent last.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Chain {
+    /// The components.
+    pub components: Vec<Component>,
+}
+
+impl Chain {
+    /// A chain of these components.
+    pub fn new(components: Vec<Component>) -> Chain {
+        Chain { components }
+    }
+
+    /// A chain from command lines, one per component.
+    pub fn from_command_lines<S: AsRef<str>>(lines: &[S]) -> Result<Chain, ChainError> {
+        let mut chain = Chain::default();
+        chain.push_command_lines(lines)?;
+        Ok(chain)
+    }
+
+    /// Appends components given as command lines.
+    pub fn push_command_lines<S: AsRef<str>>(&mut self, lines: &[S]) -> Result<(), ChainError> {
+        for line in lines {
+            let position = self.components.len() + 1;
+            self.components
+                .push(Component::parse(line.as_ref(), position)?);
+        }
+        Ok(())
+    }
+
+    /// Appends components given as argv words, one component per group; a word `--` separates
+    /// groups (so an argument `--` itself can only be passed in a quoted command line).
+    pub fn push_argv_groups(&mut self, words: Vec<String>) {
+        let mut group = Vec::new();
+        for word in words.into_iter().chain(std::iter::once("--".to_owned())) {
+            if word == "--" {
+                self.components
+                    .extend(Component::from_argv(std::mem::take(&mut group)));
+            } else {
+                group.push(word);
+            }
+        }
+    }
+
+    /// Reads a chain file and appends its components.
+    pub fn push_file(&mut self, path: &Path) -> Result<(), ChainError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ChainError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        self.push_toml(&text).map_err(|why| ChainError::File {
+            path: path.to_owned(),
+            why,
+        })
+    }
+
+    /// Appends the components of a chain file's text.
+    pub fn push_toml(&mut self, text: &str) -> Result<(), String> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            #[serde(default)]
+            component: Vec<Entry>,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Entry {
+            name: Option<String>,
+            command: String,
+            #[serde(default)]
+            args: Vec<String>,
+            #[serde(default)]
+            env: BTreeMap<String, String>,
+            cwd: Option<PathBuf>,
+        }
+        let file: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+        for entry in file.component {
+            let position = self.components.len() + 1;
+            let mut component =
+                Component::parse(&entry.command, position).map_err(|e| e.to_string())?;
+            if let Some(name) = entry.name {
+                component.name = name;
+            }
+            component.args.extend(entry.args);
+            component.env = entry.env;
+            component.cwd = entry.cwd;
+            self.components.push(component);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_split_like_a_shell() {
+        let c = Component::parse(r#"/opt/bin/my-agent --model "big one" 'x y' a\ b"#, 1).unwrap();
+        assert_eq!(c.name, "my-agent");
+        assert_eq!(c.program, "/opt/bin/my-agent");
+        assert_eq!(c.args, ["--model", "big one", "x y", "a b"]);
+        assert_eq!(Component::parse(&c.command_line(), 1).unwrap(), c);
+        let err = Component::parse("agent 'open", 2).unwrap_err().to_string();
+        assert!(
+            err.contains("component 2") && err.contains("quotes"),
+            "{err}"
+        );
+        assert!(
+            Component::parse("   ", 1)
+                .unwrap_err()
+                .to_string()
+                .contains("no program")
+        );
+    }
+
+    #[test]
+    fn argv_groups_are_separated_by_double_dashes() {
+        let mut chain = Chain::default();
+        let words = ["p", "--flag", "--", "agent", "--acp", "--", "--"];
+        chain.push_argv_groups(words.iter().map(|w| w.to_string()).collect());
+        let argvs: Vec<_> = chain
+            .components
+            .iter()
+            .map(|c| (c.program.as_str(), c.args.clone()))
+            .collect();
+        assert_eq!(
+            argvs,
+            [
+                ("p", vec!["--flag".to_owned()]),
+                ("agent", vec!["--acp".to_owned()])
+            ]
+        );
+    }
+
+    #[test]
+    fn chain_files_name_components_with_env_and_cwd() {
+        let mut chain = Chain::from_command_lines(&["first"]).unwrap();
+        chain
+            .push_toml(
+                r#"
+                [[component]]
+                name = "sparkle"
+                command = "sparkle-proxy -v"
+                args = ["two words"]
+                env = { K = "v" }
+                cwd = "/tmp"
+
+                [[component]]
+                command = "agent"
+                "#,
+            )
+            .unwrap();
+        let sparkle = &chain.components[1];
+        assert_eq!(sparkle.name, "sparkle");
+        assert_eq!(sparkle.args, ["-v", "two words"]);
+        assert_eq!(sparkle.env.get("K").map(String::as_str), Some("v"));
+        assert_eq!(sparkle.cwd.as_deref(), Some(Path::new("/tmp")));
+        assert_eq!(chain.components[2].name, "agent");
+
+        let err = Chain::default()
+            .push_toml("[[component]]\nname = 1\n")
+            .unwrap_err();
+        assert!(err.contains("name"), "{err}");
+        let err = Chain::default()
+            .push_toml("[[component]]\ncommand = \"a\"\nbogus = 2\n")
+            .unwrap_err();
+        assert!(err.contains("bogus"), "{err}");
+        let err = Chain::default()
+            .push_toml("[[component]]\ncommand = \"'\"\n")
+            .unwrap_err();
+        assert!(err.contains("quotes"), "{err}");
+    }
+}

@@ -1,0 +1,180 @@
+//! The `conductor` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::chain::Chain;
+use crate::conductor::{Options, run_stdio};
+
+const EXAMPLES: &str = "\
+Examples:
+  conductor agent sparkle-proxy \"my-agent --acp\"
+  conductor agent --chain chain.toml my-agent
+  conductor agent -- sparkle-proxy --verbose -- my-agent --acp
+
+An editor runs the conductor as its agent. In Zed's settings.json:
+  \"agent_servers\": {
+    \"Sparkle\": {
+      \"command\": \"conductor\",
+      \"args\": [\"agent\", \"sparkle-proxy\", \"my-agent --acp\"]
+    }
+  }
+
+Logs go to stderr, filtered by RUST_LOG (default: warn); stdout carries only the protocol.";
+
+/// Composes an ACP agent out of proxies: the editor talks to the conductor as to one agent,
+/// and the conductor runs `proxy1 -> proxy2 -> ... -> agent` behind it.
+#[derive(Debug, Parser)]
+#[command(name = "conductor", version, after_help = EXAMPLES)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Runs a chain of components as one ACP agent on stdin/stdout: every component but the
+    /// last is a proxy, the last one is the agent.
+    #[command(after_help = EXAMPLES)]
+    Agent(AgentArgs),
+}
+
+#[derive(Debug, Args)]
+struct AgentArgs {
+    /// The components, in order, each a command line (split like a shell would; quote it when
+    /// it has arguments). The last one is the agent.
+    #[arg(value_name = "COMPONENT")]
+    components: Vec<String>,
+
+    /// A TOML file of components (with names, env and working directories) that come before
+    /// the ones on the command line.
+    #[arg(long, value_name = "FILE")]
+    chain: Option<PathBuf>,
+
+    /// Writes one JSON line per message per hop (time, from, to, direction, method, id).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+
+    /// Includes each message's params, result or error in the trace.
+    #[arg(long, requires = "trace")]
+    trace_payloads: bool,
+
+    /// Components as separate words instead of quoted command lines, after `--`, separated
+    /// by `--`: `-- proxy --flag -- agent --acp`.
+    #[arg(last = true, value_name = "WORDS")]
+    words: Vec<String>,
+}
+
+impl AgentArgs {
+    fn chain(self) -> Result<(Chain, Options), String> {
+        let mut chain = Chain::default();
+        if let Some(path) = &self.chain {
+            chain.push_file(path).map_err(|e| e.to_string())?;
+        }
+        chain
+            .push_command_lines(&self.components)
+            .map_err(|e| e.to_string())?;
+        chain.push_argv_groups(self.words);
+        let options = Options {
+            trace: self.trace,
+            trace_payloads: self.trace_payloads,
+        };
+        Ok((chain, options))
+    }
+}
+
+/// Parses the command line, runs the conductor, and returns its exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let Command::Agent(args) = cli.command;
+    let (chain, options) = match args.chain() {
+        Ok(parsed) => parsed,
+        Err(why) => {
+            tracing::error!("{why}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let exit = runtime.block_on(run_stdio(chain, options));
+    // Tasks still blocked on our stdio must not hold the process up.
+    runtime.shutdown_background();
+    ExitCode::from(exit.code())
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter)
+        .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<(Chain, Options), String> {
+        let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+        let Command::Agent(args) = cli.command;
+        args.chain()
+    }
+
+    #[test]
+    fn components_are_command_lines_or_words_after_dashes() {
+        let (chain, options) = parse(&[
+            "conductor",
+            "agent",
+            "--trace",
+            "t.jsonl",
+            "p1 -v",
+            "--",
+            "p2",
+            "--x",
+            "--",
+            "agent",
+        ])
+        .unwrap();
+        let lines: Vec<_> = chain.components.iter().map(|c| c.command_line()).collect();
+        assert_eq!(lines, ["p1 -v", "p2 --x", "agent"]);
+        assert_eq!(options.trace, Some(PathBuf::from("t.jsonl")));
+        assert!(!options.trace_payloads);
+    }
+
+    #[test]
+    fn bad_command_lines_and_flags_are_reported() {
+        assert!(
+            parse(&["conductor", "agent", "a 'b"])
+                .unwrap_err()
+                .contains("quotes")
+        );
+        assert!(parse(&["conductor", "agent", "--trace-payloads", "a"]).is_err());
+        assert!(parse(&["conductor", "agent", "p", "--verbose"]).is_err());
+        let missing = parse(&["conductor", "agent", "--chain", "/nonexistent/chain.toml"]);
+        assert!(missing.unwrap_err().contains("/nonexistent/chain.toml"));
+    }
+
+    #[test]
+    fn help_shows_an_editor_configuration() {
+        let help = Cli::try_parse_from(["conductor", "agent", "--help"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            help.contains("agent_servers") && help.contains("--chain"),
+            "{help}"
+        );
+    }
+}

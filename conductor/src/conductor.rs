@@ -1,0 +1,470 @@
+//! The conductor's life: start the chain, route until something ends it, end it cleanly.
+//!
+//! One event loop owns the [`Router`] and every forwarding decision. Connection tasks hand it
+//! what they read ([`crate::endpoint`]); it routes each message and queues the result on the
+//! destination's writer, so between any two peers messages keep the order they were sent in.
+//!
+//! **Ending.** The chain ends when:
+//! - the editor closes the conductor's stdin (or stops reading its stdout): the components'
+//!   stdins are closed, they get 400 ms to exit, then `SIGTERM`, then `SIGKILL`; the exit
+//!   status is 0;
+//! - a component exits or closes its stdout: every request the editor has in flight is
+//!   answered with an error naming the component, how it ended and its last stderr lines;
+//!   the other components get `SIGTERM`, then `SIGKILL`; the exit status is 1. (The conductor
+//!   waits up to 200 ms after the first sign, exit or end of output, for the other one, so
+//!   that what a component wrote before it exited is still delivered, and the error can
+//!   say how it ended.)
+//! - a component refuses the proxy capability (§3): the editor's `initialize` gets the error,
+//!   and the chain ends as above;
+//! - `SIGTERM`, `SIGINT` or `SIGHUP`: as above, with exit status 128 + the signal.
+//!
+//! Every component's process group is killed at the end, so nothing a component started
+//! outlives the conductor.
+
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use sacp::jsonrpc::{ByteStream, Error, Transport, code};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::time::Instant;
+
+use crate::chain::Chain;
+use crate::endpoint::{self, Event, Out, Outbox};
+use crate::process::{self, Tail};
+use crate::route::{Delivery, EDITOR, Fatal, Router};
+use crate::trace::Trace;
+
+/// How long a component that stopped talking (or exited) has to show the other sign.
+const LAST_WORDS: Duration = Duration::from_millis(200);
+/// How long components get to exit on their own after their stdin is closed.
+const GRACE: Duration = Duration::from_millis(400);
+/// How long between `SIGTERM` and `SIGKILL`.
+const TERM_GRACE: Duration = Duration::from_millis(250);
+/// How long the end waits for the editor's output to be written.
+const FLUSH: Duration = Duration::from_millis(250);
+
+/// What the conductor does besides routing.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Writes one JSON line per message per hop to this file.
+    pub trace: Option<PathBuf>,
+    /// Includes payloads in the trace.
+    pub trace_payloads: bool,
+}
+
+/// How the conductor ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// The editor closed its side.
+    Clean,
+    /// The chain failed; why.
+    Failed(String),
+    /// A signal stopped the conductor.
+    Signalled(i32),
+}
+
+impl Exit {
+    /// The process exit status: 0, 1, or 128 + the signal.
+    pub fn code(&self) -> u8 {
+        match self {
+            Exit::Clean => 0,
+            Exit::Failed(_) => 1,
+            Exit::Signalled(signal) => u8::try_from(128 + signal).unwrap_or(1),
+        }
+    }
+}
+
+/// Runs `chain` as one ACP agent on this process's stdin and stdout.
+pub async fn run_stdio(chain: Chain, options: Options) -> Exit {
+    run(chain, options, ByteStream::stdio()).await
+}
+
+/// Runs `chain` as one ACP agent, talking to the editor over `editor`, until the editor closes
+/// it or the chain fails.
+pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit {
+    let trace = match &options.trace {
+        None => None,
+        Some(path) => match Trace::create(path, options.trace_payloads) {
+            Ok(trace) => Some(trace),
+            Err(e) => {
+                let why = format!("cannot create the trace file {}: {e}", path.display());
+                tracing::error!("{why}");
+                return Exit::Failed(why);
+            }
+        },
+    };
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let mut members = Vec::new();
+    let mut outboxes = vec![None];
+    for (index, component) in chain.components.iter().enumerate() {
+        let position = index + 1;
+        let started = match process::spawn(position, component) {
+            Ok(started) => started,
+            Err(e) => {
+                let why = format!(
+                    "cannot start component {position} ({:?}, `{}`): {e}",
+                    component.name,
+                    component.command_line()
+                );
+                tracing::error!("{why}");
+                for member in &members {
+                    let member: &Member = member;
+                    process::signal_group(member.pid, Signal::SIGKILL);
+                }
+                return Exit::Failed(why);
+            }
+        };
+        let process::Process {
+            pid,
+            mut child,
+            stdin,
+            stdout,
+            tail,
+        } = started;
+        let exited = events_tx.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            let _ = exited.send(Event::Exited(position, status));
+        });
+        let transport = ByteStream::new(stdout, stdin);
+        outboxes.push(Some(endpoint::start(
+            position,
+            transport,
+            events_tx.clone(),
+        )));
+        members.push(Member {
+            pid,
+            tail,
+            eof: false,
+            exit: None,
+            deadline: None,
+        });
+        tracing::debug!(position, name = %component.name, pid, "started");
+    }
+    outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx));
+    let names = chain.components.iter().map(|c| c.name.clone()).collect();
+    let conductor = Conductor {
+        router: Router::new(names),
+        members,
+        outboxes,
+        trace,
+        deliveries: Vec::new(),
+        ending: None,
+    };
+    conductor.run(events).await
+}
+
+/// A component process, as the loop tracks it.
+#[derive(Debug)]
+struct Member {
+    pid: u32,
+    tail: Tail,
+    /// Its output ended (or its input broke).
+    eof: bool,
+    exit: Option<ExitStatus>,
+    /// When to give up waiting for the other sign of its end.
+    deadline: Option<Instant>,
+}
+
+impl Member {
+    fn alive(&self) -> bool {
+        self.exit.is_none()
+    }
+}
+
+/// The chain is ending: how, and what is left to do when.
+#[derive(Debug)]
+struct Ending {
+    exit: Exit,
+    term_at: Option<Instant>,
+    kill_at: Option<Instant>,
+    give_up_at: Instant,
+}
+
+struct Conductor {
+    router: Router,
+    /// By position - 1.
+    members: Vec<Member>,
+    /// By connection; `None` once closed.
+    outboxes: Vec<Option<Outbox>>,
+    trace: Option<Trace>,
+    deliveries: Vec<Delivery>,
+    ending: Option<Ending>,
+}
+
+impl Conductor {
+    async fn run(mut self, mut events: mpsc::UnboundedReceiver<Event>) -> Exit {
+        let mut signals = match Signals::new() {
+            Ok(signals) => signals,
+            Err(e) => {
+                tracing::error!("cannot listen for signals: {e}");
+                self.begin_end(
+                    Exit::Failed(format!("cannot listen for signals: {e}")),
+                    true,
+                );
+                Signals::none()
+            }
+        };
+        loop {
+            if let Some(ending) = &self.ending
+                && (self.members.iter().all(|m| !m.alive()) || Instant::now() >= ending.give_up_at)
+            {
+                break;
+            }
+            let wake = self.next_deadline();
+            tokio::select! {
+                biased;
+                event = events.recv() => match event {
+                    Some(event) => self.on_event(event),
+                    None => break,
+                },
+                signal = signals.recv() => {
+                    tracing::info!(signal, "stopping on a signal");
+                    self.begin_end(Exit::Signalled(signal), true);
+                }
+                () = sleep_until(wake) => self.on_deadlines(),
+            }
+            if let Some(trace) = &mut self.trace
+                && events.is_empty()
+            {
+                trace.flush();
+            }
+        }
+        self.finish().await
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Inbound(conn, inbound, permit) => {
+                let fatal = self.router.inbound(conn, inbound, &mut self.deliveries);
+                self.deliver(Some(permit));
+                if let Some(Fatal::Refused(position)) = fatal {
+                    let why = self.router.refusal(position).message;
+                    self.begin_end(Exit::Failed(why), true);
+                }
+            }
+            Event::Closed(EDITOR, error) => {
+                match error {
+                    None => tracing::debug!("the editor closed the conductor's stdin"),
+                    Some(e) => tracing::warn!("cannot read from the editor: {e}"),
+                }
+                self.begin_end(Exit::Clean, false);
+            }
+            Event::WriteFailed(EDITOR, e) => {
+                tracing::debug!("the editor stopped reading: {e}");
+                self.begin_end(Exit::Clean, false);
+            }
+            Event::Closed(position, error) => {
+                if let Some(e) = error {
+                    tracing::warn!(position, "cannot read from the component: {e}");
+                }
+                self.members[position - 1].eof = true;
+                self.check(position);
+            }
+            Event::WriteFailed(position, e) => {
+                tracing::debug!(position, "the component stopped reading: {e}");
+                self.members[position - 1].eof = true;
+                self.check(position);
+            }
+            Event::Exited(position, status) => {
+                let member = &mut self.members[position - 1];
+                match status {
+                    Ok(status) => member.exit = Some(status),
+                    Err(e) => {
+                        tracing::warn!(position, "cannot wait for the component: {e}");
+                        member.exit = Some(std::os::unix::process::ExitStatusExt::from_raw(0));
+                        member.eof = true;
+                    }
+                }
+                self.check(position);
+            }
+        }
+    }
+
+    /// Writes out the router's deliveries; `permit` (the inbound message's budget) goes with
+    /// the last one.
+    fn deliver(&mut self, mut permit: Option<OwnedSemaphorePermit>) {
+        let last = self.deliveries.len();
+        for (i, delivery) in self.deliveries.drain(..).enumerate() {
+            if let Some(trace) = &mut self.trace {
+                trace.record(&self.router, &delivery.hop, &delivery.message);
+            }
+            let out = Out {
+                message: delivery.message,
+                permit: if i + 1 == last { permit.take() } else { None },
+            };
+            match self.outboxes.get(delivery.conn).and_then(Option::as_ref) {
+                Some(outbox) if outbox.send(out) => {}
+                _ => tracing::debug!(
+                    conn = delivery.conn,
+                    "dropped a message for a closed connection"
+                ),
+            }
+        }
+    }
+
+    /// A component showed a sign of its end: fail the chain now if both signs are in, or
+    /// after [`LAST_WORDS`].
+    fn check(&mut self, position: usize) {
+        if self.ending.is_some() {
+            return;
+        }
+        let member = &mut self.members[position - 1];
+        if member.eof && member.exit.is_some() {
+            self.fail(position);
+        } else if member.deadline.is_none() {
+            member.deadline = Some(Instant::now() + LAST_WORDS);
+        }
+    }
+
+    fn fail(&mut self, position: usize) {
+        let member = &self.members[position - 1];
+        let how = match member.exit {
+            Some(status) => process::describe_exit(status),
+            None => "closed its stdout".to_owned(),
+        };
+        let name = self.router.name(position).to_owned();
+        let why = format!("component {position} ({name:?}) {how}");
+        tracing::error!("{why}");
+        let stderr = member.tail.text();
+        let error = Error::new(code::INTERNAL_ERROR, &why).with_data(serde_json::json!({
+            "component": position,
+            "name": name,
+            "exitCode": member.exit.and_then(|s| s.code()),
+            "stderr": stderr,
+        }));
+        self.router.fail_all(&error, &mut self.deliveries);
+        self.deliver(None);
+        self.begin_end(Exit::Failed(why), true);
+    }
+
+    /// Starts ending the chain (the first reason wins): closes the components' input, and
+    /// plans the signals.
+    fn begin_end(&mut self, exit: Exit, urgent: bool) {
+        if self.ending.is_some() {
+            return;
+        }
+        for outbox in self.outboxes.iter_mut().skip(1) {
+            if let Some(outbox) = outbox.take() {
+                tokio::spawn(outbox.close());
+            }
+        }
+        let now = Instant::now();
+        let term_at = if urgent { now } else { now + GRACE };
+        self.ending = Some(Ending {
+            exit,
+            term_at: Some(term_at),
+            kill_at: Some(term_at + TERM_GRACE),
+            give_up_at: term_at + TERM_GRACE + LAST_WORDS,
+        });
+        self.on_deadlines();
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let ending = self.ending.as_ref().map(|e| {
+            [e.term_at, e.kill_at, Some(e.give_up_at)]
+                .into_iter()
+                .flatten()
+                .min()
+        });
+        self.members
+            .iter()
+            .map(|m| m.deadline)
+            .chain(ending)
+            .flatten()
+            .min()
+    }
+
+    fn on_deadlines(&mut self) {
+        let now = Instant::now();
+        if let Some(ending) = &mut self.ending {
+            let signal = if ending.kill_at.is_some_and(|at| at <= now) {
+                ending.kill_at = None;
+                ending.term_at = None;
+                Some(Signal::SIGKILL)
+            } else if ending.term_at.is_some_and(|at| at <= now) {
+                ending.term_at = None;
+                Some(Signal::SIGTERM)
+            } else {
+                None
+            };
+            if let Some(signal) = signal {
+                for member in self.members.iter().filter(|m| m.alive()) {
+                    process::signal_group(member.pid, signal);
+                }
+            }
+            return;
+        }
+        let due = self
+            .members
+            .iter()
+            .position(|m| m.deadline.is_some_and(|at| at <= now));
+        if let Some(index) = due {
+            self.fail(index + 1);
+        }
+    }
+
+    async fn finish(mut self) -> Exit {
+        // Whatever the components left behind in their groups goes too.
+        for member in &self.members {
+            process::signal_group(member.pid, Signal::SIGKILL);
+        }
+        if let Some(editor) = self.outboxes[EDITOR].take()
+            && tokio::time::timeout(FLUSH, editor.close()).await.is_err()
+        {
+            tracing::warn!("gave up writing to the editor");
+        }
+        if let Some(trace) = &mut self.trace {
+            trace.flush();
+        }
+        self.ending.map_or(Exit::Clean, |e| e.exit)
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The signals that stop the conductor.
+struct Signals(Vec<(i32, tokio::signal::unix::Signal)>);
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        let kinds = [
+            (Signal::SIGTERM, SignalKind::terminate()),
+            (Signal::SIGINT, SignalKind::interrupt()),
+            (Signal::SIGHUP, SignalKind::hangup()),
+        ];
+        let mut listeners = Vec::new();
+        for (number, kind) in kinds {
+            listeners.push((number as i32, signal(kind)?));
+        }
+        Ok(Signals(listeners))
+    }
+
+    fn none() -> Signals {
+        Signals(Vec::new())
+    }
+
+    /// The next signal's number.
+    async fn recv(&mut self) -> i32 {
+        if self.0.is_empty() {
+            return std::future::pending().await;
+        }
+        std::future::poll_fn(|cx| {
+            for (number, listener) in &mut self.0 {
+                if listener.poll_recv(cx).is_ready() {
+                    return std::task::Poll::Ready(*number);
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await
+    }
+}

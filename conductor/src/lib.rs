@@ -1,0 +1,37 @@
+//! The SACP conductor: runs a chain of ACP proxies and an agent as one ACP agent.
+//!
+//! An editor starts `conductor agent proxy1 proxy2 agent` as its agent. The conductor spawns
+//! the three components and sits between every pair of neighbours: the editor sees one plain
+//! ACP agent, each proxy sees its client and (through `_proxy/successor/*`) its successor, and
+//! the agent sees a plain ACP client. The protocol is `spec/PROTOCOL.md` §1–§3, §5 and §6:
+//! - [`route`](crate) (module `route`): where each message goes, per-hop ids, the successor
+//!   envelope, the proxy-capability handshake, proxy mode;
+//! - module `conductor`: the event loop and the chain's life, from spawning to the last
+//!   process group killed ([`run`]);
+//! - [`Chain`]: the components, from command lines or a TOML chain file;
+//! - module `cli`: the `conductor` command line.
+//!
+//! The library runs a conductor over any transport, for instance inside another program:
+//!
+//! ```no_run
+//! use sacp_conductor::{Chain, Options};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let chain = Chain::from_command_lines(&["passthrough-proxy", "my-agent --acp"])?;
+//! let exit = sacp_conductor::run_stdio(chain, Options::default()).await;
+//! std::process::exit(exit.code().into());
+//! # }
+//! ```
+
+#![cfg(unix)]
+
+mod chain;
+pub mod cli;
+mod conductor;
+mod endpoint;
+mod process;
+mod route;
+mod trace;
+
+pub use self::chain::{Chain, ChainError, Component};
+pub use self::conductor::{Exit, Options, run, run_stdio};

@@ -1,0 +1,197 @@
+//! Component processes: spawning, stderr, exit statuses and process groups.
+//!
+//! Each component runs in a process group of its own, so that ending the chain also ends
+//! whatever a component started (a shell wrapper's child, an agent's tool processes): the
+//! conductor signals the whole group. Its stderr is copied to the conductor's stderr, each line
+//! prefixed with the component's position and name, and the last lines are kept for error
+//! messages.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::chain::Component;
+
+/// How many stderr lines are kept for error messages.
+const TAIL_LINES: usize = 20;
+/// How much of one stderr line is kept for error messages.
+const TAIL_LINE_CHARS: usize = 400;
+/// A stderr line longer than this is passed through in pieces.
+const STDERR_CHUNK: usize = 16 * 1024;
+
+/// A started component.
+#[derive(Debug)]
+pub(crate) struct Process {
+    /// Its process id, which is also its process group id.
+    pub(crate) pid: u32,
+    pub(crate) child: Child,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) tail: Tail,
+}
+
+/// Starts a component at `position` (1-based), in its own process group.
+pub(crate) fn spawn(position: usize, component: &Component) -> io::Result<Process> {
+    let mut command = Command::new(&component.program);
+    command
+        .args(&component.args)
+        .envs(&component.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(dir) = &component.cwd {
+        command.current_dir(dir);
+    }
+    let mut child = command.spawn()?;
+    let missing = || io::Error::other("the child's pipes were not set up");
+    let pid = child.id().ok_or_else(missing)?;
+    let stdin = child.stdin.take().ok_or_else(missing)?;
+    let stdout = child.stdout.take().ok_or_else(missing)?;
+    let stderr = child.stderr.take().ok_or_else(missing)?;
+    let tail = Tail::default();
+    let prefix = format!("[{position} {}] ", component.name);
+    tokio::spawn(relay_stderr(stderr, prefix, tail.clone()));
+    Ok(Process {
+        pid,
+        child,
+        stdin,
+        stdout,
+        tail,
+    })
+}
+
+/// Sends `signal` to the process group led by `pid`. A group that is already gone is fine.
+pub(crate) fn signal_group(pid: u32, signal: Signal) {
+    let Ok(pid) = i32::try_from(pid) else { return };
+    match killpg(Pid::from_raw(pid), signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+        Err(e) => tracing::warn!(pid, ?signal, "cannot signal the process group: {e}"),
+    }
+}
+
+/// How a component ended, in words: `exited with status 3`, `was killed by signal 9 (SIGKILL)`.
+pub(crate) fn describe_exit(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        format!("exited with status {code}")
+    } else if let Some(signal) = status.signal() {
+        match Signal::try_from(signal) {
+            Ok(name) => format!("was killed by signal {signal} ({name})"),
+            Err(_) => format!("was killed by signal {signal}"),
+        }
+    } else {
+        format!("ended ({status})")
+    }
+}
+
+/// The last lines a component wrote to stderr.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tail(Arc<Mutex<VecDeque<String>>>);
+
+impl Tail {
+    fn push(&self, line: &[u8]) {
+        let mut text = String::from_utf8_lossy(line).into_owned();
+        if let Some((cut, _)) = text.char_indices().nth(TAIL_LINE_CHARS) {
+            text.truncate(cut);
+            text.push('…');
+        }
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() == TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(text);
+    }
+
+    /// The kept lines, joined.
+    pub(crate) fn text(&self) -> String {
+        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Copies a component's stderr to ours, line by line, with `prefix`.
+async fn relay_stderr(mut stderr: tokio::process::ChildStderr, prefix: String, tail: Tail) {
+    let mut out = tokio::io::stderr();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = vec![0; 8 * 1024];
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&chunk[..n]);
+        let mut lines = Vec::new();
+        let mut start = 0;
+        while let Some(pos) = pending[start..].iter().position(|&b| b == b'\n') {
+            lines.push(start..start + pos);
+            start += pos + 1;
+        }
+        if lines.is_empty() && pending.len() >= STDERR_CHUNK {
+            lines.push(0..pending.len());
+            start = pending.len();
+        }
+        let mut text = Vec::new();
+        for range in lines {
+            let line = &pending[range];
+            tail.push(line);
+            text.extend_from_slice(prefix.as_bytes());
+            text.extend_from_slice(line);
+            text.push(b'\n');
+        }
+        pending.drain(..start);
+        if out.write_all(&text).await.is_err() {
+            // Our stderr is gone; keep reading so the component never blocks on a full pipe.
+            continue;
+        }
+    }
+    if !pending.is_empty() {
+        tail.push(&pending);
+        let mut text = prefix.into_bytes();
+        text.extend_from_slice(&pending);
+        text.push(b'\n');
+        let _ = out.write_all(&text).await;
+    }
+    let _ = out.flush().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_read_well() {
+        assert_eq!(
+            describe_exit(ExitStatus::from_raw(3 << 8)),
+            "exited with status 3"
+        );
+        assert_eq!(
+            describe_exit(ExitStatus::from_raw(9)),
+            "was killed by signal 9 (SIGKILL)"
+        );
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_lines_cut_short() {
+        let tail = Tail::default();
+        for i in 0..30 {
+            tail.push(format!("line {i}").as_bytes());
+        }
+        tail.push("x".repeat(1000).as_bytes());
+        let text = tail.text();
+        assert!(text.starts_with("line 11\n"), "{text}");
+        assert!(text.ends_with('…'));
+        assert_eq!(text.lines().count(), TAIL_LINES);
+    }
+}

@@ -1,0 +1,560 @@
+//! Routing: where each message goes, with which id, in which envelope.
+//!
+//! The conductor has one connection per peer: the **editor** (its own stdin/stdout; in proxy
+//! mode that is the outer conductor) and each **component**. A chain of `n` components has
+//! positions `0..=n+1`:
+//!
+//! | position | who | connection | how messages to it travel |
+//! |---|---|---|---|
+//! | `0` | the client (the editor) | the editor's | plain |
+//! | `1..=n` | component `k` | component `k`'s | plain from its client side, wrapped in `_proxy/successor/*` from its successor side |
+//! | `n+1` | the successor (proxy mode only) | the editor's | wrapped |
+//!
+//! A message travels **down** (toward the agent: position `p` to `p+1`) or **up** (toward the
+//! editor: `p` to `p-1`). What arrives tells which: a plain message from the editor goes down
+//! from `0`; a wrapped one (proxy mode) goes up from `n+1`; a wrapped one from a proxy goes down,
+//! a plain one from any component goes up.
+//!
+//! Every request gets a fresh id on the connection it is sent on, and an entry in that
+//! connection's table of pending requests; the response is routed back by that entry alone, so
+//! peers may number their ids however they like. Per message this is one or two hash-map
+//! operations, whatever the number of sessions, components or requests in flight. Payloads are
+//! moved as bytes; only `initialize` (the proxy capability, §3) is rewritten, and only a
+//! successor envelope is parsed (its `method`, to unwrap it).
+//!
+//! The [`Router`] is synchronous and owns no I/O: it turns one inbound message into the
+//! [`Delivery`]s to make, which the conductor's event loop writes in order. One loop, one
+//! router: no message can overtake another between the same two connections.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use sacp::jsonrpc::{
+    CANCEL_REQUEST_METHOD, Error, Id, Inbound, Message, Notification, RawJson, Request, Response,
+    ResponseBody, code,
+};
+use sacp::proxy::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use sacp::proxy::handshake;
+
+/// A connection: [`EDITOR`] or a component's (its 1-based position).
+pub(crate) type Conn = usize;
+
+/// The editor's connection (also the successor's, in proxy mode).
+pub(crate) const EDITOR: Conn = 0;
+
+/// Which way a message travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dir {
+    /// Toward the agent.
+    Down,
+    /// Toward the editor.
+    Up,
+}
+
+impl Dir {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Dir::Down => "down",
+            Dir::Up => "up",
+        }
+    }
+
+    fn reverse(self) -> Dir {
+        match self {
+            Dir::Down => Dir::Up,
+            Dir::Up => Dir::Down,
+        }
+    }
+}
+
+/// A party of a hop, for traces and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Node {
+    /// The client side: the editor, or the outer conductor in proxy mode.
+    Client,
+    /// Component at this 1-based position.
+    Component(usize),
+    /// The successor side (proxy mode): the outer conductor.
+    Successor,
+    /// The conductor itself (errors it answers).
+    Conductor,
+}
+
+/// Where one message goes.
+#[derive(Debug)]
+pub(crate) struct Delivery {
+    /// The connection to write it on.
+    pub(crate) conn: Conn,
+    /// The message, as it is written.
+    pub(crate) message: Message,
+    /// Who sent it to whom, for the trace.
+    pub(crate) hop: Hop,
+}
+
+/// One hop of a message, as the trace records it.
+#[derive(Debug)]
+pub(crate) struct Hop {
+    pub(crate) from: Node,
+    pub(crate) to: Node,
+    pub(crate) dir: Dir,
+    /// For a response: the method of the request it answers.
+    pub(crate) answers: Option<Box<str>>,
+}
+
+/// Something that ends the chain.
+#[derive(Debug)]
+pub(crate) enum Fatal {
+    /// The component at this position was offered the proxy capability and did not accept it.
+    Refused(usize),
+}
+
+/// A request sent on a connection, waiting for its response.
+#[derive(Debug)]
+struct Pending {
+    /// Where the request came from, and with which id.
+    origin: Conn,
+    origin_id: Id,
+    /// The hop the response makes.
+    responder: Node,
+    requester: Node,
+    dir: Dir,
+    method: Box<str>,
+    /// For `initialize`: the position it was sent to, and whether it offered the capability.
+    initialize: Option<(usize, bool)>,
+}
+
+/// The ids of one connection.
+#[derive(Debug, Default)]
+struct Ids {
+    /// The last id the conductor assigned on this connection.
+    last: i64,
+    /// Requests the conductor sent on this connection, by the id it gave them.
+    pending: HashMap<i64, Pending>,
+    /// Requests this connection's peer sent, by its id: where they went, with which id.
+    in_flight: HashMap<Id, (Conn, i64)>,
+}
+
+/// The routing state of a chain.
+#[derive(Debug)]
+pub(crate) struct Router {
+    /// Component names, by position - 1.
+    names: Vec<String>,
+    /// Whether the conductor runs as a proxy (its `initialize` offered the capability).
+    proxy_mode: bool,
+    /// One per connection: the editor's, then the components'.
+    conns: Vec<Ids>,
+    /// The id of the editor's `initialize`, while it is unanswered.
+    editor_initialize: Option<Id>,
+}
+
+/// How an arriving request or notification travels.
+struct Route {
+    from: usize,
+    dir: Dir,
+    wrapped: bool,
+}
+
+impl Router {
+    /// A router for components with these names, in chain order.
+    pub(crate) fn new(names: Vec<String>) -> Router {
+        let conns = (0..=names.len()).map(|_| Ids::default()).collect();
+        Router {
+            names,
+            proxy_mode: false,
+            conns,
+            editor_initialize: None,
+        }
+    }
+
+    /// Whether the conductor was initialized as a proxy.
+    pub(crate) fn proxy_mode(&self) -> bool {
+        self.proxy_mode
+    }
+
+    /// The name of the component at `position`.
+    pub(crate) fn name(&self, position: usize) -> &str {
+        self.names
+            .get(position.wrapping_sub(1))
+            .map_or("?", String::as_str)
+    }
+
+    fn n(&self) -> usize {
+        self.names.len()
+    }
+
+    fn is_proxy(&self, position: usize) -> bool {
+        position < self.n() || self.proxy_mode
+    }
+
+    fn conn_of(&self, position: usize) -> Conn {
+        if position == 0 || position > self.n() {
+            EDITOR
+        } else {
+            position
+        }
+    }
+
+    fn node(&self, position: usize) -> Node {
+        match position {
+            0 => Node::Client,
+            p if p > self.n() => Node::Successor,
+            p => Node::Component(p),
+        }
+    }
+
+    /// Whether a message arriving at `to` while travelling `dir` is wrapped: it is when it
+    /// reaches a component from its successor side, or the outer conductor as our successor.
+    fn wraps(&self, to: usize, dir: Dir) -> bool {
+        match dir {
+            Dir::Up => (1..=self.n()).contains(&to),
+            Dir::Down => to > self.n(),
+        }
+    }
+
+    /// Handles one inbound item from `conn`, appending what to send to `out`.
+    pub(crate) fn inbound(
+        &mut self,
+        conn: Conn,
+        inbound: Inbound,
+        out: &mut Vec<Delivery>,
+    ) -> Option<Fatal> {
+        match inbound {
+            Inbound::Message(Message::Request(request)) => self.request(conn, request, out),
+            Inbound::Message(Message::Notification(n)) => self.notification(conn, n, out),
+            Inbound::Message(Message::Response(response)) => {
+                return self.response(conn, response, out);
+            }
+            Inbound::Invalid { id, error } => {
+                tracing::warn!(peer = %self.peer(conn), %error, "invalid message");
+                self.answer(conn, id, &error, out);
+            }
+            Inbound::BadResponse { id, error } => {
+                tracing::warn!(peer = %self.peer(conn), %error, "malformed response");
+                if let Some(pending) = self.take_pending(conn, &id) {
+                    self.answer(pending.origin, pending.origin_id, &error, out);
+                }
+            }
+        }
+        None
+    }
+
+    /// Answers every request the editor's connection has in flight with `error` (the chain is
+    /// ending).
+    pub(crate) fn fail_all(&mut self, error: &Error, out: &mut Vec<Delivery>) {
+        let ids: Vec<Id> = self.conns[EDITOR]
+            .in_flight
+            .drain()
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            self.answer(EDITOR, id, error, out);
+        }
+        self.editor_initialize = None;
+    }
+
+    /// The error for a component that refused the proxy capability.
+    pub(crate) fn refusal(&self, position: usize) -> Error {
+        Error::new(
+            code::INTERNAL_ERROR,
+            format!(
+                "component {position} ({:?}) did not accept the proxy capability",
+                self.name(position)
+            ),
+        )
+    }
+
+    fn peer(&self, conn: Conn) -> PeerName<'_> {
+        PeerName(self, conn)
+    }
+
+    /// Where a request or notification from `conn` goes. `Err` for a successor envelope
+    /// from a peer that may not send one.
+    fn route(&self, conn: Conn, method: &str) -> Result<Route, Error> {
+        let wrapped = envelope::is_envelope(method);
+        let (from, dir) = match (conn, wrapped) {
+            (EDITOR, false) => (0, Dir::Down),
+            (EDITOR, true) if self.proxy_mode => (self.n() + 1, Dir::Up),
+            (EDITOR, true) => {
+                return Err(Error::method_not_found(method).with_data(
+                    "the conductor was not initialized as a proxy, so it has no successor",
+                ));
+            }
+            (position, false) => (position, Dir::Up),
+            (position, true) if self.is_proxy(position) => (position, Dir::Down),
+            (_, true) => {
+                return Err(Error::method_not_found(method)
+                    .with_data("the agent (the last component) has no successor"));
+            }
+        };
+        Ok(Route { from, dir, wrapped })
+    }
+
+    /// The position a message travelling `dir` from `from` reaches.
+    fn target(&self, from: usize, dir: Dir) -> Result<usize, Error> {
+        match dir {
+            Dir::Up => Ok(from - 1),
+            Dir::Down if from < self.n() || self.proxy_mode => Ok(from + 1),
+            Dir::Down => Err(Error::internal_error(
+                "the conductor has no components: it can only run as a proxy inside another \
+                 conductor (its `initialize` must offer the proxy capability)",
+            )),
+        }
+    }
+
+    fn request(&mut self, conn: Conn, request: Request, out: &mut Vec<Delivery>) {
+        let Request { id, method, params } = request;
+        if conn == EDITOR && method == "initialize" {
+            self.proxy_mode = handshake::offered(params.as_ref());
+            self.editor_initialize = Some(id.clone());
+        }
+        let routed = self.route(conn, &method).and_then(|route| {
+            let (method, params) = if route.wrapped {
+                envelope::unwrap(params.as_ref())?
+            } else {
+                (method, params)
+            };
+            let to = self.target(route.from, route.dir)?;
+            let (params, initialize) = if route.dir == Dir::Down && method == "initialize" {
+                let offered = to <= self.n() && self.is_proxy(to);
+                (
+                    Some(handshake::offer(params.as_ref(), offered)?),
+                    Some((to, offered)),
+                )
+            } else {
+                (params, None)
+            };
+            Ok((route, method, params, to, initialize))
+        });
+        let (route, method, params, to, initialize) = match routed {
+            Ok(routed) => routed,
+            Err(error) => return self.answer(conn, id, &error, out),
+        };
+
+        let target = self.conn_of(to);
+        let ids = &mut self.conns[target];
+        ids.last += 1;
+        let out_id = ids.last;
+        let hop = Hop {
+            from: self.node(route.from),
+            to: self.node(to),
+            dir: route.dir,
+            answers: None,
+        };
+        let pending = Pending {
+            origin: conn,
+            origin_id: id.clone(),
+            responder: hop.to,
+            requester: hop.from,
+            dir: route.dir.reverse(),
+            method: method.as_str().into(),
+            initialize,
+        };
+        self.conns[target].pending.insert(out_id, pending);
+        self.conns[conn].in_flight.insert(id, (target, out_id));
+        let message = if self.wraps(to, route.dir) {
+            Request {
+                id: Id::Number(out_id),
+                method: SUCCESSOR_REQUEST.to_owned(),
+                params: Some(envelope::wrap(&method, params.as_ref())),
+            }
+        } else {
+            Request {
+                id: Id::Number(out_id),
+                method,
+                params,
+            }
+        };
+        out.push(Delivery {
+            conn: target,
+            message: Message::Request(message),
+            hop,
+        });
+    }
+
+    fn notification(&mut self, conn: Conn, notification: Notification, out: &mut Vec<Delivery>) {
+        let Notification { method, params } = notification;
+        if method == CANCEL_REQUEST_METHOD {
+            return self.cancel(conn, params, out);
+        }
+        // Notifications are never answered, not even with an error.
+        let dropped = |method: &str, error: Error| {
+            tracing::warn!(peer = %self.peer(conn), %method, %error, "dropped a notification");
+        };
+        let route = match self.route(conn, &method) {
+            Ok(route) => route,
+            Err(error) => return dropped(&method, error),
+        };
+        let (method, params) = if route.wrapped {
+            match envelope::unwrap(params.as_ref()) {
+                Ok(inner) => inner,
+                Err(error) => return dropped(&method, error),
+            }
+        } else {
+            (method, params)
+        };
+        let to = match self.target(route.from, route.dir) {
+            Ok(to) => to,
+            Err(error) => return dropped(&method, error),
+        };
+        let message = if self.wraps(to, route.dir) {
+            Notification {
+                method: SUCCESSOR_NOTIFICATION.to_owned(),
+                params: Some(envelope::wrap(&method, params.as_ref())),
+            }
+        } else {
+            Notification { method, params }
+        };
+        out.push(Delivery {
+            conn: self.conn_of(to),
+            message: Message::Notification(message),
+            hop: Hop {
+                from: self.node(route.from),
+                to: self.node(to),
+                dir: route.dir,
+                answers: None,
+            },
+        });
+    }
+
+    /// `$/cancel_request` is hop-local: it cancels the request that the named one caused.
+    fn cancel(&mut self, conn: Conn, params: Option<RawJson>, out: &mut Vec<Delivery>) {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Cancel {
+            request_id: Id,
+        }
+        let Some(Ok(Cancel { request_id })) = params.map(|p| p.parse::<Cancel>()) else {
+            tracing::warn!(peer = %self.peer(conn), "ignored a `$/cancel_request` without a `requestId`");
+            return;
+        };
+        let Some(&(target, out_id)) = self.conns[conn].in_flight.get(&request_id) else {
+            tracing::debug!(peer = %self.peer(conn), %request_id, "cancel for a request that is not in flight");
+            return;
+        };
+        let Some(pending) = self.conns[target].pending.get(&out_id) else {
+            return;
+        };
+        let hop = Hop {
+            from: pending.requester,
+            to: pending.responder,
+            dir: pending.dir.reverse(),
+            answers: None,
+        };
+        let params = RawJson::to_raw(&serde_json::json!({ "requestId": out_id })).ok();
+        out.push(Delivery {
+            conn: target,
+            message: Message::Notification(Notification {
+                method: CANCEL_REQUEST_METHOD.to_owned(),
+                params,
+            }),
+            hop,
+        });
+    }
+
+    fn take_pending(&mut self, conn: Conn, id: &Id) -> Option<Pending> {
+        let Id::Number(n) = id else { return None };
+        let pending = self.conns[conn].pending.remove(n)?;
+        self.conns[pending.origin]
+            .in_flight
+            .remove(&pending.origin_id);
+        Some(pending)
+    }
+
+    fn response(
+        &mut self,
+        conn: Conn,
+        response: Response,
+        out: &mut Vec<Delivery>,
+    ) -> Option<Fatal> {
+        let Some(pending) = self.take_pending(conn, &response.id) else {
+            tracing::warn!(peer = %self.peer(conn), id = %response.id, "dropped a response to no request of ours");
+            return None;
+        };
+        let mut body = response.body;
+        if let (Some((position, offered)), ResponseBody::Result(result)) =
+            (pending.initialize, &body)
+        {
+            if offered && !handshake::accepted(result) {
+                let error = self.refusal(position);
+                tracing::error!("{error}");
+                if let Some(id) = self.editor_initialize.take() {
+                    self.conns[EDITOR].in_flight.remove(&id);
+                    self.answer(EDITOR, id.clone(), &error, out);
+                    if (pending.origin, &pending.origin_id) != (EDITOR, &id) {
+                        self.answer(pending.origin, pending.origin_id, &error, out);
+                    }
+                }
+                return Some(Fatal::Refused(position));
+            }
+            body = ResponseBody::Result(self.initialize_result(result, pending.requester));
+        }
+        if pending.origin == EDITOR && self.editor_initialize.as_ref() == Some(&pending.origin_id) {
+            self.editor_initialize = None;
+        }
+        out.push(Delivery {
+            conn: pending.origin,
+            message: Message::Response(Response {
+                id: pending.origin_id,
+                body,
+            }),
+            hop: Hop {
+                from: pending.responder,
+                to: pending.requester,
+                dir: pending.dir,
+                answers: Some(pending.method),
+            },
+        });
+        None
+    }
+
+    /// An `initialize` result as its requester gets it: the `_meta.proxy` a component answered
+    /// is hop-local and removed; the client of a conductor in proxy mode gets the conductor's
+    /// own acceptance.
+    fn initialize_result(&self, result: &RawJson, requester: Node) -> RawJson {
+        let rewritten = handshake::withdraw(result).and_then(|result| {
+            if requester == Node::Client && self.proxy_mode {
+                handshake::mark_accepted(result)
+            } else {
+                Ok(result)
+            }
+        });
+        rewritten.unwrap_or_else(|error| {
+            tracing::warn!(%error, "passing on an `initialize` result that is not an object");
+            result.clone()
+        })
+    }
+
+    /// The conductor answers a request itself (with an error).
+    fn answer(&mut self, conn: Conn, id: Id, error: &Error, out: &mut Vec<Delivery>) {
+        let to = if conn == EDITOR {
+            Node::Client
+        } else {
+            Node::Component(conn)
+        };
+        out.push(Delivery {
+            conn,
+            message: Message::Response(Response::error(id, error)),
+            hop: Hop {
+                from: Node::Conductor,
+                to,
+                dir: if conn == EDITOR { Dir::Up } else { Dir::Down },
+                answers: None,
+            },
+        });
+    }
+}
+
+/// A connection's peer, for logs.
+struct PeerName<'a>(&'a Router, Conn);
+
+impl fmt::Display for PeerName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            EDITOR => f.write_str("editor"),
+            p => write!(f, "component {p} ({:?})", self.0.name(p)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

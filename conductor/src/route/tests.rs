@@ -1,0 +1,368 @@
+//! The routing table, message by message (the process-level tests run the same paths end to end).
+
+use sacp::jsonrpc::{Inbound, Message};
+use serde_json::{Value, json};
+
+use super::*;
+
+fn parse(line: Value) -> Inbound {
+    use sacp::jsonrpc::{ByteStream, MessageReader, Transport};
+    let text = std::io::Cursor::new(format!("{line}\n").into_bytes());
+    let (mut reader, _) = ByteStream::new(text, tokio::io::sink()).split();
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(async move { reader.read().await.unwrap().unwrap() })
+}
+
+/// Feeds `line` from `conn` and returns what goes out, as `(conn, json)`.
+fn feed(router: &mut Router, conn: Conn, line: Value) -> (Vec<(Conn, Value)>, Option<Fatal>) {
+    let mut out = Vec::new();
+    let fatal = router.inbound(conn, parse(line), &mut out);
+    let sent = out
+        .into_iter()
+        .map(|d| (d.conn, serde_json::from_str(&d.message.to_line()).unwrap()))
+        .collect();
+    (sent, fatal)
+}
+
+fn one(router: &mut Router, conn: Conn, line: Value) -> (Conn, Value) {
+    let (mut sent, fatal) = feed(router, conn, line);
+    assert!(fatal.is_none());
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    sent.remove(0)
+}
+
+fn chain(n: usize) -> Router {
+    Router::new((1..=n).map(|i| format!("c{i}")).collect())
+}
+
+#[test]
+fn requests_go_down_wrapped_between_components_and_answers_come_back_by_our_ids() {
+    let mut r = chain(2);
+    let (to, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":"e-1","method":"session/prompt","params":{"sessionId":"s"}}),
+    );
+    assert_eq!(to, 1);
+    assert_eq!(
+        sent,
+        json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}})
+    );
+
+    // The proxy sends it on to its successor; the agent gets it plain, with the conductor's id.
+    let (to, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":"p","method":"_proxy/successor/request","params":{"method":"session/prompt","params":{"sessionId":"s"},"_meta":{"hop":1}}}),
+    );
+    assert_eq!(to, 2);
+    assert_eq!(
+        sent,
+        json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}})
+    );
+
+    // An update from the agent reaches the proxy wrapped, and the proxy's plain copy the editor.
+    let (to, sent) = one(
+        &mut r,
+        2,
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"x":1}}),
+    );
+    assert_eq!(to, 1);
+    assert_eq!(
+        sent,
+        json!({"jsonrpc":"2.0","method":"_proxy/successor/notification","params":{"method":"session/update","params":{"x":1}}})
+    );
+    let (to, _) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"x":1}}),
+    );
+    assert_eq!(to, EDITOR);
+
+    let (to, sent) = one(
+        &mut r,
+        2,
+        json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}),
+    );
+    assert_eq!((to, &sent["id"]), (1, &json!("p")));
+    let (to, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m","data":[1]}}),
+    );
+    assert_eq!(to, EDITOR);
+    assert_eq!(
+        sent,
+        json!({"jsonrpc":"2.0","id":"e-1","error":{"code":-1,"message":"m","data":[1]}})
+    );
+
+    // Answered once: a second response with that id goes nowhere.
+    assert!(
+        feed(&mut r, 1, json!({"jsonrpc":"2.0","id":1,"result":null}))
+            .0
+            .is_empty()
+    );
+}
+
+#[test]
+fn agent_requests_go_up_and_the_agent_has_no_successor() {
+    let mut r = chain(2);
+    let (to, sent) = one(
+        &mut r,
+        2,
+        json!({"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"path":"/a"}}),
+    );
+    assert_eq!(to, 1);
+    assert_eq!(sent["method"], "_proxy/successor/request");
+    assert_eq!(
+        sent["params"],
+        json!({"method":"fs/read_text_file","params":{"path":"/a"}})
+    );
+    let (to, _) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"result":{"content":"x"}}),
+    );
+    assert_eq!(to, 2);
+
+    let (to, sent) = one(
+        &mut r,
+        2,
+        json!({"jsonrpc":"2.0","id":8,"method":"_proxy/successor/request","params":{"method":"x"}}),
+    );
+    assert_eq!(to, 2);
+    assert_eq!(sent["error"]["code"], -32601);
+    assert!(feed(&mut r, 2, json!({"jsonrpc":"2.0","method":"_proxy/successor/notification","params":{"method":"x"}})).0.is_empty());
+
+    let (to, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":9,"method":"_proxy/successor/request","params":{"nomethod":1}}),
+    );
+    assert_eq!(to, 1);
+    assert_eq!(sent["error"]["code"], -32602);
+}
+
+#[test]
+fn initialize_offers_the_capability_to_proxies_only_and_hides_it_from_the_editor() {
+    let mut r = chain(2);
+    let (_, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"_meta":{"proxy":false,"k":1}}}),
+    );
+    assert_eq!(
+        sent["params"],
+        json!({"protocolVersion":1,"_meta":{"k":1,"proxy":true}})
+    );
+    let (_, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"method":"_proxy/successor/request","params":{"method":"initialize","params":{"protocolVersion":1,"_meta":{"k":1}}}}),
+    );
+    assert_eq!(sent["params"], json!({"protocolVersion":1,"_meta":{"k":1}}));
+    let (to, sent) = one(
+        &mut r,
+        2,
+        json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{}}}),
+    );
+    assert_eq!(
+        (to, &sent["result"]),
+        (1, &json!({"protocolVersion":1,"agentCapabilities":{}}))
+    );
+    let (to, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"_meta":{"proxy":true,"x":2}}}),
+    );
+    assert_eq!(
+        (to, &sent["result"]),
+        (EDITOR, &json!({"protocolVersion":1,"_meta":{"x":2}}))
+    );
+    assert!(!r.proxy_mode());
+}
+
+#[test]
+fn a_proxy_that_does_not_accept_fails_the_editors_initialize_by_name() {
+    let mut r = chain(3);
+    one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1}}),
+    );
+    one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"method":"_proxy/successor/request","params":{"method":"initialize","params":{}}}),
+    );
+    let (sent, fatal) = feed(
+        &mut r,
+        2,
+        json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}),
+    );
+    assert!(matches!(fatal, Some(Fatal::Refused(2))));
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0].0, EDITOR);
+    assert_eq!(sent[0].1["id"], "init");
+    assert_eq!(sent[0].1["error"]["code"], -32603);
+    assert_eq!(
+        sent[0].1["error"]["message"],
+        "component 2 (\"c2\") did not accept the proxy capability"
+    );
+    assert_eq!(sent[1].0, 1);
+}
+
+#[test]
+fn in_proxy_mode_the_last_component_talks_to_the_outer_conductor() {
+    let mut r = chain(1);
+    let (to, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"_meta":{"proxy":true}}}),
+    );
+    assert!(r.proxy_mode());
+    assert_eq!(
+        (to, &sent["params"]),
+        (1, &json!({"protocolVersion":1,"_meta":{"proxy":true}}))
+    );
+    let (to, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"method":"_proxy/successor/request","params":{"method":"initialize","params":{"protocolVersion":1}}}),
+    );
+    assert_eq!(to, EDITOR);
+    assert_eq!(
+        sent,
+        json!({"jsonrpc":"2.0","id":1,"method":"_proxy/successor/request","params":{"method":"initialize","params":{"protocolVersion":1}}})
+    );
+    let (to, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}),
+    );
+    assert_eq!((to, &sent["result"]), (1, &json!({"protocolVersion":1})));
+    let (to, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"_meta":{"proxy":true}}}),
+    );
+    assert_eq!(
+        (to, &sent["result"]),
+        (EDITOR, &json!({"protocolVersion":1,"_meta":{"proxy":true}}))
+    );
+
+    // From the outer conductor's successor side, to the last component, wrapped.
+    let (to, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","method":"_proxy/successor/notification","params":{"method":"session/update","params":{}}}),
+    );
+    assert_eq!(
+        (to, &sent["method"]),
+        (1, &json!("_proxy/successor/notification"))
+    );
+}
+
+#[test]
+fn with_no_components_a_proxy_mode_conductor_is_transparent() {
+    let mut r = chain(0);
+    let (to, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":"a","method":"session/new","params":{}}),
+    );
+    assert_eq!((to, &sent["error"]["code"]), (EDITOR, &json!(-32603)));
+
+    let (_, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":1,"_meta":{"proxy":true}}}),
+    );
+    assert_eq!(sent["method"], "_proxy/successor/request");
+    assert_eq!(
+        sent["params"],
+        json!({"method":"initialize","params":{"protocolVersion":1}})
+    );
+    let id = sent["id"].clone();
+    let (_, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":1}}),
+    );
+    assert_eq!(
+        sent,
+        json!({"jsonrpc":"2.0","id":"i","result":{"protocolVersion":1,"_meta":{"proxy":true}}})
+    );
+
+    let (_, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","method":"_proxy/successor/notification","params":{"method":"session/update","params":{"u":1}}}),
+    );
+    assert_eq!(
+        sent,
+        json!({"jsonrpc":"2.0","method":"session/update","params":{"u":1}})
+    );
+}
+
+#[test]
+fn cancellation_is_mapped_to_the_request_it_caused() {
+    let mut r = chain(1);
+    let (_, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":"slow","method":"session/prompt","params":{}}),
+    );
+    let out_id = sent["id"].clone();
+    let (to, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"slow"}}),
+    );
+    assert_eq!(to, 1);
+    assert_eq!(sent["params"], json!({"requestId": out_id}));
+    assert!(
+        feed(
+            &mut r,
+            EDITOR,
+            json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"other"}})
+        )
+        .0
+        .is_empty()
+    );
+}
+
+#[test]
+fn the_editor_may_not_use_successor_envelopes_outside_proxy_mode() {
+    let mut r = chain(1);
+    let (to, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":1,"method":"_proxy/successor/request","params":{"method":"x"}}),
+    );
+    assert_eq!((to, &sent["error"]["code"]), (EDITOR, &json!(-32601)));
+}
+
+#[test]
+fn failing_answers_everything_the_editor_waits_for() {
+    let mut r = chain(1);
+    one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":1,"method":"a","params":{}}),
+    );
+    one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":"two","method":"b"}),
+    );
+    let mut out = Vec::new();
+    r.fail_all(&Error::internal_error("gone"), &mut out);
+    let mut ids: Vec<String> = out.iter().map(|d| d.message.to_line()).collect();
+    ids.sort();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.iter().all(|l| l.contains("gone")), "{ids:?}");
+    assert!(matches!(out[0].message, Message::Response(_)));
+}
