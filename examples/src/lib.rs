@@ -1,12 +1,16 @@
 //! Runnable examples of `sacp`.
 //!
+//! - [`bins`]: finds (and builds) the workspace's binaries for tests, benchmarks and demos.
 //! - [`demo`]: a tiny agent/client protocol used by the `jsonrpc-demo` binary (the README's
 //!   main job until the conductor demo arrives) and by the child-process tests.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`.
+//! - [`test_agent`]: a deterministic agent driven by keywords in its prompts (`test-agent`).
 
+pub mod bins;
 pub mod demo;
 pub mod prefix;
+pub mod test_agent;
 
 /// Logs to stderr, filtered by `RUST_LOG`: stdout belongs to the protocol.
 pub fn init_logging() {

@@ -1,0 +1,366 @@
+//! The editor stand-in, the binaries, and the process-table check.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// How long any one await on a peer may take before the test fails.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The conductor binary cargo built for this test.
+pub(crate) fn conductor() -> &'static str {
+    env!("CARGO_BIN_EXE_conductor")
+}
+
+/// A binary of the examples package (built on first use, a no-op after `cargo test --workspace`).
+pub(crate) fn example(name: &str) -> String {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        sacp_examples::bins::built(&["sacp-examples"]).expect("build the example binaries")
+    });
+    let path = dir.join(name);
+    assert!(path.exists(), "{} was not built", path.display());
+    path.to_string_lossy().into_owned()
+}
+
+pub(crate) fn agent() -> String {
+    example("test-agent")
+}
+
+pub(crate) fn passthrough() -> String {
+    example("passthrough-proxy")
+}
+
+/// Quotes a path for a component command line.
+pub(crate) fn quoted(word: &str) -> String {
+    shlex_quote(word)
+}
+
+fn shlex_quote(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `conductor agent` arguments for `proxies` pass-through proxies and the test agent.
+pub(crate) fn flat_chain(proxies: usize) -> Vec<String> {
+    let mut args = vec!["agent".to_owned()];
+    args.extend(std::iter::repeat_n(passthrough(), proxies));
+    args.push(agent());
+    args
+}
+
+/// A unique tag put in the environment of everything the test starts, to find leftovers.
+fn new_tag() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The processes (other than zombies) whose environment carries `SACP_TEST_TAG=tag`.
+pub(crate) fn processes_tagged(tag: &str) -> Vec<u32> {
+    let needle = format!("SACP_TEST_TAG={tag}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// An editor: talks newline-delimited JSON to the child's stdio, one line at a time, so it
+/// sees exactly what arrived and in which order.
+pub(crate) struct Editor {
+    pub(crate) child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines<BufReader<ChildStdout>>,
+    next_id: i64,
+    /// What the editor saw (requests it sent, what came back), without ids.
+    pub(crate) transcript: Vec<String>,
+    stderr: Arc<Mutex<String>>,
+    stderr_done: Option<tokio::task::JoinHandle<()>>,
+    pub(crate) tag: String,
+    /// A file `fs/read_text_file` may read.
+    pub(crate) file: Option<(PathBuf, String)>,
+}
+
+impl Editor {
+    /// Starts `program args` as the editor's agent.
+    pub(crate) fn start(program: &str, args: &[String]) -> Editor {
+        Editor::start_in(program, args, None)
+    }
+
+    pub(crate) fn start_in(program: &str, args: &[String], cwd: Option<&Path>) -> Editor {
+        let tag = new_tag();
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .env("SACP_TEST_TAG", &tag)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(dir) = cwd {
+            command.current_dir(dir);
+        }
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {program}: {e}"));
+        let stdin = child.stdin.take();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        let stderr_done = tokio::spawn(async move {
+            let mut buf = vec![0; 4096];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Editor {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+            transcript: Vec::new(),
+            stderr,
+            stderr_done: Some(stderr_done),
+            tag,
+            file: None,
+        }
+    }
+
+    /// What the agent process wrote to stderr so far.
+    pub(crate) fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn fail(&self, what: &str) -> ! {
+        panic!(
+            "{what}\n--- transcript ---\n{}\n--- stderr ---\n{}",
+            self.transcript.join("\n"),
+            self.stderr()
+        )
+    }
+
+    /// Writes one raw line.
+    pub(crate) async fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        let write = async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await
+        };
+        if let Err(e) = tokio::time::timeout(PATIENCE, write)
+            .await
+            .unwrap_or_else(|_| self.fail("timed out writing"))
+        {
+            self.fail(&format!("cannot write to the agent: {e}"));
+        }
+    }
+
+    pub(crate) async fn notify(&mut self, method: &str, params: Value) {
+        self.transcript.push(format!("notify {method} {params}"));
+        let line = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+        self.send_line(&line).await;
+    }
+
+    /// Sends a request; returns its id.
+    pub(crate) async fn send_request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(format!("editor-{}", self.next_id));
+        self.transcript.push(format!("request {method} {params}"));
+        let line =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        self.send_line(&line).await;
+        id
+    }
+
+    /// The next message, or `None` at the end of the agent's output.
+    pub(crate) async fn next_message(&mut self) -> Option<Value> {
+        let line = match tokio::time::timeout(PATIENCE, self.lines.next_line()).await {
+            Ok(Ok(line)) => line?,
+            Ok(Err(e)) => self.fail(&format!("cannot read from the agent: {e}")),
+            Err(_) => self.fail("timed out waiting for a message"),
+        };
+        match serde_json::from_str(&line) {
+            Ok(value) => Some(value),
+            Err(e) => self.fail(&format!(
+                "the agent wrote a line that is not JSON ({e}): {line}"
+            )),
+        }
+    }
+
+    /// Sends a request and handles everything that arrives until its response, which it
+    /// returns (the whole message). Requests from the agent side are answered on the way.
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params).await;
+        self.until_response(&id).await
+    }
+
+    /// Handles messages until the response to `id`.
+    pub(crate) async fn until_response(&mut self, id: &Value) -> Value {
+        loop {
+            let Some(message) = self.next_message().await else {
+                self.fail(&format!(
+                    "the agent's output ended before the response to {id}"
+                ))
+            };
+            if message.get("method").is_none() {
+                if message["id"] == *id {
+                    let body = message.get("result").map_or_else(
+                        || format!("error {}", message["error"]),
+                        |r| format!("result {r}"),
+                    );
+                    self.transcript.push(format!("response {body}"));
+                    return message;
+                }
+                self.fail(&format!("a response to a request never sent: {message}"));
+            }
+            self.handle(message).await;
+        }
+    }
+
+    /// Records a notification, or answers a request from the agent side.
+    pub(crate) async fn handle(&mut self, message: Value) {
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        let Some(id) = message.get("id").cloned() else {
+            self.transcript
+                .push(format!("notification {method} {params}"));
+            return;
+        };
+        self.transcript.push(format!("asked {method} {params}"));
+        let answer = match method.as_str() {
+            "session/request_permission" => {
+                json!({"result": {"outcome": {"outcome": "selected", "optionId": "allow"}}})
+            }
+            "fs/read_text_file" => match &self.file {
+                Some((path, content)) if params["path"] == path.to_string_lossy().as_ref() => {
+                    json!({"result": {"content": content}})
+                }
+                _ => json!({"error": {"code": -32602, "message": "no such file"}}),
+            },
+            _ => json!({"error": {"code": -32601, "message": "Method not found"}}),
+        };
+        let mut response = json!({"jsonrpc": "2.0", "id": id});
+        response
+            .as_object_mut()
+            .unwrap()
+            .extend(answer.as_object().unwrap().clone());
+        self.send_line(&response.to_string()).await;
+    }
+
+    /// `initialize` then `session/new`; returns the session id.
+    pub(crate) async fn open_session(&mut self) -> String {
+        let init = self
+            .request(
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}),
+            )
+            .await;
+        if init.get("result").is_none() {
+            self.fail(&format!("initialize failed: {init}"));
+        }
+        self.new_session().await
+    }
+
+    pub(crate) async fn new_session(&mut self) -> String {
+        let session = self
+            .request("session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+            .await;
+        match session["result"]["sessionId"].as_str() {
+            Some(id) => id.to_owned(),
+            None => self.fail(&format!("session/new failed: {session}")),
+        }
+    }
+
+    pub(crate) async fn prompt(&mut self, session: &str, text: &str) -> Value {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+        .await
+    }
+
+    /// Closes the agent's stdin.
+    pub(crate) fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits for the agent process to exit; returns its status code and how long it took.
+    pub(crate) async fn exit(&mut self) -> (Option<i32>, Duration) {
+        let start = std::time::Instant::now();
+        match tokio::time::timeout(PATIENCE, self.child.wait()).await {
+            Ok(Ok(status)) => {
+                let took = start.elapsed();
+                if let Some(done) = self.stderr_done.take() {
+                    // Everything the process wrote to stderr, once nothing holds the pipe.
+                    let _ = tokio::time::timeout(PATIENCE, done).await;
+                }
+                (status.code(), took)
+            }
+            Ok(Err(e)) => self.fail(&format!("cannot wait for the agent: {e}")),
+            Err(_) => self.fail("the agent process did not exit"),
+        }
+    }
+
+    /// Fails unless no process started by this editor is left.
+    pub(crate) async fn assert_no_process_left(&self) {
+        // A process that was just killed may take a moment to leave the process table.
+        let mut left = processes_tagged(&self.tag);
+        for _ in 0..20 {
+            if left.is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+            left = processes_tagged(&self.tag);
+        }
+        self.fail(&format!("processes left behind: {left:?}"));
+    }
+}
+
+/// The same script, for comparing chains: initialize, a session, an echo, a stream, a
+/// permission request and a file read.
+pub(crate) async fn standard_script(editor: &mut Editor) -> Vec<String> {
+    editor.file = Some((
+        PathBuf::from("/workspace/notes.txt"),
+        "hello from the editor".to_owned(),
+    ));
+    let session = editor.open_session().await;
+    editor.prompt(&session, "hello, agent").await;
+    editor.prompt(&session, "stream 5").await;
+    editor.prompt(&session, "permission").await;
+    editor.prompt(&session, "read /workspace/notes.txt").await;
+    editor
+        .request("_sacp_test/unknown", json!({"x": [1, 2.50]}))
+        .await;
+    editor.notify("_sacp_test/notice", json!({"y": null})).await;
+    let second = editor.new_session().await;
+    editor.prompt(&second, "second session").await;
+    editor.transcript.clone()
+}

@@ -1,0 +1,207 @@
+//! Chains that work: transcripts, transformation, agent-to-client requests, order, nesting.
+
+use serde_json::json;
+
+use crate::common::*;
+
+/// The editor talking to the test agent directly.
+async fn direct_transcript() -> Vec<String> {
+    let mut editor = Editor::start(&agent(), &[]);
+    standard_script(&mut editor).await
+}
+
+#[tokio::test]
+async fn chains_of_0_1_and_3_pass_through_proxies_look_like_the_agent_itself() {
+    let direct = direct_transcript().await;
+    assert!(
+        direct.iter().any(|l| l.contains("permission: allow"))
+            && direct
+                .iter()
+                .any(|l| l.contains("read: hello from the editor")),
+        "{direct:#?}"
+    );
+    for proxies in [0, 1, 3] {
+        let mut editor = Editor::start(conductor(), &flat_chain(proxies));
+        let through = standard_script(&mut editor).await;
+        assert_eq!(
+            through,
+            direct,
+            "{proxies} proxies\n--- stderr ---\n{}",
+            editor.stderr()
+        );
+        editor.close_stdin();
+        assert_eq!(editor.exit().await.0, Some(0), "{}", editor.stderr());
+        editor.assert_no_process_left().await;
+    }
+}
+
+#[tokio::test]
+async fn agent_requests_travel_up_through_three_proxies_and_the_answers_come_back() {
+    let mut editor = Editor::start(conductor(), &flat_chain(3));
+    editor.file = Some((
+        "/workspace/notes.txt".into(),
+        "line one\nline two".to_owned(),
+    ));
+    let session = editor.open_session().await;
+    let done = editor.prompt(&session, "permission").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let done = editor.prompt(&session, "read /workspace/notes.txt").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let asked: Vec<_> = editor
+        .transcript
+        .iter()
+        .filter(|l| l.starts_with("asked "))
+        .collect();
+    assert_eq!(asked.len(), 2, "{:#?}", editor.transcript);
+    assert!(asked[0].starts_with("asked session/request_permission {"));
+    assert!(asked[1].contains(r#""path":"/workspace/notes.txt""#));
+    let said: Vec<_> = editor
+        .transcript
+        .iter()
+        .filter(|l| l.contains("agent_message_chunk"))
+        .collect();
+    assert!(said[0].contains("permission: allow"), "{said:#?}");
+    assert!(said[1].contains(r#"read: line one\nline two"#), "{said:#?}");
+}
+
+#[tokio::test]
+async fn a_transforming_proxy_changes_exactly_the_agents_text() {
+    let direct = direct_transcript().await;
+    let prefix = format!("{} '>> '", quoted(&example("prefix-proxy")));
+    let args = vec![
+        "agent".to_owned(),
+        passthrough(),
+        prefix,
+        passthrough(),
+        agent(),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let through = standard_script(&mut editor).await;
+    let expected: Vec<String> = direct
+        .iter()
+        .map(|line| {
+            if line.contains(r#""sessionUpdate":"agent_message_chunk""#) {
+                line.replace(r#""text":""#, r#""text":">> "#)
+            } else {
+                line.clone()
+            }
+        })
+        .collect();
+    assert_ne!(expected, direct);
+    assert_eq!(through, expected, "{}", editor.stderr());
+}
+
+#[tokio::test]
+async fn ten_thousand_updates_through_three_proxies_arrive_in_order_before_the_answer() {
+    let mut editor = Editor::start(conductor(), &flat_chain(3));
+    let session = editor.open_session().await;
+    let id = editor
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "stream 10000"}]}),
+        )
+        .await;
+    let mut seen = 0u32;
+    loop {
+        let message = editor
+            .next_message()
+            .await
+            .expect("the chain is still running");
+        if message.get("method").is_none() {
+            assert_eq!(message["id"], id);
+            assert_eq!(message["result"]["stopReason"], "end_turn");
+            break;
+        }
+        assert_eq!(message["method"], "session/update");
+        seen += 1;
+        let text = &message["params"]["update"]["content"]["text"];
+        assert_eq!(
+            *text,
+            json!(format!("chunk {seen}")),
+            "update {seen} out of order"
+        );
+    }
+    assert_eq!(seen, 10_000);
+}
+
+#[tokio::test]
+async fn a_nested_conductor_behaves_like_the_flat_chain() {
+    let direct = direct_transcript().await;
+    let inner = format!(
+        "{} agent {} {}",
+        quoted(conductor()),
+        quoted(&passthrough()),
+        quoted(&passthrough())
+    );
+    let args = vec!["agent".to_owned(), inner, passthrough(), agent()];
+    let mut editor = Editor::start(conductor(), &args);
+    let through = standard_script(&mut editor).await;
+    assert_eq!(through, direct, "{}", editor.stderr());
+
+    // Ordering holds across the nested hops too.
+    let session = editor.new_session().await;
+    let done = editor.prompt(&session, "stream 2000").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let chunks = editor
+        .transcript
+        .iter()
+        .filter(|l| l.contains(r#""text":"chunk "#))
+        .count();
+    assert_eq!(chunks, 5 + 2000);
+
+    editor.close_stdin();
+    let (code, took) = editor.exit().await;
+    assert_eq!(code, Some(0), "{}", editor.stderr());
+    assert!(took.as_millis() < 1000, "took {took:?}");
+    editor.assert_no_process_left().await;
+}
+
+#[tokio::test]
+async fn a_conductor_with_no_components_is_a_transparent_proxy() {
+    let direct = direct_transcript().await;
+    let inner = format!("{} agent", quoted(conductor()));
+    let args = vec!["agent".to_owned(), passthrough(), inner, agent()];
+    let mut editor = Editor::start(conductor(), &args);
+    let through = standard_script(&mut editor).await;
+    assert_eq!(through, direct, "{}", editor.stderr());
+}
+
+#[tokio::test]
+async fn cancellation_reaches_the_agent_both_ways() {
+    let mut editor = Editor::start(conductor(), &flat_chain(3));
+    let session = editor.open_session().await;
+
+    // `session/cancel` is an ordinary notification.
+    let id = editor
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
+        )
+        .await;
+    let waiting = editor.next_message().await.unwrap();
+    assert_eq!(waiting["params"]["update"]["content"]["text"], "waiting");
+    editor
+        .notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let done = editor.until_response(&id).await;
+    assert_eq!(done["result"]["stopReason"], "cancelled");
+
+    // `$/cancel_request` is hop-local: each hop cancels the request it caused.
+    let id = editor
+        .send_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
+        )
+        .await;
+    let waiting = editor.next_message().await.unwrap();
+    assert_eq!(waiting["params"]["update"]["content"]["text"], "waiting");
+    editor
+        .notify("$/cancel_request", json!({"requestId": id}))
+        .await;
+    let done = editor.until_response(&id).await;
+    assert_eq!(done["error"]["code"], -32800, "{done}");
+
+    // The chain still works.
+    let done = editor.prompt(&session, "after").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+}

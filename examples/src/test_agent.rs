@@ -1,0 +1,146 @@
+//! A deterministic ACP agent for tests and benchmarks (the `test-agent` binary).
+//!
+//! Sessions are named `session-1`, `session-2`, … in the order they are created. A prompt's
+//! first text block may start with a keyword; otherwise every text block is echoed back as an
+//! `agent_message_chunk` and the turn ends with `end_turn`.
+//!
+//! | prompt | what the agent does |
+//! |---|---|
+//! | `stream N` | streams `N` chunks `chunk 1` … `chunk N`, then ends the turn |
+//! | `stream N SIZE` | the same, each chunk padded with `.` to `SIZE` bytes of text |
+//! | `permission` | asks the client `session/request_permission` and says what it chose |
+//! | `read PATH` | reads `PATH` through the client's `fs/read_text_file` and echoes it |
+//! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` |
+//! | `crash [CODE]` | streams `crashing`, then exits at once with `CODE` (default 3) |
+
+use sacp::acp::{
+    AgentCapabilities, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest,
+    PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionId, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
+};
+use sacp::agent::AgentCx;
+
+/// The test agent; see the module docs for what it does.
+#[derive(Debug, Default)]
+pub struct TestAgent {
+    sessions: u64,
+}
+
+#[sacp::agent]
+impl TestAgent {
+    #[on_request]
+    async fn initialize(
+        &mut self,
+        req: InitializeRequest,
+        _cx: &AgentCx,
+    ) -> sacp::Result<InitializeResponse> {
+        Ok(InitializeResponse::new(req.protocol_version)
+            .agent_capabilities(AgentCapabilities::default()))
+    }
+
+    #[on_request]
+    async fn new_session(
+        &mut self,
+        _req: NewSessionRequest,
+        _cx: &AgentCx,
+    ) -> sacp::Result<NewSessionResponse> {
+        self.sessions += 1;
+        Ok(NewSessionResponse::new(format!(
+            "session-{}",
+            self.sessions
+        )))
+    }
+
+    #[on_request]
+    async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+        let session = req.session_id.clone();
+        let say = |text: String| -> sacp::Result<()> {
+            let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+            cx.client().notify(SessionNotification::new(
+                session.clone(),
+                SessionUpdate::AgentMessageChunk(chunk),
+            ))
+        };
+        let first = req.prompt.iter().find_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        });
+        let words: Vec<&str> = first.unwrap_or_default().split_whitespace().collect();
+        match words.as_slice() {
+            ["stream", count, rest @ ..] => {
+                let count: u64 = count.parse().map_err(|_| bad_prompt("stream N [SIZE]"))?;
+                let size: usize = match rest {
+                    [] => 0,
+                    [size] => size.parse().map_err(|_| bad_prompt("stream N [SIZE]"))?,
+                    _ => return Err(bad_prompt("stream N [SIZE]")),
+                };
+                for i in 1..=count {
+                    let mut text = format!("chunk {i}");
+                    if text.len() < size {
+                        text.extend(std::iter::repeat_n('.', size - text.len()));
+                    }
+                    say(text)?;
+                }
+            }
+            ["permission"] => {
+                let tool = ToolCallUpdate::new("call-1".to_owned()).title("write a file");
+                let options = vec![
+                    PermissionOption::new(
+                        "allow".to_owned(),
+                        "Allow",
+                        PermissionOptionKind::AllowOnce,
+                    ),
+                    PermissionOption::new(
+                        "reject".to_owned(),
+                        "Reject",
+                        PermissionOptionKind::RejectOnce,
+                    ),
+                ];
+                let request = RequestPermissionRequest::new(session.clone(), tool, options);
+                let answer = cx.client().request(request).await?;
+                say(match answer.outcome {
+                    RequestPermissionOutcome::Selected(selected) => {
+                        format!("permission: {}", selected.option_id.0)
+                    }
+                    RequestPermissionOutcome::Cancelled => "permission: cancelled".to_owned(),
+                    RequestPermissionOutcome::Other(other) => format!("permission: {other:?}"),
+                })?;
+            }
+            ["read", path] => {
+                let request = ReadTextFileRequest::new(session.clone(), *path);
+                let file = cx.client().request(request).await?;
+                say(format!("read: {}", file.content))?;
+            }
+            ["wait"] => {
+                let turn = cx.turn(&session);
+                say("waiting".to_owned())?;
+                turn.cancelled().await;
+                return Ok(PromptResponse::new(StopReason::Cancelled));
+            }
+            ["crash", rest @ ..] => {
+                let code = rest.first().and_then(|c| c.parse().ok()).unwrap_or(3);
+                say("crashing".to_owned())?;
+                tracing::error!(code, "crashing on purpose");
+                std::process::exit(code);
+            }
+            _ => {
+                for block in req.prompt {
+                    if let ContentBlock::Text(text) = block {
+                        say(text.text)?;
+                    }
+                }
+            }
+        }
+        Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+fn bad_prompt(usage: &str) -> sacp::Error {
+    sacp::Error::invalid_params(format!("the test agent expects `{usage}`"))
+}
+
+/// The session id the agent gives its `n`th session (1-based).
+pub fn session_id(n: u64) -> SessionId {
+    SessionId(format!("session-{n}"))
+}
