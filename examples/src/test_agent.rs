@@ -17,7 +17,7 @@ use sacp::acp::{
     AgentCapabilities, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
     NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest,
     PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionId, SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
+    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
 };
 use sacp::agent::AgentCx;
 
@@ -138,9 +138,4 @@ impl TestAgent {
 
 fn bad_prompt(usage: &str) -> sacp::Error {
     sacp::Error::invalid_params(format!("the test agent expects `{usage}`"))
-}
-
-/// The session id the agent gives its `n`th session (1-based).
-pub fn session_id(n: u64) -> SessionId {
-    SessionId(format!("session-{n}"))
 }

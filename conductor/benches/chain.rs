@@ -1,0 +1,565 @@
+//! The conductor on the hot path: an editor driving `conductor agent` with N pass-through
+//! proxies and the test agent, against the same editor driving the test agent directly,
+//! measured in the same run.
+//!
+//! ```text
+//! cargo bench -p sacp-conductor --bench chain            # full run
+//! cargo bench -p sacp-conductor --bench chain -- 0.1     # a tenth of the work (smoke run)
+//! ```
+//!
+//! Every process is real (release builds, cargo-built), talking over pipes. For each chain
+//! (direct, then N = 0, 1, 3, 5) it reports:
+//! - **latency**: sequential one-chunk prompts on one session, p50 and p99 of the round trip;
+//! - **throughput**: one-chunk prompts with 64 in flight on 64 sessions, prompts per second;
+//! - **notifications**: sequential prompts of 100 `agent_message_chunk` updates each, updates
+//!   per second, with 1 open session and with 256 (prompts cycle over all of them); every
+//!   update is checked: `lost` counts updates missing when their prompt's response arrived,
+//!   `late` updates that arrived after it or out of order (both must be 0);
+//! - **peak RSS** (`VmHWM`) of the conductor, the largest pass-through proxy, and the agent.
+//!
+//! The editor parses every line it reads (the envelope, and each update's text), like a real
+//! editor would; it runs on one thread, as do the conductor and the components.
+
+#![allow(clippy::print_stdout, missing_docs)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::oneshot;
+
+const UPDATES_PER_PROMPT: u64 = 100;
+const IN_FLIGHT: usize = 64;
+const MANY_SESSIONS: usize = 256;
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// What one chain measured.
+#[derive(Debug, Default, Clone)]
+struct Figures {
+    p50: Duration,
+    p99: Duration,
+    prompts_per_s: f64,
+    updates_per_s_1: f64,
+    updates_per_s_256: f64,
+    lost: u64,
+    late: u64,
+    rss_conductor_kib: Option<u64>,
+    rss_proxy_kib: Option<u64>,
+    rss_agent_kib: Option<u64>,
+}
+
+fn main() {
+    let scale: f64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(1.0);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(run(scale));
+}
+
+async fn run(scale: f64) {
+    let dir = sacp_examples::bins::built(&["sacp-examples"]).expect("build the test components");
+    let agent = dir.join("test-agent");
+    let proxy = dir.join("passthrough-proxy");
+    let conductor = PathBuf::from(env!("CARGO_BIN_EXE_conductor"));
+    let counts = Counts::scaled(scale);
+    println!(
+        "chain benchmark: {} latency prompts, {} throughput prompts ({IN_FLIGHT} in flight), \
+         {} streaming prompts x {UPDATES_PER_PROMPT} updates\n",
+        counts.latency, counts.throughput, counts.streaming
+    );
+
+    let mut rows = Vec::new();
+    let direct = measure(&counts, &agent, &[], None).await;
+    rows.push(("direct".to_owned(), direct.clone()));
+    for n in [0, 1, 3, 5] {
+        let mut args = vec!["agent".to_owned()];
+        args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), n));
+        args.push(agent.to_string_lossy().into_owned());
+        let figures = measure(&counts, &conductor, &args, Some(n)).await;
+        rows.push((format!("N = {n}"), figures));
+    }
+
+    println!(
+        "| chain | p50 latency | p99 latency | p50 vs direct | prompts/s (64 in flight) | vs direct \
+         | updates/s, 1 session | vs direct | updates/s, 256 sessions | 256 vs 1 | lost / late \
+         | RSS conductor | RSS proxy (max) | RSS agent |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (name, f) in &rows {
+        println!(
+            "| {name} | {} | {} | {:.2}x | {:.0} | {:.0}% | {:.0} | {:.0}% | {:.0} | {:.0}% | {} / {} | {} | {} | {} |",
+            micros(f.p50),
+            micros(f.p99),
+            f.p50.as_secs_f64() / direct.p50.as_secs_f64(),
+            f.prompts_per_s,
+            100.0 * f.prompts_per_s / direct.prompts_per_s,
+            f.updates_per_s_1,
+            100.0 * f.updates_per_s_1 / direct.updates_per_s_1,
+            f.updates_per_s_256,
+            100.0 * f.updates_per_s_256 / f.updates_per_s_1,
+            f.lost,
+            f.late,
+            mib(f.rss_conductor_kib),
+            mib(f.rss_proxy_kib),
+            mib(f.rss_agent_kib),
+        );
+    }
+
+    let n3 = &rows
+        .iter()
+        .find(|(name, _)| name == "N = 3")
+        .expect("N = 3 ran")
+        .1;
+    let checks = [
+        (
+            "p50 latency at N = 3 <= 15x direct",
+            n3.p50.as_secs_f64() <= 15.0 * direct.p50.as_secs_f64(),
+        ),
+        (
+            "throughput at N = 3 >= 10% of direct",
+            n3.prompts_per_s >= 0.10 * direct.prompts_per_s,
+        ),
+        (
+            "updates/s at N = 3 >= 15% of direct",
+            n3.updates_per_s_1 >= 0.15 * direct.updates_per_s_1,
+        ),
+        (
+            "updates/s at N = 3 with 256 sessions >= 80% of 1 session",
+            n3.updates_per_s_256 >= 0.80 * n3.updates_per_s_1,
+        ),
+        (
+            "no update lost or late, any chain",
+            rows.iter().all(|(_, f)| f.lost == 0 && f.late == 0),
+        ),
+        (
+            "conductor RSS <= 8 MiB, any chain",
+            rows.iter()
+                .all(|(_, f)| f.rss_conductor_kib.is_none_or(|k| k <= 8 * 1024)),
+        ),
+        (
+            "pass-through proxy RSS <= 4 MiB, any chain",
+            rows.iter()
+                .all(|(_, f)| f.rss_proxy_kib.is_none_or(|k| k <= 4 * 1024)),
+        ),
+    ];
+    println!();
+    let mut failed = false;
+    for (what, ok) in checks {
+        println!("{} {what}", if ok { "PASS" } else { "FAIL" });
+        failed |= !ok;
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map_or_else(
+        || "-".to_owned(),
+        |k| format!("{:.1} MiB", k as f64 / 1024.0),
+    )
+}
+
+struct Counts {
+    warmup: usize,
+    latency: usize,
+    throughput: usize,
+    streaming: usize,
+}
+
+impl Counts {
+    fn scaled(scale: f64) -> Counts {
+        let n = |full: f64| ((full * scale).round() as usize).max(10);
+        Counts {
+            warmup: n(200.0),
+            latency: n(2000.0),
+            throughput: n(12_800.0),
+            streaming: n(400.0),
+        }
+    }
+}
+
+/// Runs every measure on a fresh `program args` (the editor's agent).
+async fn measure(
+    counts: &Counts,
+    program: &Path,
+    args: &[String],
+    proxies: Option<usize>,
+) -> Figures {
+    let editor = BenchEditor::start(program, args);
+    editor
+        .request(
+            "initialize",
+            r#"{"protocolVersion":1,"clientCapabilities":{}}"#.to_owned(),
+        )
+        .await;
+    let first = editor.new_session().await;
+    let mut figures = Figures::default();
+
+    // Latency: sequential one-chunk prompts.
+    for _ in 0..counts.warmup {
+        editor.prompt(&first, "hi").await;
+    }
+    let mut times = Vec::with_capacity(counts.latency);
+    for _ in 0..counts.latency {
+        let start = Instant::now();
+        editor.prompt(&first, "hi").await;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    figures.p50 = times[times.len() / 2];
+    figures.p99 = times[(times.len() * 99 / 100).min(times.len() - 1)];
+
+    // Notifications with one open session.
+    figures.updates_per_s_1 = stream(&editor, std::slice::from_ref(&first), counts.streaming).await;
+
+    // Throughput: 64 sessions, a prompt in flight on each.
+    let mut sessions = vec![first];
+    while sessions.len() < IN_FLIGHT {
+        sessions.push(editor.new_session().await);
+    }
+    let start = Instant::now();
+    let per_session = counts.throughput.div_ceil(IN_FLIGHT);
+    let loops = sessions.iter().map(|session| {
+        let editor = editor.clone();
+        let session = session.clone();
+        async move {
+            for _ in 0..per_session {
+                editor.prompt(&session, "hi").await;
+            }
+        }
+    });
+    futures_join_all(loops).await;
+    figures.prompts_per_s = (per_session * IN_FLIGHT) as f64 / start.elapsed().as_secs_f64();
+
+    // Notifications with 256 open sessions.
+    while sessions.len() < MANY_SESSIONS {
+        sessions.push(editor.new_session().await);
+    }
+    figures.updates_per_s_256 = stream(&editor, &sessions, counts.streaming).await;
+
+    let (lost, late) = editor.losses();
+    figures.lost = lost;
+    figures.late = late;
+    let pids = process_tree(editor.pid());
+    let rss = |pid: u32| peak_rss_kib(pid);
+    match proxies {
+        None => figures.rss_agent_kib = rss(editor.pid()),
+        Some(_) => {
+            figures.rss_conductor_kib = rss(editor.pid());
+            for (pid, name) in pids {
+                if name.starts_with("passthrough") {
+                    figures.rss_proxy_kib = figures.rss_proxy_kib.max(rss(pid));
+                } else if name.starts_with("test-agent") {
+                    figures.rss_agent_kib = rss(pid);
+                }
+            }
+        }
+    }
+    editor.close().await;
+    figures
+}
+
+/// Sequential streaming prompts cycling over `sessions`; returns updates per second.
+async fn stream(editor: &BenchEditor, sessions: &[String], prompts: usize) -> f64 {
+    let text = format!("stream {UPDATES_PER_PROMPT}");
+    let start = Instant::now();
+    for i in 0..prompts {
+        editor.prompt(&sessions[i % sessions.len()], &text).await;
+    }
+    (prompts as u64 * UPDATES_PER_PROMPT) as f64 / start.elapsed().as_secs_f64()
+}
+
+async fn futures_join_all<F: std::future::Future<Output = ()> + Send + 'static>(
+    futures: impl Iterator<Item = F>,
+) {
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    for handle in handles {
+        handle.await.expect("a prompt loop panicked");
+    }
+}
+
+/// The editor: writes requests, and a reader task routes every line it reads.
+#[derive(Clone)]
+struct BenchEditor {
+    inner: Arc<Mutex<State>>,
+    stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
+    child: Arc<Mutex<Option<Child>>>,
+    pid: u32,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    pending: HashMap<u64, oneshot::Sender<Answer>>,
+    sessions: HashMap<String, Session>,
+    lost: u64,
+    late: u64,
+}
+
+#[derive(Default)]
+struct Session {
+    /// A prompt is in flight on it.
+    busy: bool,
+    /// Updates received during the current prompt.
+    received: u64,
+    /// What the current prompt expects: `Some(n)` for `stream n`.
+    expecting: Option<u64>,
+}
+
+struct Answer {
+    result: Box<RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    id: Option<u64>,
+    #[serde(borrow)]
+    method: Option<&'a str>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+    result: Option<Box<RawValue>>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateParams {
+    session_id: String,
+    update: UpdateBody,
+}
+
+#[derive(Deserialize)]
+struct UpdateBody {
+    content: Content,
+}
+
+#[derive(Deserialize)]
+struct Content {
+    text: String,
+}
+
+impl BenchEditor {
+    fn start(program: &Path, args: &[String]) -> BenchEditor {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+        let pid = child.id().expect("a pid");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let inner = Arc::new(Mutex::new(State::default()));
+        let state = inner.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match reader.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => on_line(&state, &line),
+                }
+            }
+        });
+        BenchEditor {
+            inner,
+            stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
+            child: Arc::new(Mutex::new(Some(child))),
+            pid,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    async fn request(&self, method: &str, params: String) -> Box<RawValue> {
+        let (tx, rx) = oneshot::channel();
+        let id = {
+            let mut state = self.inner.lock().unwrap();
+            state.next_id += 1;
+            let id = state.next_id;
+            state.pending.insert(id, tx);
+            id
+        };
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
+                + "\n";
+        self.stdin
+            .lock()
+            .await
+            .write_all(line.as_bytes())
+            .await
+            .expect("write to the agent");
+        match tokio::time::timeout(PATIENCE, rx).await {
+            Ok(Ok(answer)) => answer.result,
+            Ok(Err(_)) => panic!("{method} failed (see the line above)"),
+            Err(_) => panic!("{method} timed out"),
+        }
+    }
+
+    async fn new_session(&self) -> String {
+        let result = self
+            .request(
+                "session/new",
+                r#"{"cwd":"/tmp","mcpServers":[]}"#.to_owned(),
+            )
+            .await;
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct New {
+            session_id: String,
+        }
+        let new: New = serde_json::from_str(result.get()).expect("a session id");
+        self.inner
+            .lock()
+            .unwrap()
+            .sessions
+            .insert(new.session_id.clone(), Session::default());
+        new.session_id
+    }
+
+    async fn prompt(&self, session: &str, text: &str) {
+        {
+            let mut state = self.inner.lock().unwrap();
+            let s = state.sessions.get_mut(session).expect("a known session");
+            s.busy = true;
+            s.received = 0;
+            s.expecting = text.strip_prefix("stream ").and_then(|n| n.parse().ok());
+        }
+        let params =
+            format!(r#"{{"sessionId":"{session}","prompt":[{{"type":"text","text":"{text}"}}]}}"#);
+        self.request("session/prompt", params).await;
+        let mut state = self.inner.lock().unwrap();
+        let s = state.sessions.get_mut(session).expect("a known session");
+        s.busy = false;
+        let expected = s.expecting.unwrap_or(1);
+        let missing = expected.saturating_sub(s.received);
+        state.lost += missing;
+    }
+
+    fn losses(&self) -> (u64, u64) {
+        let state = self.inner.lock().unwrap();
+        (state.lost, state.late)
+    }
+
+    async fn close(self) {
+        drop(self.stdin);
+        let child = self.child.lock().unwrap().take();
+        if let Some(mut child) = child {
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        }
+    }
+}
+
+fn on_line(state: &Mutex<State>, line: &[u8]) {
+    let parsed: Line<'_> = match serde_json::from_slice(line) {
+        Ok(parsed) => parsed,
+        Err(e) => panic!("unreadable line ({e}): {}", String::from_utf8_lossy(line)),
+    };
+    let mut state = state.lock().unwrap();
+    match (parsed.method, parsed.id) {
+        (Some("session/update"), None) => {
+            let params = parsed.params.expect("update params");
+            let update: UpdateParams = serde_json::from_str(params.get()).expect("an update");
+            let Some(session) = state.sessions.get_mut(&update.session_id) else {
+                panic!("an update for an unknown session");
+            };
+            if !session.busy {
+                state.late += 1;
+                return;
+            }
+            session.received += 1;
+            let in_order = match session.expecting {
+                Some(_) => update.update.content.text == format!("chunk {}", session.received),
+                None => session.received == 1,
+            };
+            if !in_order {
+                state.late += 1;
+            }
+        }
+        (None, Some(id)) => {
+            let Some(waiting) = state.pending.remove(&id) else {
+                panic!(
+                    "a response to no request: {}",
+                    String::from_utf8_lossy(line)
+                );
+            };
+            match parsed.result {
+                Some(result) => {
+                    let _ = waiting.send(Answer { result });
+                }
+                None => {
+                    eprintln!("error response: {}", parsed.error.map_or("?", |e| e.get()));
+                    drop(waiting);
+                }
+            }
+        }
+        _ => panic!("unexpected message: {}", String::from_utf8_lossy(line)),
+    }
+}
+
+/// The descendants of `root`, with their names (`/proc/PID/comm`).
+fn process_tree(root: u32) -> Vec<(u32, String)> {
+    let mut parents = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // The name is in parentheses and may hold spaces; the parent pid follows it.
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+                continue;
+            };
+            let ppid = after.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            parents.push((pid, ppid.unwrap_or(0), name.trim().to_owned()));
+        }
+    }
+    let mut tree = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for (pid, ppid, name) in &parents {
+            if *ppid == parent {
+                tree.push((*pid, name.clone()));
+                frontier.push(*pid);
+            }
+        }
+    }
+    tree
+}
+
+/// Peak resident set size (`VmHWM`) of a running process, in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
