@@ -52,6 +52,8 @@ struct Figures {
     rss_conductor_kib: Option<u64>,
     rss_proxy_kib: Option<u64>,
     rss_agent_kib: Option<u64>,
+    /// Per process (name), during the 1-session streaming run: CPU µs and syscalls per update.
+    costs: Vec<(String, f64, f64)>,
 }
 
 fn main() {
@@ -113,6 +115,18 @@ async fn run(scale: f64) {
             mib(f.rss_proxy_kib),
             mib(f.rss_agent_kib),
         );
+    }
+
+    println!(
+        "\nCost per update while streaming on 1 session (CPU time / read+write syscalls, by process):"
+    );
+    for (name, f) in &rows {
+        let costs: Vec<String> = f
+            .costs
+            .iter()
+            .map(|(process, cpu, calls)| format!("{process} {cpu:.2} µs / {calls:.2}"))
+            .collect();
+        println!("- {name}: {}", costs.join(", "));
     }
 
     let n3 = &rows
@@ -225,7 +239,18 @@ async fn measure(
     figures.p99 = times[(times.len() * 99 / 100).min(times.len() - 1)];
 
     // Notifications with one open session.
+    let mut processes = vec![(editor.pid(), "editor's peer".to_owned())];
+    processes.extend(process_tree(editor.pid()));
+    let before: Vec<_> = processes.iter().map(|(pid, _)| usage(*pid)).collect();
     figures.updates_per_s_1 = stream(&editor, std::slice::from_ref(&first), counts.streaming).await;
+    let updates = (counts.streaming as u64 * UPDATES_PER_PROMPT) as f64;
+    for ((pid, name), before) in processes.iter().zip(before) {
+        if let (Some(b), Some(a)) = (before, usage(*pid)) {
+            let cpu_us = (a.0 - b.0) as f64 / 1e3 / updates;
+            let calls = (a.1 - b.1) as f64 / updates;
+            figures.costs.push((name.clone(), cpu_us, calls));
+        }
+    }
 
     // Throughput: 64 sessions, a prompt in flight on each.
     let mut sessions = vec![first];
@@ -553,6 +578,19 @@ fn process_tree(root: u32) -> Vec<(u32, String)> {
         }
     }
     tree
+}
+
+/// CPU time (ns, from `/proc/PID/schedstat`) and syscalls (reads + writes) of a process so far.
+fn usage(pid: u32) -> Option<(u64, u64)> {
+    let schedstat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    let nanos = schedstat.split(' ').next()?.parse::<u64>().ok()?;
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let count = |key: &str| {
+        io.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((nanos, count("syscr:")? + count("syscw:")?))
 }
 
 /// Peak resident set size (`VmHWM`) of a running process, in KiB.

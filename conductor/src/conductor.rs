@@ -238,10 +238,17 @@ impl Conductor {
 
     fn on_event(&mut self, event: Event) {
         match event {
-            Event::Inbound(conn, inbound, permit) => {
-                let fatal = self.router.inbound(conn, inbound, &mut self.deliveries);
+            Event::Inbound(conn, batch, permit) => {
+                let mut refused = None;
+                for inbound in batch {
+                    if let Some(Fatal::Refused(position)) =
+                        self.router.inbound(conn, inbound, &mut self.deliveries)
+                    {
+                        refused.get_or_insert(position);
+                    }
+                }
                 self.deliver(Some(permit));
-                if let Some(Fatal::Refused(position)) = fatal {
+                if let Some(position) = refused {
                     let why = self.router.refusal(position).message;
                     self.begin_end(Exit::Failed(why), true);
                 }
@@ -284,24 +291,32 @@ impl Conductor {
         }
     }
 
-    /// Writes out the router's deliveries; `permit` (the inbound message's budget) goes with
-    /// the last one.
+    /// Writes out the router's deliveries, one batch per connection, in order; `permit` (the
+    /// inbound batch's budget) goes with the last batch.
     fn deliver(&mut self, mut permit: Option<OwnedSemaphorePermit>) {
-        let last = self.deliveries.len();
-        for (i, delivery) in self.deliveries.drain(..).enumerate() {
-            if let Some(trace) = &mut self.trace {
-                trace.record(&self.router, &delivery.hop, &delivery.message);
+        let mut deliveries = self.deliveries.drain(..).peekable();
+        while let Some(first) = deliveries.next() {
+            let conn = first.conn;
+            let mut messages = Vec::with_capacity(1 + deliveries.len());
+            for delivery in std::iter::once(first).chain(std::iter::from_fn(|| {
+                deliveries.next_if(|d| d.conn == conn)
+            })) {
+                if let Some(trace) = &mut self.trace {
+                    trace.record(&self.router, &delivery.hop, &delivery.message);
+                }
+                messages.push(delivery.message);
             }
             let out = Out {
-                message: delivery.message,
-                permit: if i + 1 == last { permit.take() } else { None },
+                messages,
+                permit: if deliveries.peek().is_none() {
+                    permit.take()
+                } else {
+                    None
+                },
             };
-            match self.outboxes.get(delivery.conn).and_then(Option::as_ref) {
+            match self.outboxes.get(conn).and_then(Option::as_ref) {
                 Some(outbox) if outbox.send(out) => {}
-                _ => tracing::debug!(
-                    conn = delivery.conn,
-                    "dropped a message for a closed connection"
-                ),
+                _ => tracing::debug!(conn, "dropped messages for a closed connection"),
             }
         }
     }

@@ -8,6 +8,10 @@
 //! itself never waits on a writer, so one slow peer never stalls the routing of the others;
 //! and budgets are per reader, so a peer blocked on its own output never stops the conductor
 //! from reading anybody else.
+//!
+//! **Batches.** A reader hands over everything that one read brought in (up to [`BATCH`]
+//! messages) as one event, and the loop hands each writer everything routed to it from that
+//! event as one item: the hand-offs between tasks cost per batch, not per message.
 
 use std::sync::Arc;
 
@@ -20,24 +24,27 @@ use crate::route::Conn;
 /// Bytes a reader may have read but not yet written out.
 pub(crate) const READ_BUDGET: usize = 256 * 1024;
 
+/// The most messages one inbound event carries.
+const BATCH: usize = 32;
+
 /// What the connection tasks and the process watchers tell the event loop.
 #[derive(Debug)]
 pub(crate) enum Event {
     /// A component's process ended.
     Exited(Conn, std::io::Result<std::process::ExitStatus>),
-    /// An inbound item, with the budget it holds until it is written.
-    Inbound(Conn, Inbound, OwnedSemaphorePermit),
+    /// Inbound items, in arrival order, with the budget they hold until they are written.
+    Inbound(Conn, Vec<Inbound>, OwnedSemaphorePermit),
     /// The peer's output ended: `None` at a clean end of stream.
     Closed(Conn, Option<std::io::Error>),
     /// Writing to the peer failed (it closed its input).
     WriteFailed(Conn, std::io::Error),
 }
 
-/// A message routed to a connection's writer.
+/// Messages routed to a connection's writer, in order.
 #[derive(Debug)]
 pub(crate) struct Out {
-    pub(crate) message: Message,
-    /// The budget of the reader it came in on, released once it is written.
+    pub(crate) messages: Vec<Message>,
+    /// The budget of the reader they came in on, released once they are written.
     pub(crate) permit: Option<OwnedSemaphorePermit>,
 }
 
@@ -78,27 +85,55 @@ pub(crate) fn start<T: Transport>(
 async fn read<R: MessageReader>(conn: Conn, mut reader: R, events: mpsc::UnboundedSender<Event>) {
     let budget = Arc::new(Semaphore::new(READ_BUDGET));
     loop {
-        let event = match reader.read().await {
-            Ok(Some(inbound)) => {
-                let cost = cost(&inbound);
-                let Ok(permit) = budget.clone().acquire_many_owned(cost).await else {
-                    return;
-                };
-                Event::Inbound(conn, inbound, permit)
+        let mut end = None;
+        let mut batch = Vec::new();
+        match reader.read().await {
+            Ok(Some(inbound)) => batch.push(inbound),
+            Ok(None) => end = Some(None),
+            Err(e) => end = Some(Some(e)),
+        }
+        // Whatever else is already here (buffered, or readable without waiting) goes along.
+        while end.is_none() && batch.len() < BATCH {
+            match poll_once(reader.read()) {
+                None => break,
+                Some(Ok(Some(inbound))) => batch.push(inbound),
+                Some(Ok(None)) => end = Some(None),
+                Some(Err(e)) => end = Some(Some(e)),
             }
-            Ok(None) => Event::Closed(conn, None),
-            Err(e) => Event::Closed(conn, Some(e)),
-        };
-        let closed = matches!(event, Event::Closed(..));
-        if events.send(event).is_err() || closed {
+        }
+        if !batch.is_empty() {
+            let cost = batch.iter().map(cost).sum::<usize>().min(READ_BUDGET);
+            // READ_BUDGET fits in u32.
+            let Ok(permit) = budget.clone().acquire_many_owned(cost as u32).await else {
+                return;
+            };
+            if events.send(Event::Inbound(conn, batch, permit)).is_err() {
+                return;
+            }
+            // Let the loop route this batch and the writers send it before reading on, so the
+            // next process in the chain starts on it while this one reads the rest.
+            tokio::task::yield_now().await;
+        }
+        if let Some(error) = end {
+            let _ = events.send(Event::Closed(conn, error));
             return;
         }
     }
 }
 
-/// What a message counts against its reader's budget: its payload's size, at least 64 and at
-/// most the whole budget (so one huge message still goes through, alone).
-fn cost(inbound: &Inbound) -> u32 {
+/// Polls `future` once: its output if it is ready without waiting. Used on a reader's `read`,
+/// which loses nothing when dropped unfinished (what it buffered stays in the reader).
+fn poll_once<F: std::future::Future>(future: F) -> Option<F::Output> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(future).poll(&mut cx) {
+        std::task::Poll::Ready(output) => Some(output),
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// What a message counts against its reader's budget: its payload's size, at least 64. (A
+/// batch counts at most the whole budget, so one huge message still goes through, alone.)
+fn cost(inbound: &Inbound) -> usize {
     let payload = match inbound {
         Inbound::Message(Message::Request(r)) => r.params.as_ref().map_or(0, |p| p.len()),
         Inbound::Message(Message::Notification(n)) => n.params.as_ref().map_or(0, |p| p.len()),
@@ -109,8 +144,7 @@ fn cost(inbound: &Inbound) -> u32 {
         },
         _ => 0,
     };
-    // READ_BUDGET fits in u32.
-    payload.clamp(64, READ_BUDGET) as u32
+    payload.max(64)
 }
 
 async fn write<W: MessageWriter>(
@@ -122,9 +156,9 @@ async fn write<W: MessageWriter>(
     let mut outs = Vec::with_capacity(64);
     let mut batch = Vec::with_capacity(64);
     let mut permits = Vec::with_capacity(64);
-    while outgoing.recv_many(&mut outs, 1024).await > 0 {
+    while outgoing.recv_many(&mut outs, 64).await > 0 {
         for out in outs.drain(..) {
-            batch.push(out.message);
+            batch.extend(out.messages);
             permits.extend(out.permit);
         }
         if let Err(e) = writer.write(&mut batch).await {

@@ -35,6 +35,10 @@ use super::{
 const BACKPRESSURE_AT: usize = 1024;
 const DEFAULT_MAX_BACKLOG: usize = 1 << 20;
 const MAX_WRITE_BATCH: usize = 512;
+/// How many messages the reader takes from what one read brought in before it lets the
+/// dispatcher and writer run: a burst is passed on in slices of this size, so the next
+/// process of a chain starts on the first slice while this one reads the rest.
+const READ_SLICE: u32 = 32;
 
 /// A handle to a running connection: send requests and notifications to the peer, spawn work
 /// tied to the connection, close it. Cheap to clone.
@@ -344,7 +348,13 @@ async fn run_reader<R: MessageReader>(
     let shared = &conn.shared;
     // Requests and notifications handed to the dispatcher so far: a response's barrier.
     let mut enqueued: u64 = 0;
+    let mut slice = 0;
     let why = loop {
+        slice += 1;
+        if slice == READ_SLICE {
+            slice = 0;
+            tokio::task::yield_now().await;
+        }
         let read = tokio::select! {
             biased;
             _ = shared.shutdown.cancelled() => break "closed locally".to_owned(),
