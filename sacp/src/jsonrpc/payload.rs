@@ -55,6 +55,12 @@ impl RawJson {
         RawJson(bytes)
     }
 
+    /// A part of this payload (a whole JSON value inside it, the caller knows), sharing its
+    /// buffer.
+    pub(crate) fn slice(&self, range: std::ops::Range<usize>) -> RawJson {
+        RawJson(self.0.slice(range))
+    }
+
     /// The part of this payload that `part` (a value deserialized from [`RawJson::as_bytes`])
     /// spans, sharing this payload's buffer.
     pub(crate) fn slice_of(&self, part: &serde_json::value::RawValue) -> RawJson {

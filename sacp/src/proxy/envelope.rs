@@ -63,6 +63,10 @@ pub fn unwrap(params: Option<&RawJson>) -> Result<(String, Option<RawJson>), Err
         ))
     };
     let params = params.ok_or_else(|| invalid("it has no params"))?;
+    if let Some((method, inner)) = fast::members(params.as_bytes()) {
+        let inner = inner.map(|(start, end)| params.slice(start..end));
+        return Ok((method.to_owned(), inner));
+    }
     let wrapped: Wrapped<'_> =
         serde_json::from_slice(params.as_bytes()).map_err(|e| invalid(&e.to_string()))?;
     let method = wrapped
@@ -71,6 +75,125 @@ pub fn unwrap(params: Option<&RawJson>) -> Result<(String, Option<RawJson>), Err
     // `"params": null` is a present null, which is what the inner message had.
     let inner = wrapped.params.map(|raw| params.slice_of(raw));
     Ok((method, inner))
+}
+
+/// Finding the two members without parsing the inner params again.
+///
+/// A [`RawJson`] is valid JSON (every constructor checks or produces it), so finding where the
+/// members of the envelope object start and end needs no validation, only a scan of its
+/// structure: strings are skipped with `memchr`, nesting is counted. That is several times
+/// cheaper than a serde pass, which validates UTF-8 and every token again; it matters because
+/// a proxy unwraps every update the agent streams.
+mod fast {
+    /// The `method` (a string without escapes) and the span of `params` (when present), or
+    /// `None` for anything unusual (an escaped key or method, a duplicate member, no method),
+    /// which the serde path then handles, with its error messages.
+    pub(super) fn members(json: &[u8]) -> Option<(&str, Option<(usize, usize)>)> {
+        let mut i = skip_ws(json, 0);
+        if json.get(i) != Some(&b'{') {
+            return None;
+        }
+        i = skip_ws(json, i + 1);
+        let (mut method, mut params) = (None, None);
+        if json.get(i) == Some(&b'}') {
+            return None;
+        }
+        loop {
+            if json.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = plain_string_end(json, i)?;
+            let key = &json[i + 1..key_end - 1];
+            i = skip_ws(json, key_end);
+            if json.get(i) != Some(&b':') {
+                return None;
+            }
+            let start = skip_ws(json, i + 1);
+            let end = value_end(json, start)?;
+            match key {
+                b"method" if method.is_none() => {
+                    let end = plain_string_end(json, start).filter(|&e| e == end)?;
+                    method = Some(std::str::from_utf8(&json[start + 1..end - 1]).ok()?);
+                }
+                b"params" if params.is_none() => params = Some((start, end)),
+                b"method" | b"params" => return None,
+                _ => {}
+            }
+            i = skip_ws(json, end);
+            match json.get(i) {
+                Some(b',') => i = skip_ws(json, i + 1),
+                Some(b'}') => break,
+                _ => return None,
+            }
+        }
+        Some((method?, params))
+    }
+
+    fn skip_ws(json: &[u8], mut i: usize) -> usize {
+        while json
+            .get(i)
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            i += 1;
+        }
+        i
+    }
+
+    /// The end (past the closing quote) of the string at `start`, if it has no escapes.
+    fn plain_string_end(json: &[u8], start: usize) -> Option<usize> {
+        let rest = json.get(start + 1..)?;
+        let at = memchr::memchr2(b'"', b'\\', rest)?;
+        (rest[at] == b'"').then_some(start + 1 + at + 1)
+    }
+
+    /// The end of any string at `start` (past its closing quote).
+    fn string_end(json: &[u8], start: usize) -> Option<usize> {
+        let mut i = start + 1;
+        loop {
+            let at = memchr::memchr2(b'"', b'\\', json.get(i..)?)?;
+            if json[i + at] == b'"' {
+                return Some(i + at + 1);
+            }
+            i += at + 2;
+        }
+    }
+
+    /// The end of the value at `start`.
+    fn value_end(json: &[u8], start: usize) -> Option<usize> {
+        match json.get(start)? {
+            b'"' => string_end(json, start),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                let mut i = start;
+                loop {
+                    match json.get(i)? {
+                        b'"' => {
+                            i = string_end(json, i)?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some(i + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            _ => {
+                let mut i = start;
+                while json.get(i).is_some_and(|b| {
+                    !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                }) {
+                    i += 1;
+                }
+                Some(i)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +229,40 @@ mod tests {
         assert!(params.unwrap().is_null());
         let (method, _) = unwrap(Some(&raw(r#"{"method":"a\/b\u0021"}"#))).unwrap();
         assert_eq!(method, "a/b!");
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_serde() {
+        let cases = [
+            r#"{"method":"session/update","params":{"a":"}\"]","b":[{"c":[]}]}}"#,
+            r#" { "params" : [1, "x\\"] , "_meta" : {"k":"\u0041"}, "method" : "m" } "#,
+            r#"{"method":"m","params":-1.5e3}"#,
+            r#"{"method":"m","params":null,"x":true}"#,
+            r#"{"method":"m"}"#,
+            r#"{"_meta":{"method":"inner"},"method":"outer","params":"s"}"#,
+        ];
+        for case in cases {
+            let fast = fast::members(case.as_bytes()).unwrap_or_else(|| panic!("{case}"));
+            let (method, params) = unwrap(Some(&raw(case))).unwrap();
+            assert_eq!(fast.0, method, "{case}");
+            assert_eq!(
+                fast.1.map(|(s, e)| &case[s..e]),
+                params.as_ref().map(RawJson::as_str),
+                "{case}"
+            );
+        }
+        // Left to serde: escapes in the method or a key, duplicates, no method.
+        for case in [
+            r#"{"method":"a\/b","params":1}"#,
+            r#"{"me\u0074hod":"m"}"#,
+            r#"{"method":"m","method":"n"}"#,
+            r#"{"params":1}"#,
+            r#"{"method":null}"#,
+            r#"{}"#,
+            r#"[]"#,
+        ] {
+            assert!(fast::members(case.as_bytes()).is_none(), "{case}");
+        }
     }
 
     #[test]
