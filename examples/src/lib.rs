@@ -1,8 +1,10 @@
 //! Runnable examples of `sacp`.
 //!
 //! - [`bins`]: finds (and builds) the workspace's binaries for tests, benchmarks and demos.
-//! - [`demo`]: a tiny agent/client protocol used by the `jsonrpc-demo` binary (the README's
-//!   main job until the conductor demo arrives) and by the child-process tests.
+//! - `chain-demo` (the README's main job): a scripted editor driving the conductor with
+//!   `passthrough-proxy`, `prefix-proxy` and `test-agent`.
+//! - [`demo`]: a tiny agent/client protocol used by the `jsonrpc-demo` binary and by the
+//!   child-process tests.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`.
 //! - [`test_agent`]: a deterministic agent driven by keywords in its prompts (`test-agent`).
