@@ -4,12 +4,13 @@
 //! the three components and sits between every pair of neighbours: the editor sees one plain
 //! ACP agent, each proxy sees its client and (through `_proxy/successor/*`) its successor, and
 //! the agent sees a plain ACP client. The protocol is `spec/PROTOCOL.md` §1–§3, §5 and §6:
-//! - [`route`](crate) (module `route`): where each message goes, per-hop ids, the successor
-//!   envelope, the proxy-capability handshake, proxy mode;
-//! - module `conductor`: the event loop and the chain's life, from spawning to the last
-//!   process group killed ([`run`]);
+//! - `route.rs`: where each message goes, per-hop ids, the successor envelope, the
+//!   proxy-capability handshake, proxy mode;
+//! - `conductor.rs`: the event loop and the chain's life, from spawning to the last process
+//!   group killed ([`run`]); `endpoint.rs`: each connection's reader and writer, with
+//!   backpressure; `process.rs`: process groups and stderr; `trace.rs`: `--trace`;
 //! - [`Chain`]: the components, from command lines or a TOML chain file;
-//! - module `cli`: the `conductor` command line.
+//! - [`cli`]: the `conductor` command line.
 //!
 //! The library runs a conductor over any transport, for instance inside another program:
 //!
