@@ -307,6 +307,38 @@ impl Editor {
         .await
     }
 
+    /// Sends a prompt without waiting for its answer; returns its id.
+    pub(crate) async fn send_prompt(&mut self, session: &str, text: &str) -> Value {
+        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+        self.send_request("session/prompt", params).await
+    }
+
+    /// Starts a `wait` prompt and returns its id once the agent says it is waiting.
+    pub(crate) async fn start_waiting(&mut self, session: &str) -> Value {
+        let id = self.send_prompt(session, "wait").await;
+        let waiting = self.next_message().await;
+        let text = waiting
+            .as_ref()
+            .map(|m| &m["params"]["update"]["content"]["text"]);
+        if text != Some(&json!("waiting")) {
+            self.fail(&format!(
+                "expected the agent to say it waits, got {waiting:?}"
+            ));
+        }
+        id
+    }
+
+    /// Closes stdin and checks the conductor's clean end: exit status 0 within a second,
+    /// and no process left.
+    pub(crate) async fn close_and_expect_a_clean_exit(&mut self) {
+        self.close_stdin();
+        let (code, took) = self.exit().await;
+        if code != Some(0) || took.as_millis() >= 1000 {
+            self.fail(&format!("exit status {code:?} after {took:?}"));
+        }
+        self.assert_no_process_left().await;
+    }
+
     /// Closes the agent's stdin.
     pub(crate) fn close_stdin(&mut self) {
         self.stdin = None;

@@ -55,15 +55,8 @@ async fn an_agent_that_crashes_mid_prompt_fails_the_prompt_by_name() {
 #[tokio::test]
 async fn a_proxy_that_is_killed_ends_the_chain() {
     let mut editor = Editor::start(conductor(), &flat_chain(2));
-    editor.open_session().await;
-    let id = editor
-        .send_request(
-            "session/prompt",
-            json!({"sessionId": "session-1", "prompt": [{"type": "text", "text": "wait"}]}),
-        )
-        .await;
-    let waiting = editor.next_message().await.unwrap();
-    assert_eq!(waiting["params"]["update"]["content"]["text"], "waiting");
+    let session = editor.open_session().await;
+    let id = editor.start_waiting(&session).await;
     let proxy = processes_tagged(&editor.tag)
         .into_iter()
         .find(|pid| {
@@ -98,28 +91,15 @@ async fn when_the_editor_closes_stdin_the_conductor_exits_0_within_a_second() {
     let mut editor = Editor::start(conductor(), &flat_chain(3));
     let session = editor.open_session().await;
     editor.prompt(&session, "warm up").await;
-    editor.close_stdin();
-    let (code, took) = editor.exit().await;
-    assert_eq!(code, Some(0), "{}", editor.stderr());
-    assert!(took.as_millis() < 1000, "took {took:?}");
-    editor.assert_no_process_left().await;
+    editor.close_and_expect_a_clean_exit().await;
 }
 
 #[tokio::test]
 async fn even_with_a_prompt_in_flight_closing_stdin_ends_everything() {
     let mut editor = Editor::start(conductor(), &flat_chain(1));
     let session = editor.open_session().await;
-    editor
-        .send_request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
-        )
-        .await;
-    editor.close_stdin();
-    let (code, took) = editor.exit().await;
-    assert_eq!(code, Some(0), "{}", editor.stderr());
-    assert!(took.as_millis() < 1000, "took {took:?}");
-    editor.assert_no_process_left().await;
+    editor.start_waiting(&session).await;
+    editor.close_and_expect_a_clean_exit().await;
 }
 
 #[tokio::test]

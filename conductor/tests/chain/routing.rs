@@ -29,9 +29,7 @@ async fn chains_of_0_1_and_3_pass_through_proxies_look_like_the_agent_itself() {
             "{proxies} proxies\n--- stderr ---\n{}",
             editor.stderr()
         );
-        editor.close_stdin();
-        assert_eq!(editor.exit().await.0, Some(0), "{}", editor.stderr());
-        editor.assert_no_process_left().await;
+        editor.close_and_expect_a_clean_exit().await;
     }
 }
 
@@ -95,12 +93,7 @@ async fn a_transforming_proxy_changes_exactly_the_agents_text() {
 async fn ten_thousand_updates_through_three_proxies_arrive_in_order_before_the_answer() {
     let mut editor = Editor::start(conductor(), &flat_chain(3));
     let session = editor.open_session().await;
-    let id = editor
-        .send_request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": "stream 10000"}]}),
-        )
-        .await;
+    let id = editor.send_prompt(&session, "stream 10000").await;
     let mut seen = 0u32;
     loop {
         let message = editor
@@ -149,11 +142,7 @@ async fn a_nested_conductor_behaves_like_the_flat_chain() {
         .count();
     assert_eq!(chunks, 5 + 2000);
 
-    editor.close_stdin();
-    let (code, took) = editor.exit().await;
-    assert_eq!(code, Some(0), "{}", editor.stderr());
-    assert!(took.as_millis() < 1000, "took {took:?}");
-    editor.assert_no_process_left().await;
+    editor.close_and_expect_a_clean_exit().await;
 }
 
 #[tokio::test]
@@ -172,14 +161,7 @@ async fn cancellation_reaches_the_agent_both_ways() {
     let session = editor.open_session().await;
 
     // `session/cancel` is an ordinary notification.
-    let id = editor
-        .send_request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
-        )
-        .await;
-    let waiting = editor.next_message().await.unwrap();
-    assert_eq!(waiting["params"]["update"]["content"]["text"], "waiting");
+    let id = editor.start_waiting(&session).await;
     editor
         .notify("session/cancel", json!({"sessionId": session}))
         .await;
@@ -187,14 +169,7 @@ async fn cancellation_reaches_the_agent_both_ways() {
     assert_eq!(done["result"]["stopReason"], "cancelled");
 
     // `$/cancel_request` is hop-local: each hop cancels the request it caused.
-    let id = editor
-        .send_request(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
-        )
-        .await;
-    let waiting = editor.next_message().await.unwrap();
-    assert_eq!(waiting["params"]["update"]["content"]["text"], "waiting");
+    let id = editor.start_waiting(&session).await;
     editor
         .notify("$/cancel_request", json!({"requestId": id}))
         .await;
