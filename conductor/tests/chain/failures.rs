@@ -145,3 +145,54 @@ async fn a_component_that_cannot_start_is_named() {
     );
     editor.assert_no_process_left().await;
 }
+
+#[tokio::test]
+async fn a_component_that_closes_its_stdout_but_lives_on_is_named_and_killed() {
+    // The shell closes its stdout, then waits (in its own process group, with a child).
+    let agent = "sh -c 'exec >&-; sleep 30 & wait'".to_owned();
+    let mut editor = Editor::start(conductor(), &["agent".to_owned(), agent]);
+    let id = editor
+        .send_request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    let init = editor.until_response(&id).await;
+    assert_eq!(
+        init["error"]["message"], "component 1 (\"sh\") closed its stdout",
+        "{init}"
+    );
+    assert_eq!(editor.exit().await.0, Some(1));
+    editor.assert_no_process_left().await;
+}
+
+#[tokio::test]
+async fn a_chain_file_names_components_and_sets_their_directory() {
+    let dir = std::env::temp_dir().join(format!("sacp-chain-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A program path relative to the component's directory only starts if `cwd` is applied.
+    let link = dir.join("sparkle-agent");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(agent(), &link).unwrap();
+    let file = dir.join("chain.toml");
+    let text = format!(
+        "[[component]]\nname = \"sparkle\"\ncommand = \"./sparkle-agent\"\ncwd = {:?}\nenv = {{ SPARKLE = \"1\" }}\n",
+        dir.to_string_lossy()
+    );
+    std::fs::write(&file, text).unwrap();
+    let args = vec![
+        "agent".to_owned(),
+        "--chain".to_owned(),
+        file.to_string_lossy().into_owned(),
+        agent(),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    // The test agent in the first position is no proxy: the error names it as the file does.
+    let init = editor
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    assert_eq!(
+        init["error"]["message"],
+        "component 1 (\"sparkle\") did not accept the proxy capability"
+    );
+    assert_eq!(editor.exit().await.0, Some(1));
+    editor.assert_no_process_left().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
