@@ -330,7 +330,8 @@ struct BenchEditor {
 #[derive(Default)]
 struct State {
     next_id: u64,
-    pending: HashMap<u64, oneshot::Sender<Answer>>,
+    /// The result of each request in flight, by id.
+    pending: HashMap<u64, oneshot::Sender<Box<RawValue>>>,
     sessions: HashMap<String, Session>,
     lost: u64,
     late: u64,
@@ -344,10 +345,6 @@ struct Session {
     received: u64,
     /// What the current prompt expects: `Some(n)` for `stream n`.
     expecting: Option<u64>,
-}
-
-struct Answer {
-    result: Box<RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -436,7 +433,7 @@ impl BenchEditor {
             .await
             .expect("write to the agent");
         match tokio::time::timeout(PATIENCE, rx).await {
-            Ok(Ok(answer)) => answer.result,
+            Ok(Ok(result)) => result,
             Ok(Err(_)) => panic!("{method} failed (see the line above)"),
             Err(_) => panic!("{method} timed out"),
         }
@@ -531,7 +528,7 @@ fn on_line(state: &Mutex<State>, line: &[u8]) {
             };
             match parsed.result {
                 Some(result) => {
-                    let _ = waiting.send(Answer { result });
+                    let _ = waiting.send(result);
                 }
                 None => {
                     eprintln!("error response: {}", parsed.error.map_or("?", |e| e.get()));

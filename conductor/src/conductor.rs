@@ -97,7 +97,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         },
     };
     let (events_tx, events) = mpsc::unbounded_channel();
-    let mut members = Vec::new();
+    let mut members: Vec<Member> = Vec::new();
     let mut outboxes = vec![None];
     for (index, component) in chain.components.iter().enumerate() {
         let position = index + 1;
@@ -111,7 +111,6 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
                 );
                 tracing::error!("{why}");
                 for member in &members {
-                    let member: &Member = member;
                     process::signal_group(member.pid, Signal::SIGKILL);
                 }
                 return Exit::Failed(why);
@@ -297,7 +296,7 @@ impl Conductor {
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {
             let conn = first.conn;
-            let mut messages = Vec::with_capacity(1 + deliveries.len());
+            let mut messages = Vec::new();
             for delivery in std::iter::once(first).chain(std::iter::from_fn(|| {
                 deliveries.next_if(|d| d.conn == conn)
             })) {

@@ -151,10 +151,9 @@ async fn relay_stderr(mut stderr: tokio::process::ChildStderr, prefix: String, t
             text.push(b'\n');
         }
         pending.drain(..start);
-        if out.write_all(&text).await.is_err() {
-            // Our stderr is gone; keep reading so the component never blocks on a full pipe.
-            continue;
-        }
+        // If our stderr is gone, keep reading anyway, so the component never blocks on a full
+        // pipe.
+        let _ = out.write_all(&text).await;
     }
     if !pending.is_empty() {
         tail.push(&pending);

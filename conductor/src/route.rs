@@ -143,8 +143,6 @@ pub(crate) struct Router {
     proxy_mode: bool,
     /// One per connection: the editor's, then the components'.
     conns: Vec<Ids>,
-    /// The id of the editor's `initialize`, while it is unanswered.
-    editor_initialize: Option<Id>,
 }
 
 /// How an arriving request or notification travels.
@@ -152,6 +150,15 @@ struct Route {
     from: usize,
     dir: Dir,
     wrapped: bool,
+}
+
+/// An arriving request or notification, unwrapped, with the position it goes to.
+struct Resolved {
+    from: usize,
+    to: usize,
+    dir: Dir,
+    method: String,
+    params: Option<RawJson>,
 }
 
 impl Router {
@@ -162,7 +169,6 @@ impl Router {
             names,
             proxy_mode: false,
             conns,
-            editor_initialize: None,
         }
     }
 
@@ -249,7 +255,6 @@ impl Router {
         for id in ids {
             self.answer(EDITOR, id, error, out);
         }
-        self.editor_initialize = None;
     }
 
     /// The error for a component that refused the proxy capability.
@@ -301,72 +306,108 @@ impl Router {
         }
     }
 
+    /// Where a request or notification that arrived on `conn` goes, unwrapped. On failure,
+    /// the method as it arrived (for the log) and the error (boxed: failures are rare).
+    fn resolve(
+        &self,
+        conn: Conn,
+        method: String,
+        params: Option<RawJson>,
+    ) -> Result<Resolved, Box<(String, Error)>> {
+        let route = match self.route(conn, &method) {
+            Ok(route) => route,
+            Err(error) => return Err(Box::new((method, error))),
+        };
+        let (method, params) = if route.wrapped {
+            match envelope::unwrap(params.as_ref()) {
+                Ok(inner) => inner,
+                Err(error) => return Err(Box::new((method, error))),
+            }
+        } else {
+            (method, params)
+        };
+        match self.target(route.from, route.dir) {
+            Ok(to) => Ok(Resolved {
+                from: route.from,
+                to,
+                dir: route.dir,
+                method,
+                params,
+            }),
+            Err(error) => Err(Box::new((method, error))),
+        }
+    }
+
+    /// The method and params `resolved` is written with: wrapped in `envelope` when it
+    /// reaches a component from its successor side, or the outer conductor as our successor.
+    fn on_the_wire(&self, resolved: Resolved, envelope: &str) -> (String, Option<RawJson>) {
+        let Resolved {
+            to,
+            dir,
+            method,
+            params,
+            ..
+        } = resolved;
+        if self.wraps(to, dir) {
+            let wrapped = envelope::wrap(&method, params.as_ref());
+            (envelope.to_owned(), Some(wrapped))
+        } else {
+            (method, params)
+        }
+    }
+
+    fn hop(&self, resolved: &Resolved) -> Hop {
+        Hop {
+            from: self.node(resolved.from),
+            to: self.node(resolved.to),
+            dir: resolved.dir,
+            answers: None,
+        }
+    }
+
     fn request(&mut self, conn: Conn, request: Request, out: &mut Vec<Delivery>) {
         let Request { id, method, params } = request;
         if conn == EDITOR && method == "initialize" {
             self.proxy_mode = handshake::offered(params.as_ref());
-            self.editor_initialize = Some(id.clone());
         }
-        let routed = self.route(conn, &method).and_then(|route| {
-            let (method, params) = if route.wrapped {
-                envelope::unwrap(params.as_ref())?
-            } else {
-                (method, params)
-            };
-            let to = self.target(route.from, route.dir)?;
-            let (params, initialize) = if route.dir == Dir::Down && method == "initialize" {
-                let offered = to <= self.n() && self.is_proxy(to);
-                (
-                    Some(handshake::offer(params.as_ref(), offered)?),
-                    Some((to, offered)),
-                )
-            } else {
-                (params, None)
-            };
-            Ok((route, method, params, to, initialize))
-        });
-        let (route, method, params, to, initialize) = match routed {
-            Ok(routed) => routed,
-            Err(error) => return self.answer(conn, id, &error, out),
+        let mut resolved = match self.resolve(conn, method, params) {
+            Ok(resolved) => resolved,
+            Err(failed) => return self.answer(conn, id, &failed.1, out),
         };
+        let mut initialize = None;
+        if resolved.dir == Dir::Down && resolved.method == "initialize" {
+            let offered = resolved.to <= self.n() && self.is_proxy(resolved.to);
+            match handshake::offer(resolved.params.as_ref(), offered) {
+                Ok(params) => resolved.params = Some(params),
+                Err(error) => return self.answer(conn, id, &error, out),
+            }
+            initialize = Some((resolved.to, offered));
+        }
 
-        let target = self.conn_of(to);
+        let target = self.conn_of(resolved.to);
+        let hop = self.hop(&resolved);
         let ids = &mut self.conns[target];
         ids.last += 1;
         let out_id = ids.last;
-        let hop = Hop {
-            from: self.node(route.from),
-            to: self.node(to),
-            dir: route.dir,
-            answers: None,
-        };
         let pending = Pending {
             origin: conn,
             origin_id: id.clone(),
             responder: hop.to,
             requester: hop.from,
-            dir: route.dir.reverse(),
-            method: method.as_str().into(),
+            dir: hop.dir.reverse(),
+            method: resolved.method.as_str().into(),
             initialize,
         };
-        self.conns[target].pending.insert(out_id, pending);
+        ids.pending.insert(out_id, pending);
         self.conns[conn].in_flight.insert(id, (target, out_id));
-        let message = if self.wraps(to, route.dir) {
-            Request {
-                id: Id::Number(out_id),
-                method: SUCCESSOR_REQUEST.to_owned(),
-                params: Some(envelope::wrap(&method, params.as_ref())),
-            }
-        } else {
-            Request {
+        let (method, params) = self.on_the_wire(resolved, SUCCESSOR_REQUEST);
+        out.push(Delivery {
+            conn: target,
+            message: Message::Request(Request {
                 id: Id::Number(out_id),
                 method,
                 params,
-            }
-        };
-        out.push(Delivery {
-            conn: target,
-            message: Message::Request(message),
+            }),
             hop,
         });
     }
@@ -376,43 +417,22 @@ impl Router {
         if method == CANCEL_REQUEST_METHOD {
             return self.cancel(conn, params, out);
         }
-        // Notifications are never answered, not even with an error.
-        let dropped = |method: &str, error: Error| {
-            tracing::warn!(peer = %self.peer(conn), %method, %error, "dropped a notification");
-        };
-        let route = match self.route(conn, &method) {
-            Ok(route) => route,
-            Err(error) => return dropped(&method, error),
-        };
-        let (method, params) = if route.wrapped {
-            match envelope::unwrap(params.as_ref()) {
-                Ok(inner) => inner,
-                Err(error) => return dropped(&method, error),
+        let resolved = match self.resolve(conn, method, params) {
+            Ok(resolved) => resolved,
+            Err(failed) => {
+                let (method, error) = *failed;
+                // Notifications are never answered, not even with an error.
+                tracing::warn!(peer = %self.peer(conn), %method, %error, "dropped a notification");
+                return;
             }
-        } else {
-            (method, params)
         };
-        let to = match self.target(route.from, route.dir) {
-            Ok(to) => to,
-            Err(error) => return dropped(&method, error),
-        };
-        let message = if self.wraps(to, route.dir) {
-            Notification {
-                method: SUCCESSOR_NOTIFICATION.to_owned(),
-                params: Some(envelope::wrap(&method, params.as_ref())),
-            }
-        } else {
-            Notification { method, params }
-        };
+        let target = self.conn_of(resolved.to);
+        let hop = self.hop(&resolved);
+        let (method, params) = self.on_the_wire(resolved, SUCCESSOR_NOTIFICATION);
         out.push(Delivery {
-            conn: self.conn_of(to),
-            message: Message::Notification(message),
-            hop: Hop {
-                from: self.node(route.from),
-                to: self.node(to),
-                dir: route.dir,
-                answers: None,
-            },
+            conn: target,
+            message: Message::Notification(Notification { method, params }),
+            hop,
         });
     }
 
@@ -451,6 +471,17 @@ impl Router {
         });
     }
 
+    /// The editor's `initialize`, if it still waits for the first component's answer.
+    fn take_editor_initialize(&mut self) -> Option<Pending> {
+        let conn = self.conn_of(1);
+        let id = self.conns[conn]
+            .pending
+            .iter()
+            .find(|(_, p)| p.origin == EDITOR && p.initialize.is_some())
+            .map(|(&id, _)| id)?;
+        self.take_pending(conn, &Id::Number(id))
+    }
+
     fn take_pending(&mut self, conn: Conn, id: &Id) -> Option<Pending> {
         let Id::Number(n) = id else { return None };
         let pending = self.conns[conn].pending.remove(n)?;
@@ -477,19 +508,15 @@ impl Router {
             if offered && !handshake::accepted(result) {
                 let error = self.refusal(position);
                 tracing::error!("{error}");
-                if let Some(id) = self.editor_initialize.take() {
-                    self.conns[EDITOR].in_flight.remove(&id);
-                    self.answer(EDITOR, id.clone(), &error, out);
-                    if (pending.origin, &pending.origin_id) != (EDITOR, &id) {
-                        self.answer(pending.origin, pending.origin_id, &error, out);
-                    }
+                // Unless this is its own answer, the editor's `initialize` still waits on the
+                // first hop.
+                if let Some(editors) = self.take_editor_initialize() {
+                    self.answer(EDITOR, editors.origin_id, &error, out);
                 }
+                self.answer(pending.origin, pending.origin_id, &error, out);
                 return Some(Fatal::Refused(position));
             }
             body = ResponseBody::Result(self.initialize_result(result, pending.requester));
-        }
-        if pending.origin == EDITOR && self.editor_initialize.as_ref() == Some(&pending.origin_id) {
-            self.editor_initialize = None;
         }
         out.push(Delivery {
             conn: pending.origin,

@@ -6,6 +6,10 @@ use serde_json::{Value, json};
 use super::*;
 
 fn parse(line: Value) -> Inbound {
+    parse_text(&line.to_string())
+}
+
+fn parse_text(line: &str) -> Inbound {
     use sacp::jsonrpc::{ByteStream, MessageReader, Transport};
     let text = std::io::Cursor::new(format!("{line}\n").into_bytes());
     let (mut reader, _) = ByteStream::new(text, tokio::io::sink()).split();
@@ -365,4 +369,30 @@ fn failing_answers_everything_the_editor_waits_for() {
     assert_eq!(ids.len(), 2);
     assert!(ids.iter().all(|l| l.contains("gone")), "{ids:?}");
     assert!(matches!(out[0].message, Message::Response(_)));
+}
+
+#[test]
+fn payloads_are_forwarded_as_the_bytes_they_arrived_as() {
+    let mut r = chain(2);
+    let params = r#"{ "sessionId" : "s",  "x":[1.50, 2e3, "\u00e9"] }"#;
+    let mut out = Vec::new();
+    let line = format!(r#"{{"jsonrpc":"2.0","method":"_ext/thing","params":{params}}}"#);
+    r.inbound(2, parse_text(&line), &mut out);
+    let wrapped = out.pop().unwrap().message.to_line();
+    assert!(
+        wrapped.ends_with(&format!(
+            r#""params":{{"method":"_ext/thing","params":{params}}}}}"#
+        )),
+        "{wrapped}"
+    );
+
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":"p","method":"_proxy/successor/request","params":{{"params":{params},"method":"_ext/ask"}}}}"#
+    );
+    r.inbound(1, parse_text(&line), &mut out);
+    let unwrapped = out.pop().unwrap().message.to_line();
+    assert!(
+        unwrapped.ends_with(&format!(r#""method":"_ext/ask","params":{params}}}"#)),
+        "{unwrapped}"
+    );
 }

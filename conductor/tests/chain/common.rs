@@ -1,10 +1,11 @@
 //! The editor stand-in, the binaries, and the process-table check.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use sacp_conductor::Component;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -36,20 +37,9 @@ pub(crate) fn passthrough() -> String {
     example("passthrough-proxy")
 }
 
-/// Quotes a path for a component command line.
+/// A path as a word of a component command line, quoted the way the conductor splits it.
 pub(crate) fn quoted(word: &str) -> String {
-    shlex_quote(word)
-}
-
-fn shlex_quote(word: &str) -> String {
-    if word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+    Component::from_argv(vec![word.to_owned()]).map_or_else(String::new, |c| c.command_line())
 }
 
 /// `conductor agent` arguments for `proxies` pass-through proxies and the test agent.
@@ -106,10 +96,6 @@ pub(crate) struct Editor {
 impl Editor {
     /// Starts `program args` as the editor's agent.
     pub(crate) fn start(program: &str, args: &[String]) -> Editor {
-        Editor::start_in(program, args, None)
-    }
-
-    pub(crate) fn start_in(program: &str, args: &[String], cwd: Option<&Path>) -> Editor {
         let tag = new_tag();
         let mut command = Command::new(program);
         command
@@ -119,9 +105,6 @@ impl Editor {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        if let Some(dir) = cwd {
-            command.current_dir(dir);
-        }
         let mut child = command
             .spawn()
             .unwrap_or_else(|e| panic!("start {program}: {e}"));

@@ -196,3 +196,19 @@ async fn a_chain_file_names_components_and_sets_their_directory() {
     editor.assert_no_process_left().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn a_terminated_conductor_ends_the_chain_and_leaves_no_process() {
+    let mut editor = Editor::start(conductor(), &flat_chain(2));
+    let session = editor.open_session().await;
+    editor.start_waiting(&session).await;
+    let pid = editor.child.id().expect("the conductor runs");
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    let (code, took) = editor.exit().await;
+    assert_eq!(code, Some(128 + 15), "{}", editor.stderr());
+    assert!(took.as_millis() < 1000, "took {took:?}");
+    editor.assert_no_process_left().await;
+}
