@@ -33,8 +33,8 @@ use sacp::jsonrpc::{
     CANCEL_REQUEST_METHOD, Error, Id, Inbound, Message, Notification, RawJson, Request, Response,
     ResponseBody, code,
 };
-use sacp::proxy::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
-use sacp::proxy::handshake;
+use sacp::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use sacp::protocol::handshake;
 
 /// A connection: [`EDITOR`] or a component's (its 1-based position).
 pub(crate) type Conn = usize;

@@ -87,9 +87,11 @@ pub fn agent() -> Router {
                 });
             }
             for word in &words {
-                client.notify(Chunk {
-                    text: (*word).to_owned(),
-                })?;
+                client
+                    .notify(Chunk {
+                        text: (*word).to_owned(),
+                    })
+                    .await?;
             }
             Ok(PromptDone {
                 stop_reason: "end_turn".into(),
@@ -97,9 +99,11 @@ pub fn agent() -> Router {
             })
         })
         .on_notification(|shout: Shout, client: Connection| async move {
-            client.notify(Chunk {
-                text: shout.text.to_uppercase(),
-            })
+            client
+                .notify(Chunk {
+                    text: shout.text.to_uppercase(),
+                })
+                .await
         })
 }
 

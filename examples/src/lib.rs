@@ -1,5 +1,7 @@
 //! Runnable examples of `sacp`.
 //!
+//! - [`audit`]: a proxy whose prompt handler awaits the agent while its permission handler asks
+//!   the editor, in the same turn (`audit-proxy`).
 //! - [`bins`]: finds (and builds) the workspace's binaries for tests, benchmarks and demos.
 //! - `chain-demo` (the README's main job): a scripted editor driving the conductor with
 //!   `passthrough-proxy`, `prefix-proxy` and `test-agent`.
@@ -9,6 +11,7 @@
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`.
 //! - [`test_agent`]: a deterministic agent driven by keywords in its prompts (`test-agent`).
 
+pub mod audit;
 pub mod bins;
 pub mod demo;
 pub mod prefix;

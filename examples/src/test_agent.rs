@@ -10,8 +10,11 @@
 //! | `stream N SIZE` | the same, each chunk padded with `.` to `SIZE` bytes of text |
 //! | `permission` | asks the client `session/request_permission` and says what it chose |
 //! | `read PATH` | reads `PATH` through the client's `fs/read_text_file` and echoes it |
+//! | `sleep MS` | waits `MS` milliseconds (a `session/cancel` ends it early), then echoes |
 //! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` |
 //! | `crash [CODE]` | streams `crashing`, then exits at once with `CODE` (default 3) |
+//!
+//! Handlers run concurrently: a session that waits or sleeps never holds up another.
 
 use sacp::acp::{
     AgentCapabilities, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
@@ -20,18 +23,19 @@ use sacp::acp::{
     SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
 };
 use sacp::agent::AgentCx;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The test agent; see the module docs for what it does.
 #[derive(Debug, Default)]
 pub struct TestAgent {
-    sessions: u64,
+    sessions: AtomicU64,
 }
 
 #[sacp::agent]
 impl TestAgent {
     #[on_request]
     async fn initialize(
-        &mut self,
+        &self,
         req: InitializeRequest,
         _cx: &AgentCx,
     ) -> sacp::Result<InitializeResponse> {
@@ -41,23 +45,21 @@ impl TestAgent {
 
     #[on_request]
     async fn new_session(
-        &mut self,
+        &self,
         _req: NewSessionRequest,
         _cx: &AgentCx,
     ) -> sacp::Result<NewSessionResponse> {
-        self.sessions += 1;
-        Ok(NewSessionResponse::new(format!(
-            "session-{}",
-            self.sessions
-        )))
+        let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        Ok(NewSessionResponse::new(format!("session-{n}")))
     }
 
     #[on_request]
-    async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
         let session = req.session_id.clone();
-        let say = |text: String| -> sacp::Result<()> {
+        let client = cx.client();
+        let say = |text: String| {
             let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
-            cx.client().notify(SessionNotification::new(
+            client.notify(SessionNotification::new(
                 session.clone(),
                 SessionUpdate::AgentMessageChunk(chunk),
             ))
@@ -80,8 +82,17 @@ impl TestAgent {
                     if text.len() < size {
                         text.extend(std::iter::repeat_n('.', size - text.len()));
                     }
-                    say(text)?;
+                    say(text).await?;
                 }
+            }
+            ["sleep", ms] => {
+                let ms: u64 = ms.parse().map_err(|_| bad_prompt("sleep MS"))?;
+                let turn = cx.turn(&session);
+                tokio::select! {
+                    () = turn.cancelled() => return Ok(PromptResponse::new(StopReason::Cancelled)),
+                    () = tokio::time::sleep(std::time::Duration::from_millis(ms)) => {}
+                }
+                say(format!("slept {ms} ms")).await?;
             }
             ["permission"] => {
                 let tool = ToolCallUpdate::new("call-1".to_owned()).title("write a file");
@@ -105,29 +116,30 @@ impl TestAgent {
                     }
                     RequestPermissionOutcome::Cancelled => "permission: cancelled".to_owned(),
                     RequestPermissionOutcome::Other(other) => format!("permission: {other:?}"),
-                })?;
+                })
+                .await?;
             }
             ["read", path] => {
                 let request = ReadTextFileRequest::new(session.clone(), *path);
                 let file = cx.client().request(request).await?;
-                say(format!("read: {}", file.content))?;
+                say(format!("read: {}", file.content)).await?;
             }
             ["wait"] => {
                 let turn = cx.turn(&session);
-                say("waiting".to_owned())?;
+                say("waiting".to_owned()).await?;
                 turn.cancelled().await;
                 return Ok(PromptResponse::new(StopReason::Cancelled));
             }
             ["crash", rest @ ..] => {
                 let code = rest.first().and_then(|c| c.parse().ok()).unwrap_or(3);
-                say("crashing".to_owned())?;
+                say("crashing".to_owned()).await?;
                 tracing::error!(code, "crashing on purpose");
                 std::process::exit(code);
             }
             _ => {
                 for block in req.prompt {
                     if let ContentBlock::Text(text) = block {
-                        say(text.text)?;
+                        say(text.text).await?;
                     }
                 }
             }

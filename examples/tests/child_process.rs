@@ -63,7 +63,9 @@ async fn request_response_notifications_and_concurrency_both_ways_over_pipes() {
     );
 
     // A notification each way.
-    agent.notify(Shout { text: "hey".into() }).unwrap();
+    within("the shout", agent.notify(Shout { text: "hey".into() }))
+        .await
+        .unwrap();
     within(
         "a request after the shout",
         agent.request(Prompt {
@@ -103,7 +105,9 @@ async fn request_response_notifications_and_concurrency_both_ways_over_pipes() {
 
     // Closing our side ends the child cleanly.
     agent.close();
-    within("the connection to end", agent.closed()).await;
+    within("the connection to end", agent.closed())
+        .await
+        .unwrap();
     let status = within("the child to exit", child.wait()).await.unwrap();
     assert!(status.success(), "{status}");
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sacp::jsonrpc::{ByteStream, Connection, Error, RawJson, Router};
-use sacp::proxy::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use sacp::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
@@ -58,7 +58,8 @@ fn start(binary: &str, args: &[&str]) -> Running {
                 for block in prompt["prompt"].as_array().unwrap() {
                     let update = chunk(block["text"].as_str().unwrap());
                     let wrapped = envelope::wrap("session/update", Some(&raw(&update)));
-                    conn.notify_raw(SUCCESSOR_NOTIFICATION, Some(wrapped))?;
+                    conn.notify_raw(SUCCESSOR_NOTIFICATION, Some(wrapped))
+                        .await?;
                 }
                 RawJson::from_string(r#"{"stopReason":"end_turn"}"#)
             }

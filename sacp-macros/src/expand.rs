@@ -123,9 +123,9 @@ pub(crate) fn trait_impl(
                 #takes
             }
 
-            async fn dispatch(&mut self, message: #module::Incoming, cx: &#cx) {
+            async fn dispatch(&self, message: #module::Incoming, cx: &#cx) {
                 #(#rungs)*
-                #krate::__private::unhandled(message, cx)
+                #krate::__private::unhandled(message, cx).await
             }
         }
     }

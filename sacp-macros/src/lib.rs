@@ -4,8 +4,9 @@
 //! - `#[proxy]` on an inherent `impl` block makes the type a `sacp::proxy::Proxy`;
 //! - `#[agent]` makes it a `sacp::agent::Agent`;
 //! - inside, `#[on_request]` and `#[on_notification]` (optionally `(from = client | agent)` in a
-//!   proxy) mark the handler methods: `async fn name(&mut self, message: T, cx: &Cx) ->
-//!   sacp::Result<T::Response>` (or `sacp::Result<()>` for a notification).
+//!   proxy) mark the handler methods: `async fn name(&self, message: T, cx: &Cx) ->
+//!   Result<T::Response, E>` (or `Result<(), E>` for a notification), where `E` converts into
+//!   `sacp::Error`. Handlers run concurrently, hence `&self`.
 //!
 //! The crate is split by stage: `parse` reads attributes, `model` holds what was read,
 //! `validate` checks handler signatures and routes, `expand` writes the impl, `fallback`

@@ -1,8 +1,8 @@
 //! Checking handlers: the signature of each, and that no route is taken twice.
 //!
-//! A handler is `async fn name(&mut self, message: T, cx: &Cx) -> sacp::Result<…>`. What the
-//! macro cannot know — whether `T` is an ACP message of the right side, whether the return
-//! type fits — is left to the compiler, through bounds that carry the user's spans.
+//! A handler is `async fn name(&self, message: T, cx: &Cx) -> Result<…, E>`. What the macro
+//! cannot know — whether `T` is an ACP message of the right side, whether the return type fits —
+//! is left to the compiler, through bounds that carry the user's spans.
 
 use quote::ToTokens;
 use syn::spanned::Spanned;
@@ -45,23 +45,33 @@ pub(crate) fn handler(
         Role::Proxy => "cx: &Cx",
         Role::Agent => "cx: &AgentCx",
     };
-    let expected = format!("`(&mut self, message: T, {cx})`");
+    let expected = format!("`(&self, message: T, {cx})`");
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
         Some(FnArg::Receiver(receiver)) => {
-            let is_mut_ref = receiver.reference.is_some()
-                && receiver.mutability.is_some()
-                && receiver.colon_token.is_none();
-            if !is_mut_ref {
+            let by_ref = receiver.reference.is_some() && receiver.colon_token.is_none();
+            if by_ref && receiver.mutability.is_some() {
                 errors.push(
                     receiver.span(),
-                    format_args!("a `#[{attr}]` handler takes `&mut self`"),
+                    format_args!(
+                        "a `#[{attr}]` handler takes `&self`, not `&mut self`: handlers run \
+                         concurrently (a prompt handler awaiting the agent must not hold up the \
+                         agent's requests to this {role}, nor other sessions); keep the state \
+                         you change behind a `Mutex`, atomics or another type with interior \
+                         mutability, and write `&self`",
+                        role = role.name()
+                    ),
+                );
+            } else if !by_ref {
+                errors.push(
+                    receiver.span(),
+                    format_args!("a `#[{attr}]` handler takes `&self`: {expected}"),
                 );
             }
         }
         Some(other) => errors.push(
             other.span(),
-            format_args!("a `#[{attr}]` handler takes `&mut self` first: {expected}"),
+            format_args!("a `#[{attr}]` handler takes `&self` first: {expected}"),
         ),
         None => errors.push(
             sig.ident.span(),

@@ -145,7 +145,7 @@ async fn notifications(e: &Ends, count: u64) -> f64 {
                 },
             },
         };
-        e.client.notify(update).expect("notify");
+        e.client.notify(update).await.expect("notify");
     }
     e.client
         .request(Ping {

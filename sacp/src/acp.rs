@@ -84,20 +84,20 @@ macro_rules! sender {
         Side::Agent
     };
     (request, Agent, $params:ty, $response:ty) => {
-        impl crate::__private::RequestFromClient for $params {
+        impl crate::ladder::RequestFromClient for $params {
             type Response = $response;
         }
     };
     (request, Client, $params:ty, $response:ty) => {
-        impl crate::__private::RequestFromAgent for $params {
+        impl crate::ladder::RequestFromAgent for $params {
             type Response = $response;
         }
     };
     (notification, Agent, $params:ty) => {
-        impl crate::__private::NotificationFromClient for $params {}
+        impl crate::ladder::NotificationFromClient for $params {}
     };
     (notification, Client, $params:ty) => {
-        impl crate::__private::NotificationFromAgent for $params {}
+        impl crate::ladder::NotificationFromAgent for $params {}
     };
 }
 

@@ -1,14 +1,11 @@
 //! A message on its way to a proxy's or an agent's handlers, and the way to answer it.
 
 use std::fmt;
-use std::sync::Arc;
 
 use serde::Serialize;
-use tokio_util::sync::CancellationToken;
 
 use crate::acp::Side;
 use crate::jsonrpc::{Error, RawJson, Responder};
-use crate::serving::AnswerSink;
 
 /// A request or notification for a [`Proxy`](crate::proxy::Proxy) or an
 /// [`Agent`](crate::agent::Agent), with the side it came from.
@@ -28,9 +25,8 @@ pub struct Incoming {
 
 impl Incoming {
     pub(crate) fn request(method: String, params: Option<RawJson>, reply: Reply) -> Self {
-        let from = reply.to;
         Incoming {
-            from,
+            from: reply.to,
             method,
             params,
             reply: Some(reply),
@@ -76,13 +72,14 @@ impl Incoming {
 }
 
 /// How to answer one request. Dropping it unanswered answers the peer with an internal error.
+///
+/// The answer goes out at once: what the handler sent before it (and, once it awaited a
+/// response, everything the peer sent before that response) is already queued ahead of it.
 pub struct Reply {
     responder: Responder,
     finish: Finish,
     /// The side the request came from, where the answer goes.
     to: Side,
-    /// Keeps the answer behind what it must not overtake (see `serving`).
-    sink: Arc<dyn AnswerSink>,
 }
 
 impl fmt::Debug for Reply {
@@ -103,12 +100,11 @@ enum Finish {
 }
 
 impl Reply {
-    pub(crate) fn new(responder: Responder, to: Side, sink: Arc<dyn AnswerSink>) -> Reply {
+    pub(crate) fn new(responder: Responder, to: Side) -> Reply {
         Reply {
             responder,
             finish: Finish::AsIs,
             to,
-            sink,
         }
     }
 
@@ -118,18 +114,22 @@ impl Reply {
         self
     }
 
-    /// Answers with a result or an error.
-    pub fn answer<T: Serialize>(self, result: Result<T, Error>) {
-        self.relay(result.and_then(|value| RawJson::to_raw(&value)))
+    /// Answers with a result or an error (any error type that converts into [`Error`]).
+    pub fn answer<T: Serialize, E: Into<Error>>(self, result: Result<T, E>) {
+        self.relay(
+            result
+                .map_err(Into::into)
+                .and_then(|value| RawJson::to_raw(&value)),
+        )
     }
 
     /// Answers with a raw result (for example one forwarded from elsewhere) or an error.
     pub fn relay(self, result: Result<RawJson, Error>) {
         let result = match self.finish {
             Finish::AsIs => result,
-            Finish::AcceptProxy => result.and_then(crate::proxy::handshake::mark_accepted),
+            Finish::AcceptProxy => result.and_then(crate::protocol::handshake::mark_accepted),
         };
-        self.sink.answer(self.responder, result, self.to)
+        self.responder.respond(result)
     }
 
     /// Whether the peer cancelled the request.
@@ -137,7 +137,8 @@ impl Reply {
         self.responder.is_cancelled()
     }
 
-    pub(crate) fn cancel_token(&self) -> CancellationToken {
-        self.responder.token().clone()
+    /// Completes when the peer cancels the request.
+    pub async fn cancelled(&self) {
+        self.responder.cancelled().await
     }
 }

@@ -9,8 +9,11 @@
 //!   cancellation and timeouts.
 //! - [`acp`]: the ACP messages as types (generated from the schema, see [`schema`]), with their
 //!   method names and the side that sends them.
-//! - [`proxy`](mod@proxy): the runtime every proxy shares — the capability handshake, the successor
-//!   envelope, default forwarding — and [`macro@proxy`], which turns an `impl` block into one.
+//! - [`protocol`]: SACP's own wire pieces, the successor envelope and the proxy-capability
+//!   handshake (shared with the conductor).
+//! - [`proxy`](mod@proxy): the runtime every proxy shares — concurrent `&self` handlers, order
+//!   kept per side, default forwarding, bounded queues — and [`macro@proxy`], which turns an
+//!   `impl` block into one.
 //! - [`agent`](mod@agent): the same for agents, with [`macro@agent`].
 //!
 //! A proxy that forwards everything is one line plus `main`:
@@ -31,9 +34,11 @@ pub mod acp;
 pub mod agent;
 mod incoming;
 pub mod jsonrpc;
+mod ladder;
 mod peer;
+pub mod protocol;
 pub mod proxy;
-mod serving;
+mod role;
 
 #[doc(hidden)]
 #[path = "private.rs"]

@@ -26,8 +26,13 @@ async fn main() -> ExitCode {
         let conn = Connection::builder()
             .name("client")
             .spawn(ByteStream::stdio(), demo::agent());
-        conn.closed().await;
-        return ExitCode::SUCCESS;
+        return match conn.closed().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!("{e}");
+                ExitCode::FAILURE
+            }
+        };
     }
 
     println!("== in-process, over the channel transport ==");
@@ -109,6 +114,7 @@ async fn converse(transport: impl Transport) -> Result<(), String> {
         .notify(Shout {
             text: "notifications go both ways".into(),
         })
+        .await
         .map_err(|e| e.to_string())?;
     // A request after the shout is answered after the shout's echo was sent.
     agent
@@ -125,6 +131,7 @@ async fn converse(transport: impl Transport) -> Result<(), String> {
     agent.close();
     tokio::time::timeout(PATIENCE, agent.closed())
         .await
-        .map_err(|_| "the connection did not close".to_owned())?;
+        .map_err(|_| "the connection did not close".to_owned())?
+        .map_err(|e| e.to_string())?;
     Ok(())
 }

@@ -3,17 +3,13 @@ use sacp::agent::AgentCx;
 struct Echo;
 impl Echo {
     async fn prompt(
-        &mut self,
+        &self,
         _req: PromptRequest,
         _cx: &AgentCx,
     ) -> sacp::Result<PromptResponse> {
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
-    async fn cancel(
-        &mut self,
-        _n: CancelNotification,
-        _cx: &AgentCx,
-    ) -> sacp::Result<()> {
+    async fn cancel(&self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
         Ok(())
     }
 }
@@ -27,7 +23,7 @@ impl ::sacp::agent::Agent for Echo {
             )
     }
     async fn dispatch(
-        &mut self,
+        &self,
         message: ::sacp::agent::Incoming,
         cx: &::sacp::agent::AgentCx,
     ) {
@@ -51,6 +47,6 @@ impl ::sacp::agent::Agent for Echo {
             }
             ::core::result::Result::Err(message) => message,
         };
-        ::sacp::__private::unhandled(message, cx)
+        ::sacp::__private::unhandled(message, cx).await
     }
 }

@@ -6,12 +6,12 @@ struct Echo;
 #[sacp::agent]
 impl Echo {
     #[on_request]
-    async fn prompt(&mut self, _req: PromptRequest, _cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, _req: PromptRequest, _cx: &AgentCx) -> sacp::Result<PromptResponse> {
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
 
     #[on_notification]
-    async fn cancel(&mut self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
+    async fn cancel(&self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
         Ok(())
     }
 }

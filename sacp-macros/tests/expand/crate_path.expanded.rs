@@ -2,8 +2,8 @@ use my_sacp::acp::CancelNotification;
 use my_sacp::proxy::Cx;
 struct Renamed;
 impl Renamed {
-    async fn cancel(&mut self, n: CancelNotification, cx: &Cx) -> my_sacp::Result<()> {
-        cx.successor().notify(n)
+    async fn cancel(&self, n: CancelNotification, cx: &Cx) -> my_sacp::Result<()> {
+        cx.successor().notify(n).await
     }
 }
 #[automatically_derived]
@@ -15,7 +15,7 @@ impl ::my_sacp::proxy::Proxy for Renamed {
         )
     }
     async fn dispatch(
-        &mut self,
+        &self,
         message: ::my_sacp::proxy::Incoming,
         cx: &::my_sacp::proxy::Cx,
     ) {
@@ -30,6 +30,6 @@ impl ::my_sacp::proxy::Proxy for Renamed {
             }
             ::core::result::Result::Err(message) => message,
         };
-        ::my_sacp::__private::unhandled(message, cx)
+        ::my_sacp::__private::unhandled(message, cx).await
     }
 }

@@ -6,7 +6,7 @@ struct Renamed;
 #[my_sacp::proxy(crate = ::my_sacp)]
 impl Renamed {
     #[on_notification]
-    async fn cancel(&mut self, n: CancelNotification, cx: &Cx) -> my_sacp::Result<()> {
-        cx.successor().notify(n)
+    async fn cancel(&self, n: CancelNotification, cx: &Cx) -> my_sacp::Result<()> {
+        cx.successor().notify(n).await
     }
 }

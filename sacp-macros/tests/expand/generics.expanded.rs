@@ -5,17 +5,17 @@ struct Tap<T> {
 }
 impl<T> Tap<T>
 where
-    T: FnMut(&SessionNotification) + Send + 'static,
+    T: Fn(&SessionNotification) + Send + Sync + 'static,
 {
-    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+    async fn update(&self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
         (self.sink)(&n);
-        cx.client().notify(n)
+        cx.client().notify(n).await
     }
 }
 #[automatically_derived]
 impl<T> ::sacp::proxy::Proxy for Tap<T>
 where
-    T: FnMut(&SessionNotification) + Send + 'static,
+    T: Fn(&SessionNotification) + Send + Sync + 'static,
 {
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
         <SessionNotification as ::sacp::__private::NotificationFromAgent>::matches(
@@ -23,11 +23,7 @@ where
             from,
         )
     }
-    async fn dispatch(
-        &mut self,
-        message: ::sacp::proxy::Incoming,
-        cx: &::sacp::proxy::Cx,
-    ) {
+    async fn dispatch(&self, message: ::sacp::proxy::Incoming, cx: &::sacp::proxy::Cx) {
         let message = match <SessionNotification as ::sacp::__private::NotificationFromAgent>::take(
             message,
         ) {
@@ -39,6 +35,6 @@ where
             }
             ::core::result::Result::Err(message) => message,
         };
-        ::sacp::__private::unhandled(message, cx)
+        ::sacp::__private::unhandled(message, cx).await
     }
 }

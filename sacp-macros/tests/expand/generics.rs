@@ -8,11 +8,11 @@ struct Tap<T> {
 #[sacp::proxy]
 impl<T> Tap<T>
 where
-    T: FnMut(&SessionNotification) + Send + 'static,
+    T: Fn(&SessionNotification) + Send + Sync + 'static,
 {
     #[on_notification(from = agent)]
-    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+    async fn update(&self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
         (self.sink)(&n);
-        cx.client().notify(n)
+        cx.client().notify(n).await
     }
 }

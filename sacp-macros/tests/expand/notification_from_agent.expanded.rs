@@ -4,11 +4,11 @@ use sacp::acp::{
 use sacp::proxy::Cx;
 struct Watcher;
 impl Watcher {
-    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
-        cx.client().notify(n)
+    async fn update(&self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+        cx.client().notify(n).await
     }
     async fn permission(
-        &mut self,
+        &self,
         req: RequestPermissionRequest,
         cx: &Cx,
     ) -> sacp::Result<RequestPermissionResponse> {
@@ -27,11 +27,7 @@ impl ::sacp::proxy::Proxy for Watcher {
                 from,
             )
     }
-    async fn dispatch(
-        &mut self,
-        message: ::sacp::proxy::Incoming,
-        cx: &::sacp::proxy::Cx,
-    ) {
+    async fn dispatch(&self, message: ::sacp::proxy::Incoming, cx: &::sacp::proxy::Cx) {
         let message = match <SessionNotification as ::sacp::__private::NotificationFromAgent>::take(
             message,
         ) {
@@ -52,6 +48,6 @@ impl ::sacp::proxy::Proxy for Watcher {
             }
             ::core::result::Result::Err(message) => message,
         };
-        ::sacp::__private::unhandled(message, cx)
+        ::sacp::__private::unhandled(message, cx).await
     }
 }

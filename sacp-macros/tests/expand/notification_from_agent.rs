@@ -6,13 +6,13 @@ struct Watcher;
 #[sacp::proxy]
 impl Watcher {
     #[on_notification(from = agent)]
-    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
-        cx.client().notify(n)
+    async fn update(&self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+        cx.client().notify(n).await
     }
 
     #[sacp::on_request(from = agent)]
     async fn permission(
-        &mut self,
+        &self,
         req: RequestPermissionRequest,
         cx: &Cx,
     ) -> sacp::Result<RequestPermissionResponse> {

@@ -6,11 +6,7 @@ impl ::sacp::proxy::Proxy for PassThrough {
         let _ = (method, from);
         false
     }
-    async fn dispatch(
-        &mut self,
-        message: ::sacp::proxy::Incoming,
-        cx: &::sacp::proxy::Cx,
-    ) {
-        ::sacp::__private::unhandled(message, cx)
+    async fn dispatch(&self, message: ::sacp::proxy::Incoming, cx: &::sacp::proxy::Cx) {
+        ::sacp::__private::unhandled(message, cx).await
     }
 }

@@ -1,20 +1,17 @@
 use sacp::acp::{PromptRequest, PromptResponse};
 use sacp::proxy::Cx;
+use std::sync::atomic::{AtomicU64, Ordering};
 struct Sparkle {
-    prompts: u64,
+    prompts: AtomicU64,
 }
 impl Sparkle {
-    async fn prompt(
-        &mut self,
-        req: PromptRequest,
-        cx: &Cx,
-    ) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         self.count();
         cx.successor().request(req).await
     }
     /// Not a handler: left as it is.
-    fn count(&mut self) {
-        self.prompts += 1;
+    fn count(&self) {
+        self.prompts.fetch_add(1, Ordering::Relaxed);
     }
 }
 #[automatically_derived]
@@ -22,11 +19,7 @@ impl ::sacp::proxy::Proxy for Sparkle {
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
         <PromptRequest as ::sacp::__private::RequestFromClient>::matches(method, from)
     }
-    async fn dispatch(
-        &mut self,
-        message: ::sacp::proxy::Incoming,
-        cx: &::sacp::proxy::Cx,
-    ) {
+    async fn dispatch(&self, message: ::sacp::proxy::Incoming, cx: &::sacp::proxy::Cx) {
         let message = match <PromptRequest as ::sacp::__private::RequestFromClient>::take(
             message,
         ) {
@@ -36,6 +29,6 @@ impl ::sacp::proxy::Proxy for Sparkle {
             }
             ::core::result::Result::Err(message) => message,
         };
-        ::sacp::__private::unhandled(message, cx)
+        ::sacp::__private::unhandled(message, cx).await
     }
 }

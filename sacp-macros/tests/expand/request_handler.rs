@@ -1,20 +1,21 @@
 use sacp::acp::{PromptRequest, PromptResponse};
 use sacp::proxy::Cx;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 struct Sparkle {
-    prompts: u64,
+    prompts: AtomicU64,
 }
 
 #[sacp::proxy]
 impl Sparkle {
     #[on_request]
-    async fn prompt(&mut self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         self.count();
         cx.successor().request(req).await
     }
 
     /// Not a handler: left as it is.
-    fn count(&mut self) {
-        self.prompts += 1;
+    fn count(&self) {
+        self.prompts.fetch_add(1, Ordering::Relaxed);
     }
 }

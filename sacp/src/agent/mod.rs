@@ -5,37 +5,39 @@
 //! handler are answered `-32601 Method not found`; notifications without one are ignored.
 //!
 //! ```no_run
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
 //! use sacp::acp::{
-//!     AgentCapabilities, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
-//!     NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SessionNotification,
-//!     SessionUpdate, StopReason,
+//!     AgentCapabilities, ContentChunk, InitializeRequest, InitializeResponse, NewSessionRequest,
+//!     NewSessionResponse, PromptRequest, PromptResponse, SessionNotification, SessionUpdate,
+//!     StopReason,
 //! };
 //! use sacp::agent::AgentCx;
 //!
 //! /// Answers every prompt by repeating it.
 //! #[derive(Default)]
 //! struct Echo {
-//!     sessions: u64,
+//!     sessions: AtomicU64,
 //! }
 //!
 //! #[sacp::agent]
 //! impl Echo {
 //!     #[on_request]
-//!     async fn initialize(&mut self, req: InitializeRequest, _cx: &AgentCx) -> sacp::Result<InitializeResponse> {
+//!     async fn initialize(&self, req: InitializeRequest, _cx: &AgentCx) -> sacp::Result<InitializeResponse> {
 //!         Ok(InitializeResponse::new(req.protocol_version).agent_capabilities(AgentCapabilities::default()))
 //!     }
 //!
 //!     #[on_request]
-//!     async fn new_session(&mut self, _req: NewSessionRequest, _cx: &AgentCx) -> sacp::Result<NewSessionResponse> {
-//!         self.sessions += 1;
-//!         Ok(NewSessionResponse::new(format!("s{}", self.sessions)))
+//!     async fn new_session(&self, _req: NewSessionRequest, _cx: &AgentCx) -> sacp::Result<NewSessionResponse> {
+//!         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+//!         Ok(NewSessionResponse::new(format!("s{n}")))
 //!     }
 //!
 //!     #[on_request]
-//!     async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+//!     async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
 //!         for block in req.prompt {
 //!             let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(block));
-//!             cx.client().notify(SessionNotification::new(req.session_id.clone(), update))?;
+//!             cx.client().notify(SessionNotification::new(req.session_id.clone(), update)).await?;
 //!         }
 //!         Ok(PromptResponse::new(StopReason::EndTurn))
 //!     }
@@ -47,39 +49,43 @@
 //! }
 //! ```
 //!
-//! Handlers run one at a time, in arrival order (they have `&mut self`); see
-//! [`crate::proxy`](mod@crate::proxy) for what that means for a handler that waits.
+//! Handlers take `&self` and run as [`crate::proxy`](mod@crate::proxy) describes: each request
+//! handler in a task of its own (prompts of different sessions run side by side, and a prompt
+//! that waits does not hold up a `session/cancel`), notification handlers one after another in
+//! arrival order. `notify` waits while the client reads too slowly. When the client closes the
+//! connection (stdin ends), the requests still being handled get a short grace (250 ms) to
+//! finish, then are cancelled, and [`serve`] returns.
 
 use std::future::Future;
+use std::sync::Arc;
 
+pub(crate) mod runtime;
 mod turns;
 
 pub use self::turns::Turn;
 pub use crate::incoming::{Incoming, Reply};
 
-use std::sync::Arc;
-
 use self::turns::Turns;
 
 use crate::acp::Side;
-use crate::jsonrpc::{
-    ByteStream, Connection, Error, Handler, Notification, Request, Responder, Transport,
-};
+use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
 use crate::peer::Peer;
-use crate::serving::{Exclusive, Relay, Role};
 
 /// An agent: the handlers it has, and how to call them. Written by `#[sacp::agent]`.
+///
+/// Handlers take `&self` and run concurrently, so an agent is `Sync`: keep mutable state behind
+/// a `Mutex` or atomics.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an agent",
     note = "write `#[sacp::agent]` on an `impl {Self}` block"
 )]
-pub trait Agent: Send + 'static {
+pub trait Agent: Send + Sync + 'static {
     /// Whether [`Agent::dispatch`] handles messages of `method` (`from` is always
     /// [`Side::Client`] for an agent).
     fn takes(method: &str, from: Side) -> bool;
 
     /// Handles one message that [`Agent::takes`].
-    fn dispatch(&mut self, message: Incoming, cx: &AgentCx) -> impl Future<Output = ()> + Send;
+    fn dispatch(&self, message: Incoming, cx: &AgentCx) -> impl Future<Output = ()> + Send;
 }
 
 /// An agent handler's context: its client and a place to run background work.
@@ -87,11 +93,15 @@ pub trait Agent: Send + 'static {
 pub struct AgentCx {
     conn: Connection,
     turns: Arc<Turns>,
+    /// The turn opened when this handler's `session/prompt` arrived.
+    turn: Option<Turn>,
 }
 
 impl AgentCx {
-    /// Starts a prompt turn of `session`: [`Turn::cancelled`] completes when the client sends
-    /// `session/cancel` for it, even while this handler still holds the agent.
+    /// The prompt turn of `session`: [`Turn::cancelled`] completes when the client sends
+    /// `session/cancel` for it, as soon as that arrives. In a prompt handler this is the turn
+    /// that opened when the prompt arrived, so a cancel sent right after the prompt counts;
+    /// elsewhere it opens a new one.
     ///
     /// ```no_run
     /// # use sacp::acp::{PromptRequest, PromptResponse, StopReason};
@@ -100,7 +110,7 @@ impl AgentCx {
     /// #[sacp::agent]
     /// impl Slow {
     ///     #[on_request]
-    ///     async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    ///     async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
     ///         let turn = cx.turn(&req.session_id);
     ///         tokio::select! {
     ///             _ = turn.cancelled() => Ok(PromptResponse::new(StopReason::Cancelled)),
@@ -112,7 +122,10 @@ impl AgentCx {
     /// }
     /// ```
     pub fn turn(&self, session: &crate::acp::SessionId) -> Turn {
-        self.turns.open(session)
+        match &self.turn {
+            Some(turn) if turn.is_of(session) => turn.clone(),
+            _ => self.turns.open(&session.0),
+        }
     }
 
     /// The client: the editor, or the conductor's last proxy.
@@ -134,12 +147,18 @@ impl AgentCx {
     }
 }
 
-/// Runs `agent` on a transport to its client until the client closes the connection.
+/// The connection settings an agent runs with by default: the peer is named `client`, and
+/// requests get a 250 ms grace once the client closes the connection.
+pub fn builder() -> Builder {
+    Connection::builder()
+        .name("client")
+        .eof_grace(Some(crate::proxy::EOF_GRACE))
+}
+
+/// Runs `agent` on a transport to its client until the connection ends: `Ok` when the client
+/// closed it, an error when reading or writing failed.
 pub async fn serve<A: Agent>(agent: A, transport: impl Transport) -> Result<(), Error> {
-    let conn = spawn(agent, transport);
-    let why = conn.closed().await;
-    tracing::debug!(%why, "the client connection ended");
-    Ok(())
+    spawn(agent, transport).closed().await
 }
 
 /// Runs `agent` on stdin/stdout.
@@ -149,89 +168,11 @@ pub async fn serve_stdio<A: Agent>(agent: A) -> Result<(), Error> {
 
 /// Starts `agent` on a transport and returns the connection to its client.
 pub fn spawn<A: Agent>(agent: A, transport: impl Transport) -> Connection {
-    Connection::builder().name("client").spawn(
-        transport,
-        AgentHandler {
-            agent: Exclusive::new(AsAgent(agent)),
-            turns: Arc::default(),
-        },
-    )
+    spawn_with(agent, transport, builder())
 }
 
-struct AsAgent<A>(A);
-
-impl<A: Agent> Role for AsAgent<A> {
-    type Cx = AgentCx;
-
-    fn takes(method: &str, from: Side) -> bool {
-        A::takes(method, from)
-    }
-
-    fn dispatch(&mut self, message: Incoming, cx: &AgentCx) -> impl Future<Output = ()> + Send {
-        self.0.dispatch(message, cx)
-    }
-
-    fn unhandled(message: Incoming, _cx: &AgentCx) -> Option<Relay> {
-        unhandled(message);
-        None
-    }
-}
-
-struct AgentHandler<A: Agent> {
-    agent: Exclusive<AsAgent<A>>,
-    turns: Arc<Turns>,
-}
-
-impl<A: Agent> AgentHandler<A> {
-    fn cx(&self, conn: &Connection) -> AgentCx {
-        AgentCx {
-            conn: conn.clone(),
-            turns: self.turns.clone(),
-        }
-    }
-}
-
-impl<A: Agent> Handler for AgentHandler<A> {
-    fn handle_request(
-        &mut self,
-        request: Request,
-        responder: Responder,
-        conn: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        let reply = Reply::new(responder, Side::Client, self.agent.sink());
-        let message = Incoming::request(request.method, request.params, reply);
-        self.agent.route(message, self.cx(conn))
-    }
-
-    fn handle_notification(
-        &mut self,
-        notification: Notification,
-        conn: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        let message =
-            Incoming::notification(Side::Client, notification.method, notification.params);
-        if message.method
-            == <crate::acp::CancelNotification as crate::jsonrpc::JsonRpcNotification>::METHOD
-        {
-            self.turns.cancel(message.params.as_ref());
-        }
-        self.agent.route(message, self.cx(conn))
-    }
-}
-
-/// What an agent does with a message it has no handler for: `-32601` for a request, nothing
-/// for a notification.
-pub(crate) fn unhandled(message: Incoming) {
-    let Incoming {
-        method,
-        reply,
-        rejected,
-        ..
-    } = message;
-    match reply {
-        Some(reply) => reply.answer::<()>(Err(
-            rejected.unwrap_or_else(|| Error::method_not_found(&method))
-        )),
-        None => tracing::debug!(%method, "ignoring a notification the agent has no handler for"),
-    }
+/// [`spawn`] with other connection settings (limits, name, timeouts), starting from
+/// [`builder`].
+pub fn spawn_with<A: Agent>(agent: A, transport: impl Transport, builder: Builder) -> Connection {
+    builder.spawn(transport, runtime::AgentHandler::new(agent))
 }

@@ -1,10 +1,11 @@
 //! Prompt turns and their cancellation, seen without waiting for the agent's handlers.
 //!
-//! A prompt handler holds `&mut self` for the whole turn, so a `session/cancel` handler of the
-//! same agent runs only after it. To stop a turn early, the handler takes a [`Turn`] when it
-//! starts and waits on [`Turn::cancelled`]: the runtime fires it as soon as `session/cancel`
-//! arrives for that session, before any handler runs (the notification then goes to the
-//! agent's own handler as usual).
+//! A turn opens when a `session/prompt` arrives — in arrival order, before its handler starts —
+//! and ends when its handler finishes. A `session/cancel` that arrives meanwhile cancels it at
+//! once, before any handler runs (the notification then goes to the agent's own handler as
+//! usual). The prompt handler sees it through [`AgentCx::turn`](super::AgentCx::turn). Because
+//! the turn opens on arrival, a cancel sent right after the prompt is never missed, however
+//! late the handler's task gets to run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,32 +23,39 @@ pub(crate) struct Turns {
     next: AtomicU64,
 }
 
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionOf {
+    session_id: String,
+}
+
 impl Turns {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, CancellationToken)>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Opens a new turn for `session` (a turn still open there is left to its own fate).
-    pub(crate) fn open(self: &Arc<Self>, session: &SessionId) -> Turn {
+    pub(crate) fn open(self: &Arc<Self>, session: &str) -> Turn {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let token = CancellationToken::new();
-        self.lock().insert(session.0.clone(), (id, token.clone()));
-        Turn {
+        self.lock().insert(session.to_owned(), (id, token.clone()));
+        Turn(Arc::new(Inner {
             turns: self.clone(),
-            session: session.0.clone(),
+            session: session.to_owned(),
             id,
             token,
-        }
+        }))
+    }
+
+    /// Opens the turn of a `session/prompt` with these params (`None` if they name no session).
+    pub(crate) fn open_for(self: &Arc<Self>, params: Option<&RawJson>) -> Option<Turn> {
+        let prompt = params?.parse::<SessionOf>().ok()?;
+        Some(self.open(&prompt.session_id))
     }
 
     /// Cancels the open turn of the session named by `session/cancel` params.
     pub(crate) fn cancel(&self, params: Option<&RawJson>) {
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Cancel {
-            session_id: String,
-        }
-        let Some(Ok(cancel)) = params.map(RawJson::parse::<Cancel>) else {
+        let Some(Ok(cancel)) = params.map(RawJson::parse::<SessionOf>) else {
             return;
         };
         if let Some((_, token)) = self.lock().remove(&cancel.session_id) {
@@ -56,9 +64,12 @@ impl Turns {
     }
 }
 
-/// One prompt turn of a session, from [`AgentCx::turn`](super::AgentCx::turn).
+/// One prompt turn of a session, from [`AgentCx::turn`](super::AgentCx::turn). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Turn(Arc<Inner>);
+
 #[derive(Debug)]
-pub struct Turn {
+struct Inner {
     turns: Arc<Turns>,
     session: String,
     id: u64,
@@ -68,16 +79,21 @@ pub struct Turn {
 impl Turn {
     /// Completes when the client sends `session/cancel` for this session.
     pub async fn cancelled(&self) {
-        self.token.cancelled().await
+        self.0.token.cancelled().await
     }
 
     /// Whether the client has cancelled this turn.
     pub fn is_cancelled(&self) -> bool {
-        self.token.is_cancelled()
+        self.0.token.is_cancelled()
+    }
+
+    /// Whether this is a turn of `session`.
+    pub(crate) fn is_of(&self, session: &SessionId) -> bool {
+        self.0.session == session.0
     }
 }
 
-impl Drop for Turn {
+impl Drop for Inner {
     fn drop(&mut self) {
         let mut open = self.turns.lock();
         if open

@@ -1,44 +1,83 @@
-//! The connection: a reader task, a dispatcher task and a writer task around one transport.
+//! The connection: a reader task and a writer task around one transport, and the handle that
+//! sends requests and notifications through it.
 //!
 //! - The **reader** reads the transport. Responses resolve the pending table directly;
-//!   `$/cancel_request` cancels an in-flight request directly; requests and notifications go to
-//!   the dispatch queue in arrival order; invalid input is answered with an error.
-//! - The **dispatcher** hands the queued messages to the [`Handler`] in order, and runs each
-//!   handler until it first waits; one that waits goes on in a task of its own.
+//!   `$/cancel_request` cancels an in-flight request directly; requests and notifications are
+//!   handed to the [`Handler`] in arrival order and their work is admitted to its lane (see the
+//!   `lanes` module); invalid input is answered with an error.
 //! - The **writer** sends whatever was queued for the peer, in queue order, one batch per write.
 //!
-//! Backpressure: when the handler falls `BACKPRESSURE_AT` messages behind, the reader stops
-//! reading (so the peer's writes block) — except while a request of ours is pending, because
-//! its response may be behind the backlog and a handler may be waiting for it. A backlog of
-//! `max_backlog` messages ends the connection with an error instead of growing without limit.
+//! **Bounded memory.** Every queue is bounded by a byte budget ([`Limits`]):
+//! - requests and notifications queued for the peer: [`Connection::notify`] waits while the
+//!   peer reads too slowly, and forwarding waits with it. Responses and `$/cancel_request`
+//!   never wait: they are bounded by the requests in flight, and holding them back could
+//!   deadlock two peers that both wait for room;
+//! - received messages waiting in a lane: when a lane is full the reader stops reading, so the
+//!   peer's writes block in turn. The one exception: while work running in a lane (a
+//!   notification handler) awaits a response, the reader reads on, since that response may be
+//!   behind what it has not read; [`Limits::max_backlog`] still ends a peer that floods it;
+//! - requests handled at once: past [`Limits::max_in_flight`] the peer's next request is refused.
 //!
-//! Shutdown: at the end of the peer's stream (or a read error, or [`Connection::close`]) the
-//! pending requests fail with a "peer closed" error, the dispatcher finishes what is queued,
-//! the writer flushes and closes, and [`Connection::closed`] completes.
+//! **Ending.** At the end of the peer's stream (or a read error, or [`Connection::close`]) the
+//! pending requests fail with a "peer closed" error. At a clean end of stream the requests the
+//! peer sent before it are still handled and answered (its reading side may well be open, as
+//! with `printf '...' | agent`) — for [`Limits::eof_grace`] at most, if set; then, or at once
+//! after [`Connection::close`] or a failure, the work still running is cancelled (open requests
+//! are answered `-32800`), the writer flushes and closes, and [`Connection::closed`] completes.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::incoming::{CANCEL_REQUEST_METHOD, InFlight, cancelled_id};
-use super::outgoing::{DispatchOrder, PendingResponse, PendingTable, decode_typed, keep_raw};
-use super::transport::{Inbound, MessageReader, MessageWriter, Transport};
+use super::budget::{Budget, Permit};
+use super::lanes::Lanes;
+use super::pending::{PendingResponse, PendingTable, decode_typed, keep_raw};
+use super::responder::{CANCEL_REQUEST_METHOD, InFlight};
+use super::transport::Transport;
 use super::{
     Error, Handler, Id, JsonRpcNotification, JsonRpcRequest, Message, Notification, RawJson,
-    Request, Responder, Response,
+    Request, Response, reader, writer,
 };
 
-const BACKPRESSURE_AT: usize = 1024;
-const DEFAULT_MAX_BACKLOG: usize = 1 << 20;
-const MAX_WRITE_BATCH: usize = 512;
-/// How many messages the reader takes from what one read brought in before it lets the
-/// dispatcher and writer run: a burst is passed on in slices of this size, so the next
-/// process of a chain starts on the first slice while this one reads the rest.
-const READ_SLICE: u32 = 32;
+/// The limits that keep a connection's memory bounded, and how long it lets work finish once
+/// the peer's stream has ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Bytes of requests and notifications queued for the peer before
+    /// [`Connection::notify`] (and forwarding) waits. Default 1 MiB.
+    pub outgoing_bytes: usize,
+    /// Bytes of received messages waiting in one lane before the reader stops reading.
+    /// Default 1 MiB.
+    pub lane_bytes: usize,
+    /// Requests of the peer handled at once; one more is refused with
+    /// [`code::SERVER_BUSY`](super::code::SERVER_BUSY). Default 4,096.
+    pub max_in_flight: usize,
+    /// Received messages waiting in lanes past which the connection gives up on the peer
+    /// (reached only while a notification handler awaits a response and the peer floods on).
+    /// Default 65,536.
+    pub max_backlog: usize,
+    /// After the peer's stream ended, how long the requests it sent may still be handled before
+    /// they are cancelled. `None` (the default) waits for them; the proxy and agent runtimes
+    /// use 250 ms.
+    pub eof_grace: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            outgoing_bytes: 1 << 20,
+            lane_bytes: 1 << 20,
+            max_in_flight: 4096,
+            max_backlog: 65_536,
+            eof_grace: None,
+        }
+    }
+}
 
 /// A handle to a running connection: send requests and notifications to the peer, spawn work
 /// tied to the connection, close it. Cheap to clone.
@@ -59,40 +98,49 @@ impl std::fmt::Debug for Connection {
 pub(crate) struct Shared {
     pub(crate) name: String,
     outgoing: mpsc::UnboundedSender<Outgoing>,
+    /// What the requests and notifications waiting to be written may add up to.
+    flow: Budget,
     next_id: AtomicI64,
     pub(crate) pending: PendingTable,
     pub(crate) in_flight: InFlight,
-    pub(crate) order: DispatchOrder,
+    pub(crate) lanes: Lanes,
     pub(crate) default_timeout: Option<Duration>,
-    backlog: Backlog,
+    pub(crate) limits: Limits,
     /// Asks the reader to stop.
-    shutdown: CancellationToken,
-    /// Fired once every task of the connection has ended.
+    pub(crate) shutdown: CancellationToken,
+    /// Fired when the connection gives up on the work still running: handlers, lanes,
+    /// background work.
+    pub(crate) abandon: CancellationToken,
+    /// Fired once the reader and the writer have ended.
     done: CancellationToken,
-    ended_because: OnceLock<String>,
+    ended: OnceLock<End>,
 }
 
-enum Outgoing {
-    Message(Message),
+/// What goes to the writer.
+pub(crate) enum Outgoing {
+    /// A message, with the share of the flow budget it holds until it is written.
+    Message(Message, Option<Permit>),
     /// Flush, close the transport's sending side, stop.
     Close,
 }
 
-/// How many messages wait for the dispatcher.
-#[derive(Debug, Default)]
-struct Backlog {
-    len: AtomicUsize,
-    room: Notify,
+/// How a connection ended.
+#[derive(Debug, Clone)]
+pub(crate) enum End {
+    /// The peer's stream ended.
+    Eof,
+    /// [`Connection::close`] (or the owner) closed it.
+    Closed,
+    /// Reading or writing failed, or the peer broke a limit.
+    Failed(String),
 }
 
-impl Backlog {
-    fn push(&self) -> usize {
-        self.len.fetch_add(1, Ordering::AcqRel) + 1
-    }
-
-    fn pop(&self) {
-        if self.len.fetch_sub(1, Ordering::AcqRel) == BACKPRESSURE_AT {
-            self.room.notify_one();
+impl End {
+    fn why(&self) -> &str {
+        match self {
+            End::Eof => "end of stream",
+            End::Closed => "closed locally",
+            End::Failed(why) => why,
         }
     }
 }
@@ -102,7 +150,7 @@ impl Backlog {
 pub struct Builder {
     name: String,
     default_timeout: Option<Duration>,
-    max_backlog: usize,
+    limits: Limits,
 }
 
 impl Default for Builder {
@@ -110,7 +158,7 @@ impl Default for Builder {
         Builder {
             name: "peer".into(),
             default_timeout: None,
-            max_backlog: DEFAULT_MAX_BACKLOG,
+            limits: Limits::default(),
         }
     }
 }
@@ -129,44 +177,56 @@ impl Builder {
         self
     }
 
-    /// How many received messages may wait for the handler before the connection gives up on
-    /// the peer (default 1,048,576).
-    pub fn max_backlog(mut self, messages: usize) -> Self {
-        self.max_backlog = messages.max(1);
+    /// Sets every limit at once.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
+    }
+
+    /// See [`Limits::max_backlog`].
+    pub fn max_backlog(mut self, messages: usize) -> Self {
+        self.limits.max_backlog = messages.max(1);
+        self
+    }
+
+    /// See [`Limits::eof_grace`].
+    pub fn eof_grace(mut self, grace: Option<Duration>) -> Self {
+        self.limits.eof_grace = grace;
+        self
+    }
+
+    /// The limits this builder will use.
+    pub fn current_limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Starts the connection's tasks on the current Tokio runtime (call it from within one).
     pub fn spawn<T: Transport, H: Handler>(self, transport: T, handler: H) -> Connection {
         let (reader, writer) = transport.split();
         let (out_tx, out_rx) = mpsc::unbounded_channel();
-        let (queue_tx, queue_rx) = mpsc::unbounded_channel();
         let conn = Connection {
             shared: Arc::new(Shared {
                 name: self.name,
                 outgoing: out_tx,
+                flow: Budget::new(self.limits.outgoing_bytes),
                 next_id: AtomicI64::new(1),
                 pending: PendingTable::default(),
                 in_flight: InFlight::default(),
-                order: DispatchOrder::default(),
+                lanes: Lanes::new(H::LANES, self.limits.lane_bytes),
                 default_timeout: self.default_timeout,
-                backlog: Backlog::default(),
+                limits: self.limits,
                 shutdown: CancellationToken::new(),
+                abandon: CancellationToken::new(),
                 done: CancellationToken::new(),
-                ended_because: OnceLock::new(),
+                ended: OnceLock::new(),
             }),
         };
-        let reader = tokio::spawn(run_reader(reader, conn.clone(), queue_tx, self.max_backlog));
-        let dispatcher = tokio::spawn(run_dispatcher(handler, conn.clone(), queue_rx));
-        let writer = tokio::spawn(run_writer(writer, conn.clone(), out_rx));
+        let reader = tokio::spawn(reader::run(reader, handler, conn.clone()));
+        let writer = tokio::spawn(writer::run(writer, conn.clone(), out_rx));
         let done = conn.shared.done.clone();
         let name = conn.shared.name.clone();
         tokio::spawn(async move {
-            for (task, result) in [
-                ("reader", reader.await),
-                ("dispatcher", dispatcher.await),
-                ("writer", writer.await),
-            ] {
+            for (task, result) in [("reader", reader.await), ("writer", writer.await)] {
                 if let Err(e) = result {
                     tracing::error!(peer = %name, task, error = %e, "connection task failed");
                 }
@@ -193,12 +253,17 @@ impl Connection {
     }
 
     /// Sends a typed request. Await the result for the response.
+    ///
+    /// The request goes out now, ahead of anything sent after it; it does not wait for room
+    /// in the outgoing queue (requests are bounded by the answers they wait for).
     pub fn request<R: JsonRpcRequest>(&self, request: R) -> PendingResponse<R::Response> {
         match RawJson::to_raw(&request) {
             Ok(params) => self.start_request(
+                0,
                 R::METHOD.to_owned(),
                 Some(params),
                 decode_typed::<R::Response>,
+                None,
             ),
             Err(e) => PendingResponse::failed(e, decode_typed::<R::Response>),
         }
@@ -210,56 +275,80 @@ impl Connection {
         method: impl Into<String>,
         params: Option<RawJson>,
     ) -> PendingResponse<RawJson> {
-        self.start_request(method.into(), params, keep_raw)
+        self.start_request(0, method.into(), params, keep_raw, None)
     }
 
+    /// Sends a request whose response must not overtake lane `lane`'s messages.
     pub(crate) fn start_request<T: Send + 'static>(
         &self,
+        lane: usize,
         method: String,
         params: Option<RawJson>,
         decode: fn(RawJson) -> Result<T, Error>,
+        permit: Option<Permit>,
     ) -> PendingResponse<T> {
         let id = Id::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        if let Err(e) = self.shared.pending.insert(id.clone(), tx) {
+        if let Err(e) = self.shared.pending.insert(id.clone(), lane, tx) {
             return PendingResponse::failed(e, decode);
         }
-        // A paused reader must read on: this request's response is coming.
-        self.shared.backlog.room.notify_one();
         let message = Message::Request(Request {
             id: id.clone(),
             method: method.clone(),
             params,
         });
-        if let Err(e) = self.send_message(message) {
+        if let Err(e) = self.send_with(message, permit) {
             self.shared.pending.remove(&id);
             return PendingResponse::failed(e, decode);
         }
         PendingResponse::sent(self, id, method, rx, decode)
     }
 
-    /// Sends a typed notification.
-    pub fn notify<N: JsonRpcNotification>(&self, notification: N) -> Result<(), Error> {
-        self.notify_raw(N::METHOD, Some(RawJson::to_raw(&notification)?))
+    /// Sends a typed notification, once the outgoing queue has room for it.
+    pub fn notify<N: JsonRpcNotification>(
+        &self,
+        notification: N,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        let params = RawJson::to_raw(&notification);
+        async move { self.notify_raw(N::METHOD, Some(params?)).await }
     }
 
-    /// Sends a notification by method name with raw params.
+    /// Sends a notification by method name with raw params, once the outgoing queue has room
+    /// for it.
     pub fn notify_raw(
         &self,
         method: impl Into<String>,
         params: Option<RawJson>,
-    ) -> Result<(), Error> {
-        self.send_message(Message::Notification(Notification {
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        let message = Message::Notification(Notification {
             method: method.into(),
             params,
-        }))
+        });
+        async move {
+            let permit = self.room_for(message.payload_len()).await;
+            self.send_with(message, permit)
+        }
     }
 
-    pub(crate) fn send_message(&self, message: Message) -> Result<(), Error> {
+    /// A share of the outgoing budget for a payload of `bytes`, once there is room.
+    pub(crate) async fn room_for(&self, bytes: usize) -> Option<Permit> {
+        match self.shared.flow.try_take(bytes) {
+            Some(permit) => Some(permit),
+            None => self.shared.flow.take(bytes).await,
+        }
+    }
+
+    /// Queues `message` for the writer with the budget it holds.
+    pub(crate) fn send_with(&self, message: Message, permit: Option<Permit>) -> Result<(), Error> {
         self.shared
             .outgoing
-            .send(Outgoing::Message(message))
+            .send(Outgoing::Message(message, permit))
             .map_err(|_| self.closed_error())
+    }
+
+    /// Queues a response or a cancellation: these never wait for room.
+    pub(crate) fn send_now(&self, message: Message) -> Result<(), Error> {
+        self.send_with(message, None)
     }
 
     pub(crate) fn send_cancel(&self, id: &Id) {
@@ -269,29 +358,33 @@ impl Connection {
             request_id: &'a Id,
         }
         if let Ok(params) = RawJson::to_raw(&CancelParams { request_id: id }) {
-            let _ = self.notify_raw(CANCEL_REQUEST_METHOD, Some(params));
+            let _ = self.send_now(Message::Notification(Notification {
+                method: CANCEL_REQUEST_METHOD.to_owned(),
+                params: Some(params),
+            }));
         }
     }
 
+    pub(crate) fn close_writer(&self) {
+        let _ = self.shared.outgoing.send(Outgoing::Close);
+    }
+
     fn closed_error(&self) -> Error {
-        let why = self
-            .shared
-            .ended_because
-            .get()
-            .map_or("closed", String::as_str);
+        let why = self.shared.ended.get().map_or("closed", End::why);
         Error::peer_closed(&self.shared.name, why)
     }
 
-    /// Runs `work` in the background until it finishes or the connection has ended.
+    /// Runs `work` in the background until it finishes or the connection gives up on the work
+    /// still running (see the module docs).
     pub fn spawn<F>(&self, work: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let done = self.shared.done.clone();
+        let abandon = self.shared.abandon.clone();
         tokio::spawn(async move {
             tokio::select! {
                 _ = work => {}
-                _ = done.cancelled() => {}
+                _ = abandon.cancelled() => {}
             }
         });
     }
@@ -300,9 +393,15 @@ impl Connection {
     /// response, cancels the peer's requests still being handled (answering them `-32800`),
     /// sends what is queued, then closes the transport.
     pub fn close(&self) {
+        let _ = self.shared.ended.set(End::Closed);
         self.shared.shutdown.cancel();
+        self.cancel_requests();
+    }
+
+    /// Cancels every request of the peer still being handled, answering it `-32800`.
+    pub(crate) fn cancel_requests(&self) {
         for id in self.shared.in_flight.cancel_all() {
-            let _ = self.send_message(Message::Response(Response::error(
+            let _ = self.send_now(Message::Response(Response::error(
                 id,
                 &Error::request_cancelled(),
             )));
@@ -314,269 +413,20 @@ impl Connection {
         self.shared.done.is_cancelled()
     }
 
-    /// Completes once the connection has fully ended; says why it ended.
-    ///
-    /// When the peer's stream ends, the requests it sent before that are still handled and
-    /// answered (its reading side may well be open, as with `printf '...' | agent`), so this
-    /// completes once their handlers finish. [`Connection::close`] cancels them instead.
-    pub async fn closed(&self) -> String {
+    /// Completes once the connection has fully ended: `Ok` when the peer's stream ended or the
+    /// connection was closed, an error saying what went wrong when reading or writing failed
+    /// or the peer broke a limit.
+    pub async fn closed(&self) -> Result<(), Error> {
         self.shared.done.cancelled().await;
-        self.shared
-            .ended_because
-            .get()
-            .cloned()
-            .unwrap_or_else(|| "closed".into())
+        match self.shared.ended.get() {
+            Some(End::Failed(why)) => Err(Error::connection_failed(&self.shared.name, why)),
+            _ => Ok(()),
+        }
     }
 
-    fn end(&self, why: String) {
-        let _ = self.shared.ended_because.set(why);
+    /// Records why the connection ends (the first reason wins) and fails the pending requests.
+    pub(crate) fn end(&self, end: End) {
+        let _ = self.shared.ended.set(end);
         self.shared.pending.close(self.closed_error());
-    }
-}
-
-enum Dispatch {
-    Request(Request, Responder),
-    Notification(Notification),
-}
-
-async fn run_reader<R: MessageReader>(
-    mut reader: R,
-    conn: Connection,
-    queue: mpsc::UnboundedSender<Dispatch>,
-    max_backlog: usize,
-) {
-    let shared = &conn.shared;
-    // Requests and notifications handed to the dispatcher so far: a response's barrier.
-    let mut enqueued: u64 = 0;
-    let mut slice = 0;
-    let why = loop {
-        slice += 1;
-        if slice == READ_SLICE {
-            slice = 0;
-            tokio::task::yield_now().await;
-        }
-        let read = tokio::select! {
-            biased;
-            _ = shared.shutdown.cancelled() => break "closed locally".to_owned(),
-            read = reader.read() => read,
-        };
-        let inbound = match read {
-            Ok(Some(inbound)) => inbound,
-            Ok(None) => break "end of stream".to_owned(),
-            Err(e) => break format!("read error: {e}"),
-        };
-        let dispatch = match inbound {
-            Inbound::Message(Message::Response(response)) => {
-                let Response { id, body } = response;
-                let result = Response { id: Id::Null, body }.into_result();
-                let arrived = super::outgoing::Arrived {
-                    result,
-                    barrier: enqueued,
-                };
-                if id == Id::Null {
-                    // The peer could not read something we sent and says so.
-                    tracing::error!(peer = %shared.name, response = ?arrived.result, "the peer reported an error about a message it could not read");
-                } else if !shared.pending.resolve(&id, arrived) {
-                    tracing::warn!(peer = %shared.name, %id, "dropping a response to an unknown or cancelled request id");
-                }
-                continue;
-            }
-            Inbound::Message(Message::Notification(n)) if n.method == CANCEL_REQUEST_METHOD => {
-                match cancelled_id(n.params.as_ref()) {
-                    Some(id) if shared.in_flight.cancel(&id) => {
-                        let _ = conn.send_message(Message::Response(Response::error(
-                            id,
-                            &Error::request_cancelled(),
-                        )));
-                    }
-                    Some(id) => {
-                        tracing::debug!(peer = %shared.name, %id, "cancel for a request that is already answered")
-                    }
-                    None => {
-                        tracing::warn!(peer = %shared.name, params = ?n.params, "malformed $/cancel_request")
-                    }
-                }
-                continue;
-            }
-            Inbound::Message(Message::Notification(n)) => Dispatch::Notification(n),
-            Inbound::Message(Message::Request(request)) => {
-                match shared.in_flight.register(&request.id) {
-                    Some(token) => {
-                        let responder = Responder::new(
-                            request.id.clone(),
-                            request.method.clone(),
-                            conn.clone(),
-                            token,
-                        );
-                        Dispatch::Request(request, responder)
-                    }
-                    None => {
-                        let error = Error::invalid_request(format!(
-                            "request id {} is already in use by an unanswered request",
-                            request.id
-                        ));
-                        tracing::warn!(peer = %shared.name, %error, "refusing a request");
-                        let _ = conn
-                            .send_message(Message::Response(Response::error(request.id, &error)));
-                        continue;
-                    }
-                }
-            }
-            Inbound::Invalid { id, error } => {
-                tracing::error!(peer = %shared.name, %id, %error, "invalid message from the peer");
-                let _ = conn.send_message(Message::Response(Response::error(id, &error)));
-                continue;
-            }
-            Inbound::BadResponse { id, error } => {
-                tracing::error!(peer = %shared.name, %id, %error, "malformed response from the peer");
-                shared.pending.resolve(
-                    &id,
-                    super::outgoing::Arrived {
-                        result: Err(error),
-                        barrier: enqueued,
-                    },
-                );
-                continue;
-            }
-        };
-
-        let backlog = shared.backlog.push();
-        enqueued += 1;
-        if queue.send(dispatch).is_err() {
-            break "the dispatcher stopped".to_owned();
-        }
-        if backlog >= max_backlog {
-            break format!(
-                "the peer sent {backlog} messages that the handler has not processed yet"
-            );
-        }
-        if backlog >= BACKPRESSURE_AT && !wait_for_room(shared).await {
-            break "closed locally".to_owned();
-        }
-    };
-    tracing::debug!(peer = %shared.name, reason = %why, "connection reader ended");
-    conn.end(why);
-}
-
-/// Pauses the reader while the backlog is full and no response is awaited; `false` when the
-/// connection is shutting down meanwhile.
-async fn wait_for_room(shared: &Shared) -> bool {
-    loop {
-        let room = shared.backlog.room.notified();
-        tokio::pin!(room);
-        room.as_mut().enable();
-        if shared.backlog.len.load(Ordering::Acquire) < BACKPRESSURE_AT
-            || !shared.pending.is_empty()
-        {
-            return true;
-        }
-        tokio::select! {
-            _ = room => {}
-            _ = shared.shutdown.cancelled() => return false,
-        }
-    }
-}
-
-async fn run_dispatcher<H: Handler>(
-    mut handler: H,
-    conn: Connection,
-    mut queue: mpsc::UnboundedReceiver<Dispatch>,
-) {
-    while let Some(dispatch) = queue.recv().await {
-        conn.shared.backlog.pop();
-        match dispatch {
-            Dispatch::Request(request, responder) => {
-                // A request cancelled while it waited in the queue never runs.
-                if !responder.is_cancelled() {
-                    let cancelled = responder.token().clone();
-                    let work = handler.handle_request(request, responder, &conn);
-                    start(&conn, async move {
-                        tokio::select! {
-                            biased;
-                            _ = cancelled.cancelled() => {}
-                            _ = work => {}
-                        }
-                    })
-                    .await;
-                }
-            }
-            Dispatch::Notification(n) => {
-                let work = handler.handle_notification(n, &conn);
-                start(&conn, work).await;
-            }
-        }
-        conn.shared.order.advance();
-    }
-    conn.shared.order.finish();
-    // Requests whose handlers are still running are answered before the transport closes.
-    conn.shared.in_flight.all_answered().await;
-    let _ = conn.shared.outgoing.send(Outgoing::Close);
-}
-
-/// Runs `work` until it first waits; if it does, it goes on in a task of its own.
-async fn start(conn: &Connection, work: impl Future<Output = ()> + Send + 'static) {
-    let mut work = Box::pin(work);
-    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(work.as_mut().poll(cx))).await;
-    if first.is_pending() {
-        let done = conn.shared.done.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = work => {}
-                _ = done.cancelled() => {}
-            }
-        });
-    }
-}
-
-async fn run_writer<W: MessageWriter>(
-    mut writer: W,
-    conn: Connection,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-) {
-    let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
-    let mut closing = false;
-    while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(item) = next.take() {
-            match item {
-                Outgoing::Message(m) => batch.push(m),
-                Outgoing::Close => {
-                    closing = true;
-                    break;
-                }
-            }
-            if batch.len() < MAX_WRITE_BATCH {
-                next = rx.try_recv().ok();
-            }
-        }
-        if !batch.is_empty()
-            && let Err(e) = writer.write(&mut batch).await
-        {
-            tracing::debug!(peer = %conn.shared.name, error = %e, "write failed; ending the connection");
-            conn.end(format!("write error: {e}"));
-            conn.shared.shutdown.cancel();
-            // Nothing can reach the peer any more: stop the handlers still working for it.
-            conn.shared.in_flight.cancel_all();
-            batch.clear();
-            // Keep draining so the dispatcher's final Close is seen and senders do not pile up.
-            if !closing {
-                drain_until_close(&mut rx).await;
-            }
-            break;
-        }
-        if closing {
-            break;
-        }
-    }
-    if let Err(e) = writer.close().await {
-        tracing::debug!(peer = %conn.shared.name, error = %e, "closing the transport failed");
-    }
-}
-
-async fn drain_until_close(rx: &mut mpsc::UnboundedReceiver<Outgoing>) {
-    while let Some(item) = rx.recv().await {
-        if let Outgoing::Close = item {
-            return;
-        }
     }
 }

@@ -20,6 +20,10 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// The request was cancelled (by `$/cancel_request`, a timeout or a shutdown).
     pub const REQUEST_CANCELLED: i64 = -32800;
+    /// The request was refused because the peer already has as many requests in flight as this
+    /// side handles at once (an implementation-defined server error of JSON-RPC's reserved
+    /// range, clear of the codes ACP and MCP define).
+    pub const SERVER_BUSY: i64 = -32010;
 }
 
 /// A JSON-RPC error: what a peer answered, or what went wrong on this side.
@@ -107,6 +111,17 @@ impl Error {
         let mut e = Error::new(
             code::INTERNAL_ERROR,
             format!("peer closed: {who} ended the connection ({why}) before answering"),
+        );
+        e.local = Some(Local::PeerClosed);
+        e
+    }
+
+    /// The connection to `who` failed (reading or writing broke, or the peer broke a limit);
+    /// `why` says how.
+    pub fn connection_failed(who: &str, why: &str) -> Error {
+        let mut e = Error::new(
+            code::INTERNAL_ERROR,
+            format!("the connection to {who} failed: {why}"),
         );
         e.local = Some(Local::PeerClosed);
         e

@@ -1,12 +1,13 @@
 //! What a connection does with the requests and notifications it receives.
 //!
-//! The connection's dispatcher calls the [`Handler`] once per message, **in arrival order**,
-//! with `&mut self`: whatever a handler does before it first waits happens in that order.
-//! The future it returns is polled at once; if it has to wait (for a response from the peer,
-//! say), it is parked and runs on while the dispatcher goes on with the next message. So a
-//! handler may await anything — its own peer included, even while the peer's handler awaits
-//! it — without blocking the connection, and messages whose handlers do not wait are handled
-//! strictly one after another.
+//! The connection's reader calls the [`Handler`] once per message, **in arrival order**, with
+//! `&mut self`. The handler answers with a [`Dispatch`]: the rest of the work as a `'static`
+//! future, the lane it belongs to, and how the lane runs it (see the `lanes` module docs):
+//! - [`Dispatch::in_turn`]: the lane runs it to the end before the next item, so notification
+//!   handlers of one lane run one after another, in order;
+//! - [`Dispatch::start`]: started when the lane reaches it, then it runs in a task of its own,
+//!   so a request handler that waits — for a response from the peer, say, even while the
+//!   peer's handler waits for this side — never holds anything else up.
 //!
 //! [`Router`] is the ready-made handler: typed closures looked up by method name (a map lookup,
 //! whatever the number of routes), unknown requests answered `-32601`, unknown notifications
@@ -26,19 +27,25 @@ use super::{
 /// Handles what the peer sends. Both methods have defaults: an unknown request is answered
 /// `-32601 Method not found`, a notification is ignored.
 ///
-/// Each method runs synchronously in arrival order and returns the rest of the work as a
-/// `'static` future (clone what it needs from `self` and `cx`). A request is answered through
-/// its [`Responder`]; if the peer cancels it, its future is dropped.
+/// Each method runs synchronously in arrival order and returns the rest of the work (clone what
+/// it needs from `self` and `cx`). A request is answered through its [`Responder`]; if the peer
+/// cancels it, its work is dropped.
 pub trait Handler: Send + 'static {
+    /// How many lanes the connection keeps for this handler's work (at least one): messages of
+    /// different lanes never wait for each other.
+    const LANES: usize = 1;
+
     /// Handles one request.
     fn handle_request(
         &mut self,
         request: Request,
         responder: Responder,
         cx: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
         let _ = cx;
-        async move { responder.respond_error(Error::method_not_found(&request.method)) }
+        Dispatch::in_turn(async move {
+            responder.respond_error(Error::method_not_found(&request.method))
+        })
     }
 
     /// Handles one notification. Notifications are never answered.
@@ -46,10 +53,70 @@ pub trait Handler: Send + 'static {
         &mut self,
         notification: Notification,
         cx: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
         let _ = cx;
-        async move {
+        Dispatch::in_turn(async move {
             tracing::debug!(method = %notification.method, "ignoring a notification nobody handles");
+        })
+    }
+}
+
+/// How the connection runs the work of one received message: in its lane's turn, or started
+/// in its lane's turn and then on its own.
+#[derive(Debug)]
+#[must_use = "a Dispatch does nothing until the connection runs it"]
+pub struct Dispatch<F> {
+    pub(crate) lane: usize,
+    pub(crate) order: Order,
+    pub(crate) work: F,
+}
+
+/// How a lane runs an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// To the end, before the next item.
+    InTurn,
+    /// Started, then on its own.
+    Start,
+}
+
+impl<F> Dispatch<F> {
+    /// Runs `work` to the end before anything that arrived after it in the same lane: for
+    /// notifications (their handlers run one after another, in arrival order) and for answers
+    /// that must not overtake what arrived before them.
+    pub fn in_turn(work: F) -> Self {
+        Dispatch {
+            lane: 0,
+            order: Order::InTurn,
+            work,
+        }
+    }
+
+    /// Starts `work` once everything that arrived before it in the same lane was dealt with,
+    /// then lets it run in a task of its own: for request handlers, which may wait for as long
+    /// as they like without holding anything up.
+    pub fn start(work: F) -> Self {
+        Dispatch {
+            lane: 0,
+            order: Order::Start,
+            work,
+        }
+    }
+
+    /// Puts the work in lane `lane` (`0` by default; a lane the handler does not have means
+    /// `0`).
+    pub fn on_lane(mut self, lane: usize) -> Self {
+        self.lane = lane;
+        self
+    }
+
+    /// The same dispatch of other work (say, `work` wrapped in a type shared with other
+    /// dispatches).
+    pub fn map<G>(self, f: impl FnOnce(F) -> G) -> Dispatch<G> {
+        Dispatch {
+            lane: self.lane,
+            order: self.order,
+            work: f(self.work),
         }
     }
 }
@@ -167,16 +234,23 @@ impl Handler for Router {
         request: Request,
         responder: Responder,
         cx: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
         let work = match self.requests.get_mut(request.method.as_str()) {
             Some(f) => Ok(f(request.params, cx.clone())),
             None => Err(Error::method_not_found(&request.method)),
         };
-        async move {
+        let known = work.is_ok();
+        let work = async move {
             match work {
                 Ok(work) => responder.respond(work.await),
                 Err(e) => responder.respond_error(e),
             }
+        };
+        if known {
+            Dispatch::start(work)
+        } else {
+            // Answered in turn: the error does not overtake what arrived before the request.
+            Dispatch::in_turn(work)
         }
     }
 
@@ -184,13 +258,13 @@ impl Handler for Router {
         &mut self,
         notification: Notification,
         cx: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
         let method = notification.method;
         let work = self
             .notifications
             .get_mut(method.as_str())
             .map(|f| f(notification.params, cx.clone()));
-        async move {
+        Dispatch::in_turn(async move {
             match work {
                 Some(work) => {
                     if let Err(e) = work.await {
@@ -199,6 +273,6 @@ impl Handler for Router {
                 }
                 None => tracing::debug!(%method, "ignoring a notification nobody handles"),
             }
-        }
+        })
     }
 }

@@ -18,29 +18,34 @@
 //! # Ok(()) }
 //! ```
 
+mod budget;
 mod connection;
 mod error;
 mod framing;
 mod handler;
 mod id;
-mod incoming;
+mod lanes;
 mod message;
-mod outgoing;
 mod payload;
+mod pending;
+mod reader;
+mod responder;
 mod transport;
 mod typed;
+mod writer;
 
-pub use self::connection::{Builder, Connection};
+pub(crate) use self::budget::Permit;
+pub use self::connection::{Builder, Connection, Limits};
 pub use self::error::{Error, Result, code};
 pub use self::framing::DEFAULT_MAX_LINE_LENGTH;
 pub(crate) use self::handler::parse_params;
-pub use self::handler::{Handler, Router};
+pub use self::handler::{Dispatch, Handler, Router};
 pub use self::id::Id;
-pub use self::incoming::{CANCEL_REQUEST_METHOD, Responder};
 pub use self::message::{Message, Notification, Request, Response, ResponseBody};
-pub use self::outgoing::PendingResponse;
-pub(crate) use self::outgoing::decode_typed;
 pub use self::payload::RawJson;
+pub use self::pending::PendingResponse;
+pub(crate) use self::pending::decode_typed;
+pub use self::responder::{CANCEL_REQUEST_METHOD, Responder};
 pub use self::transport::{
     ByteStream, Channel, Inbound, MessageReader, MessageWriter, Transport, channel,
 };

@@ -6,16 +6,22 @@
 //! This module does all of that, so that a proxy is just the handlers it wants:
 //!
 //! ```no_run
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
 //! use sacp::acp::{ContentBlock, PromptRequest, PromptResponse, TextContent};
 //! use sacp::proxy::Cx;
 //!
-//! /// Adds a line to every prompt before the agent sees it.
-//! struct Reminder;
+//! /// Adds a line to every prompt before the agent sees it, and counts the prompts.
+//! #[derive(Default)]
+//! struct Reminder {
+//!     prompts: AtomicU64,
+//! }
 //!
 //! #[sacp::proxy]
 //! impl Reminder {
 //!     #[on_request]
-//!     async fn prompt(&mut self, mut req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+//!     async fn prompt(&self, mut req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+//!         self.prompts.fetch_add(1, Ordering::Relaxed);
 //!         req.prompt.push(ContentBlock::Text(TextContent::new("Be brief.")));
 //!         cx.successor().request(req).await
 //!     }
@@ -23,7 +29,7 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> sacp::Result<()> {
-//!     sacp::proxy::serve_stdio(Reminder).await
+//!     sacp::proxy::serve_stdio(Reminder::default()).await
 //! }
 //! ```
 //!
@@ -34,19 +40,30 @@
 //!   `_meta.proxy: true`.
 //! - **Default forwarding**: every message no handler takes goes on unchanged — requests and
 //!   notifications from the client to the successor, and from the successor to the client —
-//!   with responses relayed back. Its params are moved as bytes, never parsed.
-//! - **Order**: messages are handled and forwarded in the order they arrive. Handlers run one at
-//!   a time (they have `&mut self`): while one waits — for its successor, say — the messages
-//!   that other handlers take wait for it, but messages no handler takes are forwarded at once.
-//!   So a handler that awaits its successor's answer to a prompt does not hold back the
-//!   `session/update`s streamed before that answer, and they reach the client first.
+//!   with responses relayed back. Its params are moved as bytes, never parsed. Cancelling a
+//!   forwarded request (`$/cancel_request`) cancels it downstream.
+//! - **Concurrency**: handlers take `&self` and run concurrently. A request handler runs in a
+//!   task of its own, so while a prompt handler awaits its successor, the agent's permission
+//!   requests, tool calls and updates — and every other session — go on. Keep state behind a
+//!   `Mutex`, atomics or another type with interior mutability.
+//! - **Order**: what comes from one side is dealt with in arrival order: notification handlers
+//!   of a side run one after another, a request handler starts after what came before it, and
+//!   forwarding keeps its place. An answer never overtakes what its peer sent before it: when a
+//!   handler's `cx.successor().request(..).await` returns, the updates the agent streamed
+//!   before its response have all been forwarded or handled, so the handler's own answer comes
+//!   after them.
+//! - **Bounded memory**: `notify` waits while the conductor reads too slowly, and so does
+//!   forwarding, which makes the proxy stop reading: a slow editor slows the agent down
+//!   instead of filling memory. Limits are set with [`spawn_with`]
+//!   ([`Limits`](crate::jsonrpc::Limits)).
+//! - **The end**: when the conductor closes the connection, the requests still being handled
+//!   get a short grace (250 ms) to finish, then are cancelled, and [`serve`] returns.
 //!
-//! A handler returning `Err` answers the request with that error (a notification handler's
-//! error is logged: notifications are never answered).
+//! A handler returning `Err` answers the request with that error (any error type that converts
+//! into [`sacp::Error`](crate::Error)); a notification handler's error is logged, since
+//! notifications are never answered.
 
 mod cx;
-pub mod envelope;
-pub mod handshake;
 pub(crate) mod runtime;
 
 pub use self::cx::Cx;
@@ -54,33 +71,44 @@ pub use crate::incoming::{Incoming, Reply};
 pub use crate::peer::Peer;
 
 use std::future::Future;
+use std::time::Duration;
 
 use crate::acp::Side;
-use crate::jsonrpc::{ByteStream, Connection, Error, Transport};
+use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
+
+/// How long the requests still being handled get when the conductor closes the connection.
+pub(crate) const EOF_GRACE: Duration = Duration::from_millis(250);
 
 /// A proxy: the handlers it has, and how to call them. Written by `#[sacp::proxy]`.
 ///
 /// [`Proxy::takes`] says which messages [`Proxy::dispatch`] handles, before it is called: the
-/// runtime forwards everything else itself without waiting for the proxy's handlers.
+/// runtime forwards everything else itself. Handlers take `&self` and run concurrently, so a
+/// proxy is `Sync`: keep mutable state behind a `Mutex` or atomics.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a proxy",
     note = "write `#[sacp::proxy]` on an `impl {Self}` block (an empty one forwards everything)"
 )]
-pub trait Proxy: Send + 'static {
+pub trait Proxy: Send + Sync + 'static {
     /// Whether [`Proxy::dispatch`] handles messages of `method` sent from `from`.
     fn takes(method: &str, from: Side) -> bool;
 
     /// Handles one message that [`Proxy::takes`]; anything it does not answer after all is
-    /// forwarded by [`Incoming`]'s default path.
-    fn dispatch(&mut self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send;
+    /// forwarded by the default path.
+    fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send;
 }
 
-/// Runs `proxy` on a transport to its conductor until the conductor closes the connection.
+/// The connection settings a proxy runs with by default: the peer is named `conductor`, and
+/// requests get [`EOF_GRACE`] once the conductor closes the connection.
+pub fn builder() -> Builder {
+    Connection::builder()
+        .name("conductor")
+        .eof_grace(Some(EOF_GRACE))
+}
+
+/// Runs `proxy` on a transport to its conductor until the connection ends: `Ok` when the
+/// conductor closed it, an error when reading or writing failed.
 pub async fn serve<P: Proxy>(proxy: P, transport: impl Transport) -> Result<(), Error> {
-    let conn = spawn(proxy, transport);
-    let why = conn.closed().await;
-    tracing::debug!(%why, "the conductor connection ended");
-    Ok(())
+    spawn(proxy, transport).closed().await
 }
 
 /// Runs `proxy` on stdin/stdout, as a component process of a conductor's chain.
@@ -89,9 +117,13 @@ pub async fn serve_stdio<P: Proxy>(proxy: P) -> Result<(), Error> {
 }
 
 /// Starts `proxy` on a transport and returns the connection to the conductor (for in-process
-/// chains and tests; [`Connection::closed`] says when it ended).
+/// chains and tests; [`Connection::closed`] says when and how it ended).
 pub fn spawn<P: Proxy>(proxy: P, transport: impl Transport) -> Connection {
-    Connection::builder()
-        .name("conductor")
-        .spawn(transport, runtime::ProxyHandler::new(proxy))
+    spawn_with(proxy, transport, builder())
+}
+
+/// [`spawn`] with other connection settings (limits, name, timeouts), starting from
+/// [`builder`].
+pub fn spawn_with<P: Proxy>(proxy: P, transport: impl Transport, builder: Builder) -> Connection {
+    builder.spawn(transport, runtime::ProxyHandler::new(proxy))
 }

@@ -1,17 +1,26 @@
-//! The proxy runtime: the connection handler that every proxy runs on.
+//! The proxy runtime: the connection handler that every proxy runs on, and the one path that
+//! forwards what no handler takes.
 //!
 //! It sorts what arrives from the conductor by side (plain messages come from the client,
 //! `_proxy/successor/*` ones from the successor), performs the capability handshake on
-//! `initialize`, gives the proxy's handlers what they take and forwards the rest.
+//! `initialize`, and hands each message to [`role::dispatch`]: a lane per side, handlers started
+//! or run in turn, everything else forwarded in turn by [`forward`].
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::sync::Arc;
 
-use super::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
-use super::{Cx, Proxy, handshake};
+use tokio_util::either::Either;
+
+use super::{Cx, Proxy};
 use crate::acp::Side;
 use crate::incoming::{Incoming, Reply};
-use crate::jsonrpc::{Connection, Handler, Notification, Request, Responder};
-use crate::serving::{Exclusive, Relay, Role, Work};
+use crate::jsonrpc::{
+    Connection, Dispatch, Error, Handler, Notification, PendingResponse, RawJson, Request,
+    Responder,
+};
+use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use crate::protocol::handshake;
+use crate::role::{self, AGENT_LANE, CLIENT_LANE, Role};
 
 const INITIALIZE: &str = "initialize";
 
@@ -25,106 +34,134 @@ impl<P: Proxy> Role for AsProxy<P> {
         P::takes(method, from)
     }
 
-    fn dispatch(&mut self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
+    fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
         self.0.dispatch(message, cx)
-    }
-
-    fn unhandled(message: Incoming, cx: &Cx) -> Option<Relay> {
-        forward(message, cx)
     }
 }
 
 pub(crate) struct ProxyHandler<P: Proxy> {
-    proxy: Exclusive<AsProxy<P>>,
+    proxy: Arc<AsProxy<P>>,
 }
 
 impl<P: Proxy> ProxyHandler<P> {
     pub(crate) fn new(proxy: P) -> Self {
         ProxyHandler {
-            proxy: Exclusive::new(AsProxy(proxy)),
+            proxy: Arc::new(AsProxy(proxy)),
         }
     }
 }
 
 impl<P: Proxy> Handler for ProxyHandler<P> {
+    /// One lane for what comes from the client, one for what comes from the successor.
+    const LANES: usize = 2;
+
     fn handle_request(
         &mut self,
         request: Request,
         responder: Responder,
         conn: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
         let Request { method, params, .. } = request;
-        let reply = |from| Reply::new(responder, from, self.proxy.sink());
         let message = if method == SUCCESSOR_REQUEST {
             match envelope::unwrap(params.as_ref()) {
-                Ok((method, params)) => Some(Incoming::request(method, params, reply(Side::Agent))),
+                Ok((method, params)) => {
+                    Incoming::request(method, params, Reply::new(responder, Side::Agent))
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "refused a malformed successor request");
-                    reply(Side::Agent).relay(Err(e));
-                    None
+                    return refuse(responder, e, AGENT_LANE);
                 }
             }
         } else if method == INITIALIZE {
             match handshake::accept_offer(params.as_ref()) {
-                Ok(params) => Some(Incoming::request(
+                Ok(params) => Incoming::request(
                     method,
                     Some(params),
-                    reply(Side::Client).accepting_proxy(),
-                )),
+                    Reply::new(responder, Side::Client).accepting_proxy(),
+                ),
                 Err(e) => {
                     tracing::error!("{}", e.message);
-                    reply(Side::Client).relay(Err(e));
-                    None
+                    return refuse(responder, e, CLIENT_LANE);
                 }
             }
         } else {
-            Some(Incoming::request(method, params, reply(Side::Client)))
+            Incoming::request(method, params, Reply::new(responder, Side::Client))
         };
-        match message {
-            Some(message) => self.proxy.route(message, Cx::new(conn.clone())),
-            None => Work::Done,
-        }
+        role::dispatch(&self.proxy, message, Cx::new(conn.clone())).map(Either::Left)
     }
 
     fn handle_notification(
         &mut self,
         notification: Notification,
         conn: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
         let Notification { method, params } = notification;
         let message = if method == SUCCESSOR_NOTIFICATION {
             match envelope::unwrap(params.as_ref()) {
-                Ok((method, params)) => Some(Incoming::notification(Side::Agent, method, params)),
+                Ok((method, params)) => Incoming::notification(Side::Agent, method, params),
                 Err(e) => {
+                    // Notifications are never answered, not even with an error.
                     tracing::warn!(error = %e, "dropped a malformed successor notification");
-                    None
+                    return Dispatch::in_turn(Either::Right(std::future::ready(())))
+                        .on_lane(AGENT_LANE);
                 }
             }
         } else {
-            Some(Incoming::notification(Side::Client, method, params))
+            Incoming::notification(Side::Client, method, params)
         };
-        match message {
-            Some(message) => self.proxy.route(message, Cx::new(conn.clone())),
-            None => Work::Done,
-        }
+        role::dispatch(&self.proxy, message, Cx::new(conn.clone())).map(Either::Left)
     }
 }
 
+/// Answers a request with `error`, in turn in `lane`.
+fn refuse<F>(
+    responder: Responder,
+    error: Error,
+    lane: usize,
+) -> Dispatch<Either<F, impl Future<Output = ()> + Send + 'static>> {
+    Dispatch::in_turn(Either::Right(async move { responder.respond_error(error) })).on_lane(lane)
+}
+
 /// Forwards a message unchanged to the other side: client to successor, successor to client.
-/// A request's answer is relayed back by the returned [`Relay`].
-pub(crate) fn forward(message: Incoming, cx: &Cx) -> Option<Relay> {
+///
+/// This is the one path for everything no handler takes (and for a handled message whose params
+/// did not fit the handler's type). It waits while the conductor reads too slowly, so a lane
+/// that forwards stops taking messages, and the reader stops reading. A request's answer is
+/// relayed by a task tied to the connection and to the request: if the request is cancelled
+/// (`$/cancel_request`) before it is forwarded, it is never sent; if after, the forwarded
+/// request is cancelled downstream.
+pub(crate) async fn forward(message: Incoming, cx: &Cx) {
     let to = match message.from {
         Side::Client => cx.successor(),
         Side::Agent => cx.client(),
     };
     let (method, params, reply) = message.into_parts();
     match reply {
-        Some(reply) => Some(Relay::new(to.request_raw(method, params), reply)),
+        Some(reply) => {
+            if reply.is_cancelled() {
+                return;
+            }
+            let pending = to.request_when_room(method, params).await;
+            cx.spawn(relay(pending, reply));
+        }
         None => {
-            if let Err(e) = to.notify_raw(method, params) {
+            if let Err(e) = to.notify_raw(method, params).await {
                 tracing::debug!(error = %e, "could not forward a notification");
             }
-            None
         }
+    }
+}
+
+/// Relays a forwarded request's answer to whoever sent the original, unless the original is
+/// cancelled first: then dropping `pending` cancels the forwarded request downstream.
+async fn relay(pending: PendingResponse<RawJson>, reply: Reply) {
+    let answer = pending.into_future();
+    let result = tokio::select! {
+        biased;
+        () = reply.cancelled() => None,
+        result = answer => Some(result),
+    };
+    if let Some(result) = result {
+        reply.relay(result);
     }
 }

@@ -111,7 +111,7 @@ pub fn service(seen: Arc<Seen>) -> Router {
         })
         .on_request(|s: Stream, cx: Connection| async move {
             for seq in 0..s.count {
-                cx.notify(Tick { seq })?;
+                cx.notify(Tick { seq }).await?;
             }
             Ok(s.count)
         })

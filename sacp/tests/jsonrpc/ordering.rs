@@ -31,7 +31,7 @@ async fn a_hundred_thousand_notifications_then_the_response_arrive_in_order() {
 async fn notifications_sent_before_a_request_are_handled_before_it() {
     let p = pair(Kind::Duplex);
     for seq in 0..10_000 {
-        p.a.notify(Tick { seq }).unwrap();
+        p.a.notify(Tick { seq }).await.unwrap();
     }
     // The request's handler runs after all ticks, so by the time it answers they are counted.
     within("echo after ticks", p.a.request(Echo(serde_json::json!(1))))

@@ -22,7 +22,7 @@ async fn request_response_and_notification_over_every_transport() {
             42,
             "{kind:?}"
         );
-        p.a.notify(Tick { seq: 0 }).unwrap();
+        within("a tick", p.a.notify(Tick { seq: 0 })).await.unwrap();
         eventually("the tick", || p.seen_b.ticks.load(Ordering::SeqCst) == 1).await;
     }
 }

@@ -13,14 +13,14 @@ use crate::common::*;
 
 #[derive(Default)]
 struct Echo {
-    cancelled: Vec<String>,
+    cancelled: Mutex<Vec<String>>,
 }
 
 #[sacp::agent]
 impl Echo {
     #[on_request]
     async fn initialize(
-        &mut self,
+        &self,
         req: InitializeRequest,
         _cx: &AgentCx,
     ) -> sacp::Result<InitializeResponse> {
@@ -28,24 +28,29 @@ impl Echo {
     }
 
     #[on_request]
-    async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
         for block in req.prompt {
             let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(block));
             cx.client()
-                .notify(SessionNotification::new(req.session_id.clone(), update))?;
+                .notify(SessionNotification::new(req.session_id.clone(), update))
+                .await?;
         }
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
 
     #[on_notification]
-    async fn cancel(&mut self, n: CancelNotification, cx: &AgentCx) -> sacp::Result<()> {
-        self.cancelled.push(n.session_id.0.clone());
-        let text = format!("cancelled {}", self.cancelled.join(","));
+    async fn cancel(&self, n: CancelNotification, cx: &AgentCx) -> sacp::Result<()> {
+        let text = {
+            let mut cancelled = self.cancelled.lock().unwrap();
+            cancelled.push(n.session_id.0.clone());
+            format!("cancelled {}", cancelled.join(","))
+        };
         let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
             sacp::acp::TextContent::new(text),
         )));
         cx.client()
             .notify(SessionNotification::new(n.session_id, update))
+            .await
     }
 }
 
@@ -125,10 +130,11 @@ async fn an_agent_handles_notifications_in_order() {
             "session/cancel",
             Some(raw(&format!(r#"{{"sessionId":"{s}"}}"#))),
         )
+        .await
         .unwrap();
     }
     // Unknown notifications are ignored; a request after them is answered after them.
-    conn.notify_raw("_ext/whatever", None).unwrap();
+    conn.notify_raw("_ext/whatever", None).await.unwrap();
     within(
         "initialize",
         conn.request_raw("initialize", Some(raw(r#"{"protocolVersion":1}"#))),
@@ -143,27 +149,31 @@ async fn an_agent_handles_notifications_in_order() {
 /// Waits in its prompt handler until the turn is cancelled; also handles `session/cancel`.
 #[derive(Default)]
 struct Patient {
-    cancels: u32,
+    cancels: std::sync::atomic::AtomicU32,
 }
 
 #[sacp::agent]
 impl Patient {
     #[on_request]
-    async fn prompt(&mut self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
         let turn = cx.turn(&req.session_id);
         turn.cancelled().await;
         Ok(PromptResponse::new(StopReason::Cancelled))
     }
 
     #[on_notification]
-    async fn cancel(&mut self, _n: CancelNotification, cx: &AgentCx) -> sacp::Result<()> {
-        self.cancels += 1;
-        let text = format!("cancel handler ran ({})", self.cancels);
+    async fn cancel(&self, _n: CancelNotification, cx: &AgentCx) -> sacp::Result<()> {
+        let cancels = self
+            .cancels
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let text = format!("cancel handler ran ({cancels})");
         let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
             sacp::acp::TextContent::new(text),
         )));
         cx.client()
             .notify(SessionNotification::new("s1".to_owned(), update))
+            .await
     }
 }
 
@@ -189,8 +199,10 @@ async fn a_prompt_that_waits_for_session_cancel_is_not_blocked_by_its_own_agent(
     );
     // Another session's cancel does not end this turn.
     conn.notify_raw("session/cancel", Some(raw(r#"{"sessionId":"s2"}"#)))
+        .await
         .unwrap();
     conn.notify_raw("session/cancel", Some(raw(r#"{"sessionId":"s1"}"#)))
+        .await
         .unwrap();
     let answer: Value = within("the cancelled prompt", prompt)
         .await
@@ -198,7 +210,7 @@ async fn a_prompt_that_waits_for_session_cancel_is_not_blocked_by_its_own_agent(
         .parse()
         .unwrap();
     assert_eq!(answer, json!({"stopReason":"cancelled"}));
-    // The agent's own cancel handler still gets both notifications, after the turn.
+    // The agent's own cancel handler gets both notifications too.
     within("a request after them", conn.request_raw("_ext/sync", None))
         .await
         .unwrap_err();

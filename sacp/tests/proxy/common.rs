@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sacp::jsonrpc::{
-    Connection, Error, Handler, Notification, RawJson, Request, Responder, channel,
+    Connection, Dispatch, Error, Handler, Notification, RawJson, Request, Responder, channel,
 };
+use sacp::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use sacp::proxy::Proxy;
-use sacp::proxy::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 
 /// Every await on a peer in these tests is bounded by this.
 pub const PATIENCE: Duration = Duration::from_secs(20);
@@ -80,7 +80,7 @@ impl Handler for StandIn {
         request: Request,
         responder: Responder,
         conn: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
         let work = if request.method == SUCCESSOR_REQUEST {
             envelope::unwrap(request.params.as_ref()).map(|(method, params)| {
                 self.transcript
@@ -92,19 +92,19 @@ impl Handler for StandIn {
                 .push(line("editor", "request", &request.method, &request.params));
             Ok((self.editor)(request.method, request.params, conn.clone()))
         };
-        async move {
+        Dispatch::start(async move {
             match work {
                 Ok(work) => responder.respond(work.await),
                 Err(e) => responder.respond_error(e),
             }
-        }
+        })
     }
 
     fn handle_notification(
         &mut self,
         n: Notification,
         _conn: &Connection,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
         if n.method == SUCCESSOR_NOTIFICATION {
             match envelope::unwrap(n.params.as_ref()) {
                 Ok((method, params)) => {
@@ -117,7 +117,7 @@ impl Handler for StandIn {
             self.transcript
                 .push(line("editor", "notification", &n.method, &n.params));
         }
-        async {}
+        Dispatch::in_turn(async {})
     }
 }
 
@@ -157,9 +157,9 @@ impl Chain {
         .await
     }
 
-    pub fn notify_from_editor(&self, method: &str, params: &str) {
-        self.conductor
-            .notify_raw(method, Some(raw(params)))
+    pub async fn notify_from_editor(&self, method: &str, params: &str) {
+        within(method, self.conductor.notify_raw(method, Some(raw(params))))
+            .await
             .unwrap();
     }
 
@@ -173,11 +173,8 @@ impl Chain {
         .await
     }
 
-    pub fn notify_from_agent(&self, method: &str, params: &str) {
-        let wrapped = envelope::wrap(method, Some(&raw(params)));
-        self.conductor
-            .notify_raw(SUCCESSOR_NOTIFICATION, Some(wrapped))
-            .unwrap();
+    pub async fn notify_from_agent(&self, method: &str, params: &str) {
+        agent_notifies(&self.conductor, method, params).await;
     }
 
     /// Waits until the transcript has `n` lines.
@@ -196,8 +193,12 @@ impl Chain {
 }
 
 /// Sends a notification to the proxy as the agent would (from inside an answer).
-pub fn agent_notifies(conn: &Connection, method: &str, params: &str) {
+pub async fn agent_notifies(conn: &Connection, method: &str, params: &str) {
     let wrapped = envelope::wrap(method, Some(&raw(params)));
-    conn.notify_raw(SUCCESSOR_NOTIFICATION, Some(wrapped))
-        .unwrap();
+    within(
+        method,
+        conn.notify_raw(SUCCESSOR_NOTIFICATION, Some(wrapped)),
+    )
+    .await
+    .unwrap();
 }

@@ -35,10 +35,10 @@ async fn unknown_extension_messages_pass_through_both_ways_byte_for_byte() {
 
     let answer = chain.request_as_editor("_ext/ping", ODD).await.unwrap();
     assert_eq!(answer.as_str(), r#"{"pong" : 2.0}"#);
-    chain.notify_from_editor("_ext/note", ODD);
+    chain.notify_from_editor("_ext/note", ODD).await;
     let answer = chain.request_as_agent("_ext/ask", ODD).await.unwrap();
     assert_eq!(answer.as_str(), r#"[ "yes" ]"#);
-    chain.notify_from_agent("_ext/event", ODD);
+    chain.notify_from_agent("_ext/event", ODD).await;
 
     let lines = chain.wait_for_lines(4).await;
     assert_eq!(
@@ -82,7 +82,8 @@ async fn updates_streamed_before_a_response_reach_the_editor_first() {
                     &format!(
                         r#"{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{i}"}}}}}}"#
                     ),
-                );
+                )
+                .await;
             }
             RawJson::from_string(r#"{"stopReason":"end_turn"}"#)
         })

@@ -19,20 +19,20 @@ struct Prefixer;
 #[sacp::proxy]
 impl Prefixer {
     #[on_request]
-    async fn prompt(&mut self, mut req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, mut req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         req.prompt
             .push(ContentBlock::Text(TextContent::new("(be brief)")));
         cx.successor().request(req).await
     }
 
     #[on_notification(from = agent)]
-    async fn update(&mut self, mut n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+    async fn update(&self, mut n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
         if let SessionUpdate::AgentMessageChunk(chunk) = &mut n.update
             && let ContentBlock::Text(text) = &mut chunk.content
         {
             text.text = format!("» {}", text.text);
         }
-        cx.client().notify(n)
+        cx.client().notify(n).await
     }
 }
 
@@ -55,7 +55,8 @@ fn echo_agent() -> Answer {
                                 &conn,
                                 "session/update",
                                 &chunk(&req.session_id, &t.text),
-                            );
+                            )
+                            .await;
                         }
                     }
                     RawJson::from_string(r#"{"stopReason":"end_turn"}"#)
@@ -98,9 +99,9 @@ async fn transformed_updates_all_arrive_in_order_before_the_answer() {
     let agent: Answer = Arc::new(|_, _, conn| {
         Box::pin(async move {
             for i in 0..UPDATES {
-                agent_notifies(&conn, "session/update", &chunk("s1", &i.to_string()));
+                agent_notifies(&conn, "session/update", &chunk("s1", &i.to_string())).await;
                 // Something no handler takes, between the handled ones.
-                agent_notifies(&conn, "_ext/progress", &format!(r#"{{"n":{i}}}"#));
+                agent_notifies(&conn, "_ext/progress", &format!(r#"{{"n":{i}}}"#)).await;
             }
             RawJson::from_string(r#"{"stopReason":"end_turn"}"#)
         })
@@ -133,7 +134,9 @@ async fn transformed_updates_all_arrive_in_order_before_the_answer() {
 async fn a_handled_message_that_does_not_parse_is_forwarded_unchanged() {
     let chain = chain(Prefixer, echo_agent(), empty_answers());
     // `session/update` without its required `update`: the handler cannot take it.
-    chain.notify_from_agent("session/update", r#"{"sessionId":"s1","x":1}"#);
+    chain
+        .notify_from_agent("session/update", r#"{"sessionId":"s1","x":1}"#)
+        .await;
     let lines = chain.wait_for_lines(1).await;
     assert_eq!(
         lines,
@@ -145,20 +148,21 @@ async fn a_handled_message_that_does_not_parse_is_forwarded_unchanged() {
 /// its own and awaits it, then sends the user's prompt and answers with that response.
 #[derive(Default)]
 struct Embodier {
-    embodied: Vec<String>,
+    embodied: std::sync::Mutex<Vec<String>>,
 }
 
 #[sacp::proxy]
 impl Embodier {
     #[on_request]
-    async fn prompt(&mut self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
-        if !self.embodied.contains(&req.session_id.0) {
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+        let first = !self.embodied.lock().unwrap().contains(&req.session_id.0);
+        if first {
             let embody = PromptRequest::new(
                 req.session_id.clone(),
                 vec![ContentBlock::Text(TextContent::new("embody"))],
             );
             cx.successor().request(embody).await?;
-            self.embodied.push(req.session_id.0.clone());
+            self.embodied.lock().unwrap().push(req.session_id.0.clone());
         }
         cx.successor().request(req).await
     }
@@ -201,7 +205,7 @@ struct Gatekeeper;
 impl Gatekeeper {
     #[on_request]
     async fn new_session(
-        &mut self,
+        &self,
         _req: NewSessionRequest,
         _cx: &Cx,
     ) -> sacp::Result<NewSessionResponse> {
@@ -210,7 +214,7 @@ impl Gatekeeper {
 
     #[on_request(from = agent)]
     async fn permission(
-        &mut self,
+        &self,
         req: RequestPermissionRequest,
         _cx: &Cx,
     ) -> sacp::Result<RequestPermissionResponse> {

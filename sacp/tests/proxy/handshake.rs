@@ -83,7 +83,7 @@ struct Annotating;
 impl Annotating {
     #[on_request]
     async fn initialize(
-        &mut self,
+        &self,
         req: InitializeRequest,
         cx: &Cx,
     ) -> sacp::Result<InitializeResponse> {

@@ -6,7 +6,7 @@ struct A;
 #[sacp::agent]
 impl A {
     #[on_notification(from = agent)]
-    async fn update(&mut self, _n: SessionNotification, _cx: &AgentCx) -> sacp::Result<()> {
+    async fn update(&self, _n: SessionNotification, _cx: &AgentCx) -> sacp::Result<()> {
         Ok(())
     }
 }

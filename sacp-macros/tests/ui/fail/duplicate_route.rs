@@ -6,12 +6,12 @@ struct P;
 #[sacp::proxy]
 impl P {
     #[on_request]
-    async fn prompt(&mut self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         cx.successor().request(req).await
     }
 
     #[on_request]
-    async fn prompt_again(&mut self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+    async fn prompt_again(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         cx.successor().request(req).await
     }
 }

@@ -5,7 +5,7 @@ struct P;
 #[sacp::proxy]
 impl P {
     #[on_request]
-    async fn prompt(&mut self, _req: PromptRequest) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, _req: PromptRequest) -> sacp::Result<PromptResponse> {
         Err(sacp::Error::internal_error("no"))
     }
 }

@@ -5,7 +5,7 @@ struct P;
 #[sacp::proxy]
 impl P {
     #[on_request]
-    async fn text(&mut self, req: String, _cx: &Cx) -> sacp::Result<String> {
+    async fn text(&self, req: String, _cx: &Cx) -> sacp::Result<String> {
         Ok(req)
     }
 }

@@ -6,7 +6,7 @@ struct P;
 #[sacp::proxy]
 impl P {
     #[on_request]
-    fn prompt(&mut self, _req: PromptRequest, _cx: &Cx) -> sacp::Result<PromptResponse> {
+    fn prompt(&self, _req: PromptRequest, _cx: &Cx) -> sacp::Result<PromptResponse> {
         Err(sacp::Error::internal_error("no"))
     }
 }

@@ -6,7 +6,7 @@ struct P;
 
 impl P {
     #[on_request]
-    async fn prompt(&mut self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         cx.successor().request(req).await
     }
 }

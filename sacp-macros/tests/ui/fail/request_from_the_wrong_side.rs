@@ -8,7 +8,7 @@ impl P {
     // The agent sends this request: it needs `#[on_request(from = agent)]`.
     #[on_request]
     async fn permission(
-        &mut self,
+        &self,
         req: RequestPermissionRequest,
         cx: &Cx,
     ) -> sacp::Result<RequestPermissionResponse> {

@@ -6,8 +6,8 @@ struct P;
 #[sacp::proxy]
 impl P {
     #[on_notification(form = agent)]
-    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
-        cx.client().notify(n)
+    async fn update(&self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+        cx.client().notify(n).await
     }
 }
 

@@ -6,7 +6,7 @@ struct P;
 #[sacp::proxy]
 impl P {
     #[on_request]
-    async fn prompt(&mut self, _req: PromptRequest, _cx: &Cx) -> sacp::Result<String> {
+    async fn prompt(&self, _req: PromptRequest, _cx: &Cx) -> sacp::Result<String> {
         Ok("done".into())
     }
 }

@@ -1,21 +1,22 @@
 use sacp::acp::{CancelNotification, PromptRequest, PromptResponse, StopReason};
 use sacp::agent::AgentCx;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Default)]
 struct Quiet {
-    cancelled: bool,
+    cancelled: AtomicBool,
 }
 
 #[sacp::agent]
 impl Quiet {
     #[on_request]
-    async fn prompt(&mut self, _req: PromptRequest, _cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, _req: PromptRequest, _cx: &AgentCx) -> sacp::Result<PromptResponse> {
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
 
     #[on_notification(from = client)]
-    async fn cancel(&mut self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
-        self.cancelled = true;
+    async fn cancel(&self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
+        self.cancelled.store(true, Ordering::Relaxed);
         Ok(())
     }
 }

@@ -8,8 +8,8 @@ struct Renamed;
 #[renamed::proxy(crate = ::renamed)]
 impl Renamed {
     #[on_notification]
-    async fn cancel(&mut self, n: CancelNotification, cx: &Cx) -> renamed::Result<()> {
-        cx.successor().notify(n)
+    async fn cancel(&self, n: CancelNotification, cx: &Cx) -> renamed::Result<()> {
+        cx.successor().notify(n).await
     }
 }
 

@@ -3,16 +3,17 @@ use sacp::acp::{
     RequestPermissionResponse, SessionNotification,
 };
 use sacp::proxy::Cx;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 struct Everything {
-    seen: usize,
+    seen: AtomicUsize,
 }
 
 #[sacp::proxy]
 impl Everything {
     #[on_request]
-    async fn prompt(&mut self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
-        self.seen += 1;
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+        self.seen.fetch_add(1, Ordering::Relaxed);
         let first = cx.successor().request(req.clone()).await?;
         let _ = first;
         cx.successor().request(req).await
@@ -20,7 +21,7 @@ impl Everything {
 
     #[on_request(from = agent)]
     async fn permission(
-        &mut self,
+        &self,
         req: RequestPermissionRequest,
         cx: &Cx,
     ) -> sacp::Result<RequestPermissionResponse> {
@@ -28,21 +29,23 @@ impl Everything {
     }
 
     #[on_notification(from = client)]
-    async fn cancel(&mut self, n: CancelNotification, cx: &Cx) -> sacp::Result<()> {
-        cx.successor().notify(n)
+    async fn cancel(&self, n: CancelNotification, cx: &Cx) -> sacp::Result<()> {
+        cx.successor().notify(n).await
     }
 
     #[sacp::on_notification(from = agent)]
-    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+    async fn update(&self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
         self.helper();
-        cx.client().notify(n)
+        cx.client().notify(n).await
     }
 
-    fn helper(&mut self) {
-        self.seen += 1;
+    fn helper(&self) {
+        self.seen.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 fn main() {
-    let _ = sacp::proxy::serve_stdio(Everything { seen: 0 });
+    let _ = sacp::proxy::serve_stdio(Everything {
+        seen: AtomicUsize::new(0),
+    });
 }

@@ -8,18 +8,18 @@ struct Tap<T> {
 #[sacp::proxy]
 impl<T> Tap<T>
 where
-    T: FnMut(&SessionNotification) + Send + 'static,
+    T: Fn(&SessionNotification) + Send + Sync + 'static,
 {
     #[on_notification(from = agent)]
-    async fn update(&mut self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
+    async fn update(&self, n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
         (self.sink)(&n);
-        cx.client().notify(n)
+        cx.client().notify(n).await
     }
 }
 
 fn main() {
-    let mut seen = Vec::new();
+    let seen = std::sync::Mutex::new(Vec::new());
     let _ = sacp::proxy::serve_stdio(Tap {
-        sink: move |n: &SessionNotification| seen.push(n.session_id.clone()),
+        sink: move |n: &SessionNotification| seen.lock().unwrap().push(n.session_id.clone()),
     });
 }

@@ -1,31 +1,36 @@
 //! Requests this side sent and is waiting on: the pending table and the response future.
 //!
-//! The table is resolved by the reader task directly, never through the dispatch queue, so a
-//! handler that awaits a response from its own peer is never waiting on itself.
+//! The table is resolved by the reader task directly, never through a lane, so a handler that
+//! awaits a response from its own peer is never waiting on itself.
 //!
-//! Ordering: a response is delivered only once every request and notification that the peer
-//! sent *before* it has been handed to its handler (and run until it first waited). So when
-//! `request(..).await` returns, the `session/update`s streamed ahead of the response have all
-//! been seen. This never deadlocks: the dispatcher does not wait for handlers that wait.
+//! Ordering: each request is sent on a lane's behalf (the lane of the peer's side that answers
+//! it), and its response is delivered only once that lane has dealt with every message the
+//! peer sent *before* the response (see the `lanes` module). So when `request(..).await`
+//! returns, the `session/update`s streamed ahead of the response have all been handled or
+//! forwarded. Work running in a lane gets its responses as they arrive (the lane cannot move
+//! while it waits), and tells the reader so: the reader then reads on past full lanes, because
+//! the response may be behind what it has not read yet.
 
 use std::collections::HashMap;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::connection::Connection;
+use super::lanes::{self, Lanes};
 use super::{Error, Id, RawJson};
 
 /// A response that arrived, with its place in the peer's stream.
 #[derive(Debug)]
 pub(crate) struct Arrived {
     pub(crate) result: Result<RawJson, Error>,
-    /// How many requests and notifications the peer sent before this response.
+    /// The lane whose messages the response must not overtake.
+    pub(crate) lane: usize,
+    /// How many messages that lane had admitted when the response arrived.
     pub(crate) barrier: u64,
 }
 
@@ -33,14 +38,14 @@ pub(crate) struct Arrived {
 #[derive(Debug, Default)]
 pub(crate) struct PendingTable {
     inner: Mutex<PendingInner>,
-    len: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
 struct PendingInner {
     /// Set once the connection cannot receive responses any more.
     closed: Option<Error>,
-    waiters: HashMap<Id, oneshot::Sender<Arrived>>,
+    /// Each waiter, with the lane of the request.
+    waiters: HashMap<Id, (oneshot::Sender<Arrived>, usize)>,
 }
 
 impl PendingTable {
@@ -48,27 +53,33 @@ impl PendingTable {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers `id`; fails with the closing error when the connection has ended.
-    pub(crate) fn insert(&self, id: Id, tx: oneshot::Sender<Arrived>) -> Result<(), Error> {
+    /// Registers `id`, sent on `lane`'s behalf; fails with the closing error when the
+    /// connection has ended.
+    pub(crate) fn insert(
+        &self,
+        id: Id,
+        lane: usize,
+        tx: oneshot::Sender<Arrived>,
+    ) -> Result<(), Error> {
         let mut inner = self.lock();
         if let Some(e) = &inner.closed {
             return Err(e.clone());
         }
-        inner.waiters.insert(id, tx);
-        self.len.store(inner.waiters.len(), Ordering::Release);
+        inner.waiters.insert(id, (tx, lane));
         Ok(())
     }
 
-    /// Hands a response to its waiter; `false` when nobody waits on `id`.
-    pub(crate) fn resolve(&self, id: &Id, arrived: Arrived) -> bool {
-        let tx = {
-            let mut inner = self.lock();
-            let tx = inner.waiters.remove(id);
-            self.len.store(inner.waiters.len(), Ordering::Release);
-            tx
-        };
-        match tx {
-            Some(tx) => {
+    /// Hands a response to its waiter, with its place in `lanes`; `false` when nobody waits on
+    /// `id`.
+    pub(crate) fn resolve(&self, id: &Id, result: Result<RawJson, Error>, lanes: &Lanes) -> bool {
+        let waiter = self.lock().waiters.remove(id);
+        match waiter {
+            Some((tx, lane)) => {
+                let arrived = Arrived {
+                    result,
+                    lane,
+                    barrier: lanes.admitted(lane),
+                };
                 // The waiter may have been dropped a moment ago; nothing to do then.
                 let _ = tx.send(arrived);
                 true
@@ -79,10 +90,7 @@ impl PendingTable {
 
     /// Forgets `id`; `true` when it was still pending.
     pub(crate) fn remove(&self, id: &Id) -> bool {
-        let mut inner = self.lock();
-        let was = inner.waiters.remove(id).is_some();
-        self.len.store(inner.waiters.len(), Ordering::Release);
-        was
+        self.lock().waiters.remove(id).is_some()
     }
 
     /// Fails every pending request with `error`, and every later one too.
@@ -90,19 +98,20 @@ impl PendingTable {
         let waiters = {
             let mut inner = self.lock();
             inner.closed.get_or_insert(error.clone());
-            self.len.store(0, Ordering::Release);
             std::mem::take(&mut inner.waiters)
         };
-        for (_, tx) in waiters {
+        for (_, (tx, lane)) in waiters {
             let _ = tx.send(Arrived {
                 result: Err(error.clone()),
+                lane,
                 barrier: 0,
             });
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.len.load(Ordering::Acquire) == 0
+        self.lock().waiters.is_empty()
     }
 }
 
@@ -142,12 +151,19 @@ impl<T: Send + 'static> PendingResponse<T> {
         rx: oneshot::Receiver<Arrived>,
         decode: fn(RawJson) -> Result<T, Error>,
     ) -> Self {
+        // Work in a lane that waits for a response must not be left waiting behind a reader
+        // that paused on a full lane.
+        let in_lane = lanes::in_lane();
+        if in_lane {
+            conn.shared().lanes.begin_awaiting();
+        }
         PendingResponse {
             state: Ok(Sent {
                 guard: CancelOnDrop {
                     conn: conn.clone(),
                     id,
                     armed: true,
+                    in_lane,
                 },
                 method,
                 rx,
@@ -210,12 +226,14 @@ impl<T: Send + 'static> IntoFuture for PendingResponse<T> {
             guard.armed = false;
             let arrived = arrived
                 .map_err(|_| Error::peer_closed(&guard.conn.shared().name, "connection dropped"))?;
-            guard
-                .conn
-                .shared()
-                .order
-                .wait_until_dispatched(arrived.barrier)
-                .await;
+            if !lanes::in_lane() {
+                guard
+                    .conn
+                    .shared()
+                    .lanes
+                    .reached(arrived.lane, arrived.barrier)
+                    .await;
+            }
             arrived.result.and_then(decode)
         })
     }
@@ -226,59 +244,17 @@ struct CancelOnDrop {
     conn: Connection,
     id: Id,
     armed: bool,
+    /// Counted as awaited by work in a lane.
+    in_lane: bool,
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
+        if self.in_lane {
+            self.conn.shared().lanes.end_awaiting();
+        }
         if self.armed && self.conn.shared().pending.remove(&self.id) {
             self.conn.send_cancel(&self.id);
-        }
-    }
-}
-
-/// Bookkeeping for the ordering rule above: how far the dispatcher has got.
-#[derive(Debug, Default)]
-pub(crate) struct DispatchOrder {
-    dispatched: std::sync::atomic::AtomicU64,
-    waiters: AtomicUsize,
-    progress: tokio::sync::Notify,
-}
-
-impl DispatchOrder {
-    /// Called by the dispatcher after each message it handled (or skipped).
-    pub(crate) fn advance(&self) {
-        self.dispatched.fetch_add(1, Ordering::AcqRel);
-        if self.waiters.load(Ordering::Acquire) > 0 {
-            self.progress.notify_waiters();
-        }
-    }
-
-    /// Called when the dispatcher is gone: nobody waits any more.
-    pub(crate) fn finish(&self) {
-        self.dispatched.store(u64::MAX, Ordering::Release);
-        self.progress.notify_waiters();
-    }
-
-    async fn wait_until_dispatched(&self, barrier: u64) {
-        if self.dispatched.load(Ordering::Acquire) >= barrier {
-            return;
-        }
-        struct Waiting<'a>(&'a AtomicUsize);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-        self.waiters.fetch_add(1, Ordering::AcqRel);
-        let _waiting = Waiting(&self.waiters);
-        loop {
-            let notified = self.progress.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.dispatched.load(Ordering::Acquire) >= barrier {
-                return;
-            }
-            notified.await;
         }
     }
 }
@@ -307,14 +283,14 @@ mod tests {
     fn close_fails_current_and_future_requests() {
         let table = PendingTable::default();
         let (tx, mut rx) = oneshot::channel();
-        table.insert(Id::Number(1), tx).unwrap();
+        table.insert(Id::Number(1), 0, tx).unwrap();
         assert!(!table.is_empty());
         table.close(Error::peer_closed("peer", "EOF"));
         assert!(rx.try_recv().unwrap().result.unwrap_err().is_peer_closed());
         let (tx, _rx) = oneshot::channel();
         assert!(
             table
-                .insert(Id::Number(2), tx)
+                .insert(Id::Number(2), 0, tx)
                 .unwrap_err()
                 .is_peer_closed()
         );
@@ -324,10 +300,7 @@ mod tests {
     #[test]
     fn unknown_ids_are_not_resolved() {
         let table = PendingTable::default();
-        let arrived = Arrived {
-            result: Ok(RawJson::null()),
-            barrier: 0,
-        };
-        assert!(!table.resolve(&Id::Number(9), arrived));
+        let lanes = Lanes::new(1, 1024);
+        assert!(!table.resolve(&Id::Number(9), Ok(RawJson::null()), &lanes));
     }
 }

@@ -2,9 +2,12 @@
 //! [`Responder`] that answers one, and `$/cancel_request` from the peer.
 //!
 //! Each in-flight request has a cancellation token. When the peer cancels it, the connection
-//! answers `-32800` at once, fires the token (which stops the handler the dispatcher is
-//! running, or lets a background task notice through [`Responder::cancelled`]) and forgets the
-//! id, so a late answer from the handler is dropped instead of answering twice.
+//! answers `-32800` at once, fires the token (which drops the request's work, or lets a
+//! background task notice through [`Responder::cancelled`]) and forgets the id, so a late answer
+//! from the handler is dropped instead of answering twice.
+//!
+//! The table is bounded: past [`Limits::max_in_flight`](super::Limits) requests the peer's next
+//! one is refused with an error instead of starting yet another handler.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,7 +16,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
-use super::{Error, Id, Message, RawJson, Response, ResponseBody};
+use super::{Error, Id, Message, RawJson, Response, ResponseBody, code};
 
 /// The method of the protocol-level cancellation notification.
 pub const CANCEL_REQUEST_METHOD: &str = "$/cancel_request";
@@ -30,15 +33,24 @@ impl InFlight {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a new request; `None` when a request with the same id is still unanswered.
-    pub(crate) fn register(&self, id: &Id) -> Option<CancellationToken> {
+    /// Registers a new request, unless a request with the same id is still unanswered or
+    /// `limit` requests are.
+    pub(crate) fn register(&self, id: &Id, limit: usize) -> Result<CancellationToken, Error> {
         let mut map = self.lock();
         if map.contains_key(id) {
-            return None;
+            return Err(Error::invalid_request(format!(
+                "request id {id} is already in use by an unanswered request"
+            )));
+        }
+        if map.len() >= limit {
+            return Err(Error::new(
+                code::SERVER_BUSY,
+                format!("too many requests in flight: {limit} are still being handled"),
+            ));
         }
         let token = CancellationToken::new();
         map.insert(id.clone(), token.clone());
-        Some(token)
+        Ok(token)
     }
 
     /// Takes `id` out of the table: `true` for the one caller that may answer it.
@@ -136,10 +148,6 @@ impl Responder {
         &self.method
     }
 
-    pub(crate) fn token(&self) -> &CancellationToken {
-        &self.token
-    }
-
     /// Whether the peer cancelled the request (it has been answered `-32800` already).
     pub fn is_cancelled(&self) -> bool {
         self.token.is_cancelled()
@@ -182,7 +190,7 @@ impl Responder {
                 body,
             };
             // A closed connection has nobody to answer; the error is already known to all.
-            let _ = self.conn.send_message(Message::Response(response));
+            let _ = self.conn.send_now(Message::Response(response));
         }
     }
 }
@@ -208,15 +216,21 @@ mod tests {
     fn one_answer_per_request() {
         let table = InFlight::default();
         let id = Id::from("r1");
-        let token = table.register(&id).unwrap();
-        assert!(table.register(&id).is_none(), "duplicate while in flight");
+        let token = table.register(&id, 10).unwrap();
+        assert!(
+            table.register(&id, 10).is_err(),
+            "duplicate while in flight"
+        );
         assert!(table.cancel(&id));
         assert!(token.is_cancelled());
         assert!(
             !table.finish(&id),
             "a cancelled request is not answered again"
         );
-        assert!(table.register(&id).is_some(), "the id is free again");
+        assert!(table.register(&id, 10).is_ok(), "the id is free again");
+        let other = Id::from("r2");
+        assert!(table.register(&other, 1).is_err(), "over the limit");
+        assert!(table.register(&other, 2).is_ok());
     }
 
     #[test]

@@ -1,0 +1,227 @@
+//! The rungs of a generated `dispatch` ladder: what the code `#[sacp::proxy]` and
+//! `#[sacp::agent]` write calls (through `sacp::__private`, which only re-exports this).
+//!
+//! Each handler's message type is asked, through one of four traits (request or notification,
+//! from the client or the agent), whether a method and side are its own (`matches`), to take
+//! the message, and to answer with the handler's result. A type that is not an ACP message of
+//! that side fails the same bound at the same span each time, so the compiler reports it once,
+//! at the type, with the trait's advice. The ladder ends in [`unhandled`]: the role's one
+//! default path, the same the runtime takes for messages no handler takes.
+
+#![allow(missing_debug_implementations)]
+// A message that is not a rung's goes back by value to the next rung; boxing it would cost an
+// allocation per message for a move of a few hundred bytes.
+#![allow(clippy::result_large_err)]
+
+use std::future::Future;
+
+use crate::acp::{AcpNotification, AcpRequest, Side};
+use crate::agent::AgentCx;
+use crate::incoming::{Incoming, Reply};
+use crate::jsonrpc::Error;
+use crate::proxy::Cx;
+
+/// A request the client sends: `#[on_request]` / `#[on_request(from = client)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an ACP request that the client sends",
+    label = "not a request from the client",
+    note = "`#[on_request]` takes a request type from `sacp::acp` that the client sends (e.g. \
+            `PromptRequest`); a request the agent sends (e.g. `RequestPermissionRequest`) needs \
+            `#[on_request(from = agent)]` in a `#[proxy]`"
+)]
+pub trait RequestFromClient: AcpRequest {
+    /// The handler's result type (the request's response), named through this trait so that
+    /// a wrong message type is reported once, as this trait's error.
+    type Response: serde::Serialize;
+
+    /// Whether a message of `method` from `from` is this handler's.
+    fn matches(method: &str, from: Side) -> bool {
+        from == Side::Client && method == Self::METHOD
+    }
+
+    /// Takes the message if it is this handler's (see [`take_request`]).
+    #[allow(clippy::type_complexity)]
+    fn take(
+        message: Incoming,
+    ) -> Result<(Self, TypedReply<<Self as RequestFromClient>::Response>), Incoming> {
+        take_request(message, Side::Client)
+            .map(|(request, reply)| (request, TypedReply::new(reply)))
+    }
+}
+
+/// A request the agent sends: `#[on_request(from = agent)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an ACP request that the agent sends",
+    label = "not a request from the agent",
+    note = "`#[on_request(from = agent)]` takes a request type from `sacp::acp` that the agent \
+            sends (e.g. `RequestPermissionRequest`); a request the client sends (e.g. \
+            `PromptRequest`) needs `#[on_request]`"
+)]
+pub trait RequestFromAgent: AcpRequest {
+    /// The handler's result type (the request's response), named through this trait so that
+    /// a wrong message type is reported once, as this trait's error.
+    type Response: serde::Serialize;
+
+    /// Whether a message of `method` from `from` is this handler's.
+    fn matches(method: &str, from: Side) -> bool {
+        from == Side::Agent && method == Self::METHOD
+    }
+
+    /// Takes the message if it is this handler's (see [`take_request`]).
+    #[allow(clippy::type_complexity)]
+    fn take(
+        message: Incoming,
+    ) -> Result<(Self, TypedReply<<Self as RequestFromAgent>::Response>), Incoming> {
+        take_request(message, Side::Agent).map(|(request, reply)| (request, TypedReply::new(reply)))
+    }
+}
+
+/// A notification the client sends: `#[on_notification]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an ACP notification that the client sends",
+    label = "not a notification from the client",
+    note = "`#[on_notification]` takes a notification type from `sacp::acp` that the client \
+            sends (e.g. `CancelNotification`); one the agent sends (e.g. \
+            `SessionNotification`) needs `#[on_notification(from = agent)]` in a `#[proxy]`"
+)]
+pub trait NotificationFromClient: AcpNotification {
+    /// Whether a message of `method` from `from` is this handler's.
+    fn matches(method: &str, from: Side) -> bool {
+        from == Side::Client && method == Self::METHOD
+    }
+
+    /// Takes the message if it is this handler's (see [`take_notification`]).
+    fn take(message: Incoming) -> Result<Self, Incoming> {
+        take_notification(message, Side::Client)
+    }
+
+    /// Logs the handler's error: notifications are never answered.
+    fn finish<E: Into<Error>>(result: Result<(), E>) {
+        finish_notification(Self::METHOD, result.map_err(Into::into))
+    }
+}
+
+/// A notification the agent sends: `#[on_notification(from = agent)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an ACP notification that the agent sends",
+    label = "not a notification from the agent",
+    note = "`#[on_notification(from = agent)]` takes a notification type from `sacp::acp` that \
+            the agent sends (e.g. `SessionNotification`); one the client sends (e.g. \
+            `CancelNotification`) needs `#[on_notification]`"
+)]
+pub trait NotificationFromAgent: AcpNotification {
+    /// Whether a message of `method` from `from` is this handler's.
+    fn matches(method: &str, from: Side) -> bool {
+        from == Side::Agent && method == Self::METHOD
+    }
+
+    /// Takes the message if it is this handler's (see [`take_notification`]).
+    fn take(message: Incoming) -> Result<Self, Incoming> {
+        take_notification(message, Side::Agent)
+    }
+
+    /// Logs the handler's error: notifications are never answered.
+    fn finish<E: Into<Error>>(result: Result<(), E>) {
+        finish_notification(Self::METHOD, result.map_err(Into::into))
+    }
+}
+
+/// The answer to a request, typed by the handler's response: a handler whose result does not
+/// fit is reported at its return type.
+pub struct TypedReply<T> {
+    reply: Reply,
+    response: std::marker::PhantomData<fn(T)>,
+}
+
+impl<T: serde::Serialize> TypedReply<T> {
+    fn new(reply: Reply) -> Self {
+        TypedReply {
+            reply,
+            response: std::marker::PhantomData,
+        }
+    }
+
+    /// Answers with the handler's result.
+    pub fn answer<E: Into<Error>>(self, result: Result<T, E>) {
+        self.reply.answer(result)
+    }
+}
+
+/// Takes a request of type `R` from `side`; gives the message back if it is not one, or when
+/// its params do not fit `R` (then it is marked rejected, and the role's fallback decides).
+pub fn take_request<R: AcpRequest>(
+    mut message: Incoming,
+    side: Side,
+) -> Result<(R, Reply), Incoming> {
+    if message.from != side || message.method != R::METHOD {
+        return Err(message);
+    }
+    let Some(reply) = message.reply.take() else {
+        return Err(message);
+    };
+    match parse::<R>(&mut message) {
+        Some(request) => Ok((request, reply)),
+        None => {
+            message.reply = Some(reply);
+            Err(message)
+        }
+    }
+}
+
+/// Takes a notification of type `N` from `side` (see [`take_request`]).
+pub fn take_notification<N: AcpNotification>(
+    mut message: Incoming,
+    side: Side,
+) -> Result<N, Incoming> {
+    if message.from != side || message.method != N::METHOD || message.reply.is_some() {
+        return Err(message);
+    }
+    parse::<N>(&mut message).ok_or(message)
+}
+
+fn finish_notification(method: &str, result: Result<(), Error>) {
+    if let Err(e) = result {
+        tracing::warn!(%method, error = %e, "notification handler failed");
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(message: &mut Incoming) -> Option<T> {
+    // A clone of the params is a reference count, not a copy.
+    match crate::jsonrpc::parse_params::<T>(message.params.clone()) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            let e = Error::invalid_params(format!(
+                "{} params do not fit the schema: {}",
+                message.method, e.message
+            ));
+            tracing::warn!(error = %e, "a handled message does not parse");
+            message.rejected = Some(e);
+            None
+        }
+    }
+}
+
+/// What a role does with a message no handler takes, or that its handler's type rejected: the
+/// one default path of a proxy (forward it unchanged) or an agent (`-32601`, or the rejection).
+pub trait Fallback {
+    /// Forwards `message` (proxy) or answers it (agent).
+    fn unhandled(message: Incoming, cx: &Self) -> impl Future<Output = ()> + Send;
+}
+
+impl Fallback for Cx {
+    fn unhandled(message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
+        crate::proxy::runtime::forward(message, cx)
+    }
+}
+
+impl Fallback for AgentCx {
+    fn unhandled(message: Incoming, _cx: &AgentCx) -> impl Future<Output = ()> + Send {
+        crate::agent::runtime::unhandled(message);
+        std::future::ready(())
+    }
+}
+
+/// The last rung of a generated `dispatch`.
+pub async fn unhandled<C: Fallback>(message: Incoming, cx: &C) {
+    C::unhandled(message, cx).await
+}
