@@ -23,18 +23,20 @@
 
 use std::path::PathBuf;
 use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use sacp::jsonrpc::{ByteStream, Error, Transport, code};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::account::{Account, Charge};
 use crate::chain::Chain;
 use crate::endpoint::{self, Event, Out, Outbox};
 use crate::process::{self, Tail};
-use crate::route::{Delivery, EDITOR, Fatal, Router};
+use crate::route::{Conn, Delivery, Dir, EDITOR, Fatal, Router};
 use crate::trace::Trace;
 
 /// How long a component that stopped talking (or exited) has to show the other sign.
@@ -99,6 +101,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     let (events_tx, events) = mpsc::unbounded_channel();
     let mut members: Vec<Member> = Vec::new();
     let mut outboxes = vec![None];
+    let down = Arc::new(Account::default());
     for (index, component) in chain.components.iter().enumerate() {
         let position = index + 1;
         let started = match process::spawn(position, component) {
@@ -133,6 +136,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             position,
             transport,
             events_tx.clone(),
+            down.clone(),
         )));
         members.push(Member {
             pid,
@@ -143,7 +147,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         });
         tracing::debug!(position, name = %component.name, pid, "started");
     }
-    outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx));
+    outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
     let names = chain.components.iter().map(|c| c.name.clone()).collect();
     let conductor = Conductor {
         router: Router::new(names),
@@ -152,6 +156,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         trace,
         deliveries: Vec::new(),
         ending: None,
+        down,
     };
     conductor.run(events).await
 }
@@ -192,6 +197,8 @@ struct Conductor {
     trace: Option<Trace>,
     deliveries: Vec<Delivery>,
     ending: Option<Ending>,
+    /// What travels down and is not written yet (see [`crate::account`]).
+    down: Arc<Account>,
 }
 
 impl Conductor {
@@ -237,7 +244,7 @@ impl Conductor {
 
     fn on_event(&mut self, event: Event) {
         match event {
-            Event::Inbound(conn, batch, permit) => {
+            Event::Inbound(conn, batch) => {
                 let mut refused = None;
                 for inbound in batch {
                     if let Some(Fatal::Refused(position)) =
@@ -246,7 +253,7 @@ impl Conductor {
                         refused.get_or_insert(position);
                     }
                 }
-                self.deliver(Some(permit));
+                self.deliver(Some(conn));
                 if let Some(position) = refused {
                     let why = self.router.refusal(position).message;
                     self.begin_end(Exit::Failed(why), true);
@@ -290,28 +297,41 @@ impl Conductor {
         }
     }
 
-    /// Writes out the router's deliveries, one batch per connection, in order; `permit` (the
-    /// inbound batch's budget) goes with the last batch.
-    fn deliver(&mut self, mut permit: Option<OwnedSemaphorePermit>) {
+    /// Writes out the router's deliveries, one batch per connection, in order. What came in
+    /// on `from` is charged until it is written: up-traffic to `from`'s reader, down-traffic to
+    /// the chain's down account (see [`crate::account`]).
+    fn deliver(&mut self, from: Option<Conn>) {
+        let up = from
+            .and_then(|conn| self.outboxes.get(conn)?.as_ref())
+            .map(|outbox| outbox.up.clone());
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {
             let conn = first.conn;
             let mut messages = Vec::new();
+            let (mut up_charge, mut down_charge): (Option<Charge>, Option<Charge>) = (None, None);
             for delivery in std::iter::once(first).chain(std::iter::from_fn(|| {
                 deliveries.next_if(|d| d.conn == conn)
             })) {
                 if let Some(trace) = &mut self.trace {
                     trace.record(&self.router, &delivery.hop, &delivery.message);
                 }
+                if from.is_some() {
+                    let (account, charge) = match delivery.hop.dir {
+                        Dir::Up => (up.as_ref(), &mut up_charge),
+                        Dir::Down => (Some(&self.down), &mut down_charge),
+                    };
+                    let bytes = endpoint::cost(&delivery.message);
+                    match (charge.as_mut(), account) {
+                        (Some(charge), _) => charge.add(bytes),
+                        (None, Some(account)) => *charge = Some(account.charge(bytes)),
+                        (None, None) => {}
+                    }
+                }
                 messages.push(delivery.message);
             }
             let out = Out {
                 messages,
-                permit: if deliveries.peek().is_none() {
-                    permit.take()
-                } else {
-                    None
-                },
+                charges: up_charge.into_iter().chain(down_charge).collect(),
             };
             match self.outboxes.get(conn).and_then(Option::as_ref) {
                 Some(outbox) if outbox.send(out) => {}

@@ -1,13 +1,12 @@
 //! A connection's two tasks: a reader that hands inbound messages to the event loop, and a
 //! writer that writes what the loop routed to it, in batches.
 //!
-//! **Backpressure.** Each reader has a budget of bytes (its messages' payload sizes) that are
-//! read but not yet written out by whichever writer they were routed to. When a peer sends
-//! faster than its messages' destinations read, its reader stops at the budget and the peer's
-//! pipe fills up: the peer slows down instead of the conductor's memory growing. The event loop
-//! itself never waits on a writer, so one slow peer never stalls the routing of the others;
-//! and budgets are per reader, so a peer blocked on its own output never stops the conductor
-//! from reading anybody else.
+//! **Backpressure** (see [`crate::account`]): a reader checks the accounts it answers to before
+//! each read — its own (what it read that travels up and is not written yet) and, for the
+//! editor's reader, the chain's down account — and stops while one is over its limit, so the
+//! peer's pipe fills up and the peer slows down instead of the conductor's memory growing.
+//! The event loop itself never waits on a writer, so one slow peer never stalls the routing of
+//! the others.
 //!
 //! **Batches.** A reader hands over everything that one read brought in (up to [`BATCH`]
 //! messages) as one event, and the loop hands each writer everything routed to it from that
@@ -16,13 +15,11 @@
 use std::sync::Arc;
 
 use sacp::jsonrpc::{Inbound, Message, MessageReader, MessageWriter, Transport};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::route::Conn;
-
-/// Bytes a reader may have read but not yet written out.
-pub(crate) const READ_BUDGET: usize = 256 * 1024;
+use crate::account::{Account, Charge, DOWN_LIMIT, UP_LIMIT};
+use crate::route::{Conn, EDITOR};
 
 /// The most messages one inbound event carries.
 const BATCH: usize = 32;
@@ -32,8 +29,8 @@ const BATCH: usize = 32;
 pub(crate) enum Event {
     /// A component's process ended.
     Exited(Conn, std::io::Result<std::process::ExitStatus>),
-    /// Inbound items, in arrival order, with the budget they hold until they are written.
-    Inbound(Conn, Vec<Inbound>, OwnedSemaphorePermit),
+    /// Inbound items, in arrival order.
+    Inbound(Conn, Vec<Inbound>),
     /// The peer's output ended: `None` at a clean end of stream.
     Closed(Conn, Option<std::io::Error>),
     /// Writing to the peer failed (it closed its input).
@@ -44,8 +41,8 @@ pub(crate) enum Event {
 #[derive(Debug)]
 pub(crate) struct Out {
     pub(crate) messages: Vec<Message>,
-    /// The budget of the reader they came in on, released once they are written.
-    pub(crate) permit: Option<OwnedSemaphorePermit>,
+    /// What they were charged, given back once they are written.
+    pub(crate) charges: Vec<Charge>,
 }
 
 /// The sending side of a connection, held by the event loop. Dropping it closes the
@@ -54,6 +51,8 @@ pub(crate) struct Out {
 pub(crate) struct Outbox {
     queue: mpsc::UnboundedSender<Out>,
     writer: JoinHandle<()>,
+    /// What this connection's reader read that travels up and is not written yet.
+    pub(crate) up: Arc<Account>,
 }
 
 impl Outbox {
@@ -69,22 +68,34 @@ impl Outbox {
     }
 }
 
-/// Starts the reader and writer tasks of `transport`, which is connection `conn`.
+/// Starts the reader and writer tasks of `transport`, which is connection `conn`; `down` is the
+/// chain's down account.
 pub(crate) fn start<T: Transport>(
     conn: Conn,
     transport: T,
     events: mpsc::UnboundedSender<Event>,
+    down: Arc<Account>,
 ) -> Outbox {
     let (reader, writer) = transport.split();
     let (queue, outgoing) = mpsc::unbounded_channel();
-    tokio::spawn(read(conn, reader, events.clone()));
+    let up = Arc::new(Account::default());
+    tokio::spawn(read(conn, reader, events.clone(), up.clone(), down));
     let writer = tokio::spawn(write(conn, writer, outgoing, events));
-    Outbox { queue, writer }
+    Outbox { queue, writer, up }
 }
 
-async fn read<R: MessageReader>(conn: Conn, mut reader: R, events: mpsc::UnboundedSender<Event>) {
-    let budget = Arc::new(Semaphore::new(READ_BUDGET));
+async fn read<R: MessageReader>(
+    conn: Conn,
+    mut reader: R,
+    events: mpsc::UnboundedSender<Event>,
+    up: Arc<Account>,
+    down: Arc<Account>,
+) {
     loop {
+        up.below(UP_LIMIT).await;
+        if conn == EDITOR {
+            down.below(DOWN_LIMIT).await;
+        }
         let mut end = None;
         let mut batch = Vec::new();
         match reader.read().await {
@@ -102,12 +113,7 @@ async fn read<R: MessageReader>(conn: Conn, mut reader: R, events: mpsc::Unbound
             }
         }
         if !batch.is_empty() {
-            let cost = batch.iter().map(cost).sum::<usize>().min(READ_BUDGET);
-            // READ_BUDGET fits in u32.
-            let Ok(permit) = budget.clone().acquire_many_owned(cost as u32).await else {
-                return;
-            };
-            if events.send(Event::Inbound(conn, batch, permit)).is_err() {
+            if events.send(Event::Inbound(conn, batch)).is_err() {
                 return;
             }
             // Let the loop route this batch and the writers send it before reading on, so the
@@ -131,20 +137,17 @@ fn poll_once<F: std::future::Future>(future: F) -> Option<F::Output> {
     }
 }
 
-/// What a message counts against its reader's budget: its payload's size, at least 64. (A
-/// batch counts at most the whole budget, so one huge message still goes through, alone.)
-fn cost(inbound: &Inbound) -> usize {
-    let payload = match inbound {
-        Inbound::Message(Message::Request(r)) => r.params.as_ref().map_or(0, |p| p.len()),
-        Inbound::Message(Message::Notification(n)) => n.params.as_ref().map_or(0, |p| p.len()),
-        Inbound::Message(Message::Response(r)) => match &r.body {
+/// What a message costs against an account: the size of its payload.
+pub(crate) fn cost(message: &Message) -> usize {
+    match message {
+        Message::Request(r) => r.params.as_ref().map_or(0, |p| p.len()),
+        Message::Notification(n) => n.params.as_ref().map_or(0, |p| p.len()),
+        Message::Response(r) => match &r.body {
             sacp::jsonrpc::ResponseBody::Result(raw) | sacp::jsonrpc::ResponseBody::Error(raw) => {
                 raw.len()
             }
         },
-        _ => 0,
-    };
-    payload.max(64)
+    }
 }
 
 async fn write<W: MessageWriter>(
@@ -155,17 +158,17 @@ async fn write<W: MessageWriter>(
 ) {
     let mut outs = Vec::with_capacity(64);
     let mut batch = Vec::with_capacity(64);
-    let mut permits = Vec::with_capacity(64);
+    let mut charges = Vec::with_capacity(64);
     while outgoing.recv_many(&mut outs, 64).await > 0 {
         for out in outs.drain(..) {
             batch.extend(out.messages);
-            permits.extend(out.permit);
+            charges.extend(out.charges);
         }
         if let Err(e) = writer.write(&mut batch).await {
             let _ = events.send(Event::WriteFailed(conn, e));
             return;
         }
-        permits.clear();
+        charges.clear();
     }
     let _ = writer.close().await;
 }

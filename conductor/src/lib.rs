@@ -26,6 +26,7 @@
 
 #![cfg(unix)]
 
+mod account;
 mod chain;
 pub mod cli;
 mod conductor;

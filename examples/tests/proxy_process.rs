@@ -1,5 +1,6 @@
-//! The example proxies as the processes cargo built, driven over real pipes by a conductor
-//! stand-in that plays both the editor (plain messages) and the agent (`_proxy/successor/*`).
+//! The example components as the processes cargo built, over real pipes: the proxies driven by a
+//! conductor stand-in that plays both the editor (plain messages) and the agent
+//! (`_proxy/successor/*`), and the test agent driven line by line.
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -180,4 +181,91 @@ async fn the_pass_through_proxy_over_pipes() {
         .unwrap();
     assert_eq!(*proxy.seen.lock().unwrap(), [chunk("same")]);
     proxy.finish().await;
+}
+
+/// Writes `lines` to the test agent, then returns it with a reader of its output.
+async fn test_agent_with(
+    lines: &[Value],
+) -> (
+    Child,
+    tokio::process::ChildStdin,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_test-agent"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the test agent");
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    stdin.flush().await.unwrap();
+    let out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, out)
+}
+
+fn rpc(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[tokio::test]
+async fn an_agent_with_a_prompt_still_waiting_exits_within_a_second_of_stdin_closing() {
+    let (mut child, stdin, mut out) = test_agent_with(&[
+        rpc(1, "initialize", json!({"protocolVersion": 1})),
+        rpc(2, "session/new", json!({"cwd": "/tmp", "mcpServers": []})),
+        rpc(
+            3,
+            "session/prompt",
+            json!({"sessionId": "session-1", "prompt": [{"type": "text", "text": "wait"}]}),
+        ),
+    ])
+    .await;
+    // Until the agent says it waits.
+    loop {
+        let line = within("the agent's output", out.next_line())
+            .await
+            .unwrap()
+            .expect("the agent is running");
+        if line.contains(r#""text":"waiting""#) {
+            break;
+        }
+    }
+    let closed = std::time::Instant::now();
+    drop(stdin);
+    let status = within("the agent to exit", child.wait()).await.unwrap();
+    let took = closed.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(1), "exited {took:?} after EOF");
+    // The cancelled prompt was answered on the way out.
+    let mut rest = Vec::new();
+    while let Some(line) = within("the rest", out.next_line()).await.unwrap() {
+        rest.push(line);
+    }
+    assert!(
+        rest.iter()
+            .any(|l| l.contains(r#""id":3"#) && l.contains("-32800")),
+        "{rest:?}"
+    );
+}
+
+#[tokio::test]
+async fn requests_piped_in_before_stdin_closes_are_still_answered() {
+    // `printf '<initialize>\n' | test-agent`: the answer comes although stdin ended at once.
+    let (mut child, stdin, mut out) =
+        test_agent_with(&[rpc(1, "initialize", json!({"protocolVersion": 1}))]).await;
+    drop(stdin);
+    let line = within("the answer", out.next_line())
+        .await
+        .unwrap()
+        .expect("an answer");
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    assert!(within("the exit", child.wait()).await.unwrap().success());
 }

@@ -18,7 +18,7 @@ use std::future::Future;
 use crate::acp::{AcpNotification, AcpRequest, Side};
 use crate::agent::AgentCx;
 use crate::incoming::{Incoming, Reply};
-use crate::jsonrpc::Error;
+use crate::jsonrpc::{Connection, Error};
 use crate::proxy::Cx;
 
 /// A request the client sends: `#[on_request]` / `#[on_request(from = client)]`.
@@ -206,11 +206,26 @@ fn parse<T: serde::de::DeserializeOwned>(message: &mut Incoming) -> Option<T> {
 pub trait Fallback {
     /// Forwards `message` (proxy) or answers it (agent).
     fn unhandled(message: Incoming, cx: &Self) -> impl Future<Output = ()> + Send;
+
+    /// The same, at once, when that needs no waiting (the outgoing queue has room); gives the
+    /// message back otherwise.
+    fn unhandled_now(message: Incoming, cx: &Self) -> Result<(), Incoming>;
+
+    /// The connection the role runs on.
+    fn connection(cx: &Self) -> &Connection;
 }
 
 impl Fallback for Cx {
     fn unhandled(message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
         crate::proxy::runtime::forward(message, cx)
+    }
+
+    fn unhandled_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
+        crate::proxy::runtime::forward_now(message, cx)
+    }
+
+    fn connection(cx: &Cx) -> &Connection {
+        cx.connection()
     }
 }
 
@@ -218,6 +233,15 @@ impl Fallback for AgentCx {
     fn unhandled(message: Incoming, _cx: &AgentCx) -> impl Future<Output = ()> + Send {
         crate::agent::runtime::unhandled(message);
         std::future::ready(())
+    }
+
+    fn unhandled_now(message: Incoming, _cx: &AgentCx) -> Result<(), Incoming> {
+        crate::agent::runtime::unhandled(message);
+        Ok(())
+    }
+
+    fn connection(cx: &AgentCx) -> &Connection {
+        cx.connection()
     }
 }
 

@@ -100,6 +100,50 @@ impl Peer {
             .start_request(lane(self.side), method, params, Ok, permit)
     }
 
+    /// Sends a request at once if the outgoing queue has room for it; gives the method and
+    /// params back if not.
+    pub(crate) fn request_raw_now(
+        &self,
+        method: String,
+        params: Option<RawJson>,
+    ) -> Result<PendingResponse<RawJson>, (String, Option<RawJson>)> {
+        let Some(permit) = self.room_now(&method, params.as_ref()) else {
+            return Err((method, params));
+        };
+        let (method, params) = self.on_the_wire(method, params, SUCCESSOR_REQUEST);
+        Ok(self
+            .conn
+            .start_request(lane(self.side), method, params, Ok, Some(permit)))
+    }
+
+    /// Sends a notification at once if the outgoing queue has room for it; gives the method
+    /// and params back if not. (Sending on a closed connection counts as sent: nobody is left
+    /// to tell.)
+    pub(crate) fn notify_raw_now(
+        &self,
+        method: String,
+        params: Option<RawJson>,
+    ) -> Result<(), (String, Option<RawJson>)> {
+        let Some(permit) = self.room_now(&method, params.as_ref()) else {
+            return Err((method, params));
+        };
+        let (method, params) = self.on_the_wire(method, params, SUCCESSOR_NOTIFICATION);
+        let sent = self.conn.send_with(
+            Message::Notification(Notification { method, params }),
+            Some(permit),
+        );
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "could not forward a notification");
+        }
+        Ok(())
+    }
+
+    fn room_now(&self, method: &str, params: Option<&RawJson>) -> Option<crate::jsonrpc::Permit> {
+        let wrapping = if self.wrapped() { method.len() + 24 } else { 0 };
+        self.conn
+            .try_room_for(params.map_or(0, RawJson::len) + wrapping)
+    }
+
     fn start<T: Send + 'static>(
         &self,
         method: &str,

@@ -10,7 +10,10 @@
 //!   same side waits until it has finished, so notifications are handled in arrival order;
 //! - anything **no handler takes** goes down the role's one default path in turn
 //!   ([`Fallback::unhandled`]: a proxy forwards it unchanged, an agent answers `-32601`), the
-//!   same path a handler's message takes when its params do not fit the handler's type.
+//!   same path a handler's message takes when its params do not fit the handler's type. When
+//!   nothing of its side is waiting and the outgoing queue has room, that happens at once, in
+//!   the reader's call, without a task or an allocation: the path every streamed update of a
+//!   pass-through proxy takes.
 //!
 //! Answers need no queue of their own: a handler's answer goes out when it returns, and
 //! whatever it awaited from a peer was delivered only after everything that peer sent before
@@ -59,6 +62,15 @@ pub(crate) fn dispatch<R: Role>(
 ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
     let lane = lane(message.from);
     if !R::takes(&message.method, message.from) {
+        // Nothing of this side waits: forward (or answer) it right here, without a task.
+        let message = if R::Cx::connection(&cx).lane_is_idle(lane) {
+            match R::Cx::unhandled_now(message, &cx) {
+                Ok(()) => return Dispatch::done().on_lane(lane),
+                Err(message) => message,
+            }
+        } else {
+            message
+        };
         let work = async move { R::Cx::unhandled(message, &cx).await };
         return Dispatch::in_turn(Either::Right(work)).on_lane(lane);
     }

@@ -37,6 +37,30 @@ pub(crate) fn passthrough() -> String {
     example("passthrough-proxy")
 }
 
+/// `conductor agent` arguments for `count` copies of the example proxy `proxy` and the test
+/// agent.
+pub(crate) fn chain_of(proxy: &str, count: usize) -> Vec<String> {
+    let mut args = vec!["agent".to_owned()];
+    args.extend(std::iter::repeat_n(example(proxy), count));
+    args.push(agent());
+    args
+}
+
+/// Peak resident memory (`VmHWM`) of each process started by the editor with `tag`, by
+/// command name, in KiB.
+pub(crate) fn peak_rss_kib(tag: &str) -> Vec<(String, u64)> {
+    processes_tagged(tag)
+        .into_iter()
+        .filter_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let name = status.lines().find_map(|l| l.strip_prefix("Name:"))?.trim();
+            let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+            let kib = hwm.trim().trim_end_matches("kB").trim().parse().ok()?;
+            Some((format!("{name} ({pid})"), kib))
+        })
+        .collect()
+}
+
 /// A path as a word of a component command line, quoted the way the conductor splits it.
 pub(crate) fn quoted(word: &str) -> String {
     Component::from_argv(vec![word.to_owned()]).map_or_else(String::new, |c| c.command_line())
@@ -203,6 +227,35 @@ impl Editor {
     pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.send_request(method, params).await;
         self.until_response(&id).await
+    }
+
+    /// Handles messages until every request of `ids` is answered; returns the responses, by
+    /// id, in the order they came.
+    pub(crate) async fn until_responses(&mut self, ids: &[Value]) -> Vec<Value> {
+        let mut answered = Vec::new();
+        while answered.len() < ids.len() {
+            let Some(message) = self.next_message().await else {
+                self.fail(&format!(
+                    "the agent's output ended with {} of {} answers",
+                    answered.len(),
+                    ids.len()
+                ))
+            };
+            if message.get("method").is_none() {
+                if !ids.contains(&message["id"]) {
+                    self.fail(&format!("a response to a request never sent: {message}"));
+                }
+                answered.push(message);
+                continue;
+            }
+            self.handle(message).await;
+        }
+        answered
+    }
+
+    /// Takes the agent's stdin, for a test that writes from a task of its own.
+    pub(crate) fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin is open")
     }
 
     /// Handles messages until the response to `id`.

@@ -2,6 +2,7 @@
 //! over real pipes by an editor stand-in (`common::Editor`).
 
 mod common;
+mod concurrency;
 mod failures;
 mod routing;
 mod trace;

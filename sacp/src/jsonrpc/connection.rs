@@ -46,7 +46,6 @@ use super::{
 /// The limits that keep a connection's memory bounded, and how long it lets work finish once
 /// the peer's stream has ended.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct Limits {
     /// Bytes of requests and notifications queued for the peer before
     /// [`Connection::notify`] (and forwarding) waits. Default 1 MiB.
@@ -328,6 +327,20 @@ impl Connection {
             let permit = self.room_for(message.payload_len()).await;
             self.send_with(message, permit)
         }
+    }
+
+    /// Whether everything received in lane `lane` has been dealt with, so that a message of
+    /// that lane may be dealt with at once, in the handler's call ([`Dispatch::done`]).
+    /// Meaningful inside [`Handler`] calls, which the reader makes in arrival order.
+    ///
+    /// [`Dispatch::done`]: super::Dispatch::done
+    pub fn lane_is_idle(&self, lane: usize) -> bool {
+        self.shared.lanes.is_idle(lane)
+    }
+
+    /// A share of the outgoing budget for a payload of `bytes`, if there is room now.
+    pub(crate) fn try_room_for(&self, bytes: usize) -> Option<Permit> {
+        self.shared.flow.try_take(bytes)
     }
 
     /// A share of the outgoing budget for a payload of `bytes`, once there is room.

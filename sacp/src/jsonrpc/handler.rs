@@ -68,7 +68,8 @@ pub trait Handler: Send + 'static {
 pub struct Dispatch<F> {
     pub(crate) lane: usize,
     pub(crate) order: Order,
-    pub(crate) work: F,
+    /// `None` when the handler already did everything.
+    pub(crate) work: Option<F>,
 }
 
 /// How a lane runs an item.
@@ -88,7 +89,18 @@ impl<F> Dispatch<F> {
         Dispatch {
             lane: 0,
             order: Order::InTurn,
-            work,
+            work: Some(work),
+        }
+    }
+
+    /// Nothing left to do: the handler dealt with the message while it was called. Only right
+    /// when nothing of the same lane is still waiting ([`Connection::lane_is_idle`]), or the
+    /// message would overtake it.
+    pub fn done() -> Self {
+        Dispatch {
+            lane: 0,
+            order: Order::InTurn,
+            work: None,
         }
     }
 
@@ -99,7 +111,7 @@ impl<F> Dispatch<F> {
         Dispatch {
             lane: 0,
             order: Order::Start,
-            work,
+            work: Some(work),
         }
     }
 
@@ -116,7 +128,7 @@ impl<F> Dispatch<F> {
         Dispatch {
             lane: self.lane,
             order: self.order,
-            work: f(self.work),
+            work: self.work.map(f),
         }
     }
 }

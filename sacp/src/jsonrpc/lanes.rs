@@ -134,6 +134,20 @@ impl Lanes {
         self.lane(index).admitted.load(Ordering::SeqCst)
     }
 
+    /// Whether lane `index` has done everything admitted (so nothing waits in it). Exact when
+    /// asked by the reader, the only one that admits.
+    pub(crate) fn is_idle(&self, index: usize) -> bool {
+        let lane = self.lane(index);
+        lane.done.load(Ordering::SeqCst) >= lane.admitted.load(Ordering::SeqCst)
+    }
+
+    /// Counts an item that was dealt with as it arrived, in lane `index` (which was idle).
+    pub(crate) fn count_done(&self, index: usize) {
+        let lane = self.lane(index);
+        lane.admitted.fetch_add(1, Ordering::SeqCst);
+        lane.finish_one();
+    }
+
     /// Items admitted but not done yet, in all lanes.
     pub(crate) fn backlog(&self) -> u64 {
         self.lanes

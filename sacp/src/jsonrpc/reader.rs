@@ -130,6 +130,10 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let Dispatch { lane, order, work } = dispatch;
+    let Some(work) = work else {
+        conn.shared().lanes.count_done(lane);
+        return Ok(());
+    };
     let permit = room(conn, lane, bytes).await?;
     let work: BoxFuture = match (order, cancel) {
         (Order::InTurn, None) => lanes::scoped(work),

@@ -152,6 +152,44 @@ pub(crate) async fn forward(message: Incoming, cx: &Cx) {
     }
 }
 
+/// [`forward`] at once, if the outgoing queue has room; gives the message back if not.
+// The message goes back by value only when the queue is full; boxing it would cost an
+// allocation on the path every forwarded message takes.
+#[allow(clippy::result_large_err)]
+pub(crate) fn forward_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
+    let to = match message.from {
+        Side::Client => cx.successor(),
+        Side::Agent => cx.client(),
+    };
+    let Incoming {
+        from,
+        method,
+        params,
+        reply,
+        rejected,
+    } = message;
+    let give_back = |(method, params), reply| Incoming {
+        from,
+        method,
+        params,
+        reply,
+        rejected,
+    };
+    match reply {
+        None => to
+            .notify_raw_now(method, params)
+            .map_err(|back| give_back(back, None)),
+        Some(reply) if reply.is_cancelled() => Ok(()),
+        Some(reply) => match to.request_raw_now(method, params) {
+            Ok(pending) => {
+                cx.spawn(relay(pending, reply));
+                Ok(())
+            }
+            Err(back) => Err(give_back(back, Some(reply))),
+        },
+    }
+}
+
 /// Relays a forwarded request's answer to whoever sent the original, unless the original is
 /// cancelled first: then dropping `pending` cancels the forwarded request downstream.
 async fn relay(pending: PendingResponse<RawJson>, reply: Reply) {

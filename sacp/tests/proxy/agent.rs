@@ -218,3 +218,36 @@ async fn a_prompt_that_waits_for_session_cancel_is_not_blocked_by_its_own_agent(
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(seen[1].contains("cancel handler ran (2)"), "{seen:?}");
 }
+
+#[tokio::test]
+async fn serve_returns_the_error_when_the_connection_breaks() {
+    use tokio::io::AsyncWriteExt;
+    // The client's requests come in on one stream; answers go out on another, whose reader is
+    // gone: writing the first answer fails.
+    let (mut requests, agent_in) = tokio::io::duplex(4096);
+    let (agent_out, gone) = tokio::io::duplex(4096);
+    drop(gone);
+    let transport = sacp::jsonrpc::ByteStream::new(agent_in, agent_out);
+    let served = tokio::spawn(sacp::agent::serve(Echo::default(), transport));
+    requests
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n")
+        .await
+        .unwrap();
+    let err = within("serve to end", served)
+        .await
+        .unwrap()
+        .expect_err("a broken output is an abnormal end");
+    assert!(err.message.contains("write error"), "{err}");
+
+    // A client that just closes its side is a clean end.
+    let (requests, agent_in) = tokio::io::duplex(4096);
+    let (agent_out, _kept) = tokio::io::duplex(4096);
+    drop(requests);
+    let transport = sacp::jsonrpc::ByteStream::new(agent_in, agent_out);
+    within(
+        "serve to end",
+        sacp::agent::serve(Echo::default(), transport),
+    )
+    .await
+    .expect("the end of the client's stream is a clean end");
+}

@@ -128,8 +128,19 @@ pub struct Chain {
 }
 
 pub fn chain<P: Proxy>(proxy: P, agent: Answer, editor: Answer) -> Chain {
+    chain_with(proxy, agent, editor, sacp::jsonrpc::Limits::default())
+}
+
+/// [`chain`] with the proxy's connection limits set.
+pub fn chain_with<P: Proxy>(
+    proxy: P,
+    agent: Answer,
+    editor: Answer,
+    limits: sacp::jsonrpc::Limits,
+) -> Chain {
     let (ours, theirs) = channel();
-    let _proxy = sacp::proxy::spawn(proxy, theirs);
+    let builder = sacp::proxy::builder().limits(limits);
+    let _proxy = sacp::proxy::spawn_with(proxy, theirs, builder);
     let transcript = Transcript::default();
     let conductor = Connection::builder().name("proxy").spawn(
         ours,

@@ -5,6 +5,7 @@
 
 mod agent;
 mod common;
+mod concurrency;
 mod forwarding;
 mod handlers;
 mod handshake;
