@@ -11,7 +11,7 @@
 //! The chain file:
 //! ```toml
 //! [[component]]
-//! name = "sparkle"               # optional; defaults to the program's file name
+//! name = "sparkle"               # optional; defaults to the program's file name (see below)
 //! command = "sparkle-proxy -v"   # a command line, split like a shell would
 //! args = ["--extra", "two words"] # optional, appended as they are
 //! cwd = "/work/project"          # optional
@@ -20,6 +20,12 @@
 //! [[component]]
 //! command = "my-agent --acp"
 //! ```
+//!
+//! A component without a `name` is named after its program's file name — or, when the program
+//! is an interpreter or a launcher (`node`, `python3`, `npx`, `uvx`, `bash -c`, `java -jar`,
+//! …), after the script, module or package it runs: `node /opt/agent.mjs` is `agent.mjs`,
+//! `npx -y @zed-industries/claude-code-acp` is `claude-code-acp`, `python3 -m my_agent` is
+//! `my_agent`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -80,7 +86,7 @@ impl Component {
         let mut words = argv.into_iter();
         let program = words.next()?;
         Some(Component {
-            name: default_name(&program),
+            name: default_name(&program, words.as_slice()),
             program,
             args: words.collect(),
             env: BTreeMap::new(),
@@ -112,11 +118,82 @@ impl Component {
     }
 }
 
-/// The file name of a program, which names its component unless told otherwise.
-fn default_name(program: &str) -> String {
-    Path::new(program)
+/// What names a component unless told otherwise: its program's file name, or what an
+/// interpreter or launcher runs (see the module docs).
+fn default_name(program: &str, args: &[String]) -> String {
+    let program_name = file_name(program);
+    if !is_interpreter(&program_name) {
+        return program_name;
+    }
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            // A shell's script: named after the command it runs, if it is a simple one.
+            "-c" => {
+                if let Some(script) = words.next()
+                    && !script.contains([';', '&', '|', '<', '>', '(', '$', '`'])
+                {
+                    let mut argv = shlex::split(script).unwrap_or_default();
+                    argv.retain(|w| w != "exec");
+                    if let Some((first, rest)) = argv.split_first() {
+                        return default_name(first, rest);
+                    }
+                }
+            }
+            // The next word is what runs: a module, a jar.
+            "-m" | "-jar" => {
+                if let Some(what) = words.next() {
+                    return file_name(what);
+                }
+            }
+            // Launchers' subcommands, and `env`'s assignments.
+            "run" | "exec" | "x" | "dlx" | "tool" | "--" => {}
+            w if w.starts_with('-') || w.contains('=') => {}
+            w => return file_name(w),
+        }
+    }
+    program_name
+}
+
+fn file_name(path: &str) -> String {
+    Path::new(path)
         .file_name()
-        .map_or_else(|| program.to_owned(), |n| n.to_string_lossy().into_owned())
+        .map_or_else(|| path.to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Programs that run something else named among their arguments.
+fn is_interpreter(name: &str) -> bool {
+    let name = name.trim_end_matches(".exe");
+    // `python3.12`, `node20`: the version does not matter.
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    matches!(
+        base,
+        "node"
+            | "nodejs"
+            | "python"
+            | "pypy"
+            | "ruby"
+            | "perl"
+            | "php"
+            | "java"
+            | "deno"
+            | "bun"
+            | "bunx"
+            | "npx"
+            | "npm"
+            | "pnpm"
+            | "yarn"
+            | "uv"
+            | "uvx"
+            | "pipx"
+            | "tsx"
+            | "ts-node"
+            | "sh"
+            | "bash"
+            | "zsh"
+            | "dash"
+            | "env"
+    )
 }
 
 /// The components of a chain, in order: proxies first, the agent last.
@@ -233,6 +310,27 @@ mod tests {
                 .to_string()
                 .contains("no program")
         );
+    }
+
+    #[test]
+    fn interpreters_are_named_after_what_they_run() {
+        let name = |line: &str| Component::parse(line, 1).unwrap().name;
+        assert_eq!(name("node /opt/agents/agent.mjs --acp"), "agent.mjs");
+        assert_eq!(name("node --inspect agent.js"), "agent.js");
+        assert_eq!(
+            name("npx -y @zed-industries/claude-code-acp"),
+            "claude-code-acp"
+        );
+        assert_eq!(name("python3.12 -m my_agent --acp"), "my_agent");
+        assert_eq!(name("uvx fast-agent-acp"), "fast-agent-acp");
+        assert_eq!(name("bash -c 'exec gemini --experimental-acp'"), "gemini");
+        assert_eq!(name("java -jar /opt/goose.jar"), "goose.jar");
+        assert_eq!(name("bun run ./src/agent.ts"), "agent.ts");
+        assert_eq!(name("env FOO=1 opencode acp"), "opencode");
+        assert_eq!(name("/usr/bin/my-agent --acp"), "my-agent");
+        assert_eq!(name("node"), "node");
+        assert_eq!(name("node2cobol x"), "node2cobol");
+        assert_eq!(name("sh -c 'exec >&-; sleep 30 & wait'"), "sh");
     }
 
     #[test]

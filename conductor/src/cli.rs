@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::chain::Chain;
 use crate::conductor::{Options, run_stdio};
+use crate::launch;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -61,6 +62,14 @@ struct AgentArgs {
     #[arg(long, requires = "trace")]
     trace_payloads: bool,
 
+    /// After the editor closes stdin, how long its requests in flight may still be answered.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    eof_grace: humantime::Duration,
+
+    /// At the end, how long answers still owed to a slow editor may take to be written.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    flush_timeout: humantime::Duration,
+
     /// Components as separate words instead of quoted command lines, after `--`, separated
     /// by `--`: `-- proxy --flag -- agent --acp`.
     #[arg(last = true, value_name = "WORDS")]
@@ -80,6 +89,9 @@ impl AgentArgs {
         let options = Options {
             trace: self.trace,
             trace_payloads: self.trace_payloads,
+            eof_grace: self.eof_grace.into(),
+            flush_timeout: self.flush_timeout.into(),
+            launcher: std::env::current_exe().ok(),
         };
         Ok((chain, options))
     }
@@ -87,6 +99,10 @@ impl AgentArgs {
 
 /// Parses the command line, runs the conductor, and returns its exit status.
 pub fn main() -> ExitCode {
+    let mut argv = std::env::args_os().skip(1);
+    if argv.next().is_some_and(|first| first == launch::SUBCOMMAND) {
+        return launch::run(argv.collect());
+    }
     let cli = Cli::parse();
     init_logging();
     let Command::Agent(args) = cli.command;
@@ -94,6 +110,7 @@ pub fn main() -> ExitCode {
         Ok(parsed) => parsed,
         Err(why) => {
             tracing::error!("{why}");
+            crate::stderr::finish(std::time::Duration::from_millis(500));
             return ExitCode::from(2);
         }
     };
@@ -110,14 +127,24 @@ pub fn main() -> ExitCode {
     let exit = runtime.block_on(run_stdio(chain, options));
     // Tasks still blocked on our stdio must not hold the process up.
     runtime.shutdown_background();
+    let dropped = crate::stderr::dropped();
+    if dropped > 0 {
+        crate::stderr::write_line(
+            format!("[conductor] {dropped} stderr lines were dropped in all: stderr was not read fast enough\n")
+                .into_bytes(),
+        );
+    }
+    // What is queued for stderr gets a moment, no more: nobody may be reading it.
+    crate::stderr::finish(std::time::Duration::from_millis(500));
     ExitCode::from(exit.code())
 }
 
 fn init_logging() {
+    crate::stderr::init();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(crate::stderr::LogWriter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
         .init();

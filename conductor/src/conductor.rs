@@ -5,21 +5,28 @@
 //! destination's writer, so between any two peers messages keep the order they were sent in.
 //!
 //! **Ending.** The chain ends when:
-//! - the editor closes the conductor's stdin (or stops reading its stdout): the components'
-//!   stdins are closed, they get 400 ms to exit, then `SIGTERM`, then `SIGKILL`; the exit
-//!   status is 0;
+//! - the editor closes the conductor's stdin: the requests it still has in flight get up to
+//!   [`Options::eof_grace`] (default 1 s) to be answered — `printf '<initialize>' | conductor
+//!   agent …` gets its answer — then the components' stdins are closed, they get 400 ms to
+//!   exit, then `SIGTERM`, then `SIGKILL`; the exit status is 0. (An editor that stops reading
+//!   the conductor's stdout ends the chain the same way, without the grace.)
 //! - a component exits or closes its stdout: every request the editor has in flight is
-//!   answered with an error naming the component, how it ended and its last stderr lines;
-//!   the other components get `SIGTERM`, then `SIGKILL`; the exit status is 1. (The conductor
-//!   waits up to 200 ms after the first sign, exit or end of output, for the other one, so
-//!   that what a component wrote before it exited is still delivered, and the error can
-//!   say how it ended.)
+//!   answered with an error naming the component, how it ended and its last stderr lines, and
+//!   nothing the chain sends after that reaches the editor; the other components get
+//!   `SIGTERM`, then `SIGKILL`. The conductor exits with that component's status (128 + the
+//!   signal if a signal killed it; 1 if it only closed its stdout), as the agent it stands for
+//!   would. (The conductor waits up to 200 ms after the first sign, exit or end of output, for
+//!   the other one, so that what a component wrote before it exited is still delivered, and
+//!   the error can say how it ended; and what it sent before it ended gets up to 250 ms to
+//!   pass the proxies in front of it, so its last words come before the error.)
 //! - a component refuses the proxy capability (§3): the editor's `initialize` gets the error,
-//!   and the chain ends as above;
+//!   and the chain ends as above, with exit status 1 (the conductor's own failures are 1);
 //! - `SIGTERM`, `SIGINT` or `SIGHUP`: as above, with exit status 128 + the signal.
 //!
-//! Every component's process group is killed at the end, so nothing a component started
-//! outlives the conductor.
+//! Answers still owed to a slow editor get [`Options::flush_timeout`] (default 5 s) to be
+//! written. Every component's process group is killed at the end, so nothing a component
+//! started outlives the conductor; and run by the `conductor` binary, components die with it
+//! even when it is killed with `SIGKILL` (see `launch.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitStatus;
@@ -41,20 +48,44 @@ use crate::trace::Trace;
 
 /// How long a component that stopped talking (or exited) has to show the other sign.
 const LAST_WORDS: Duration = Duration::from_millis(200);
+/// Once a component has failed, what it sent before reaches the editor through the proxies in
+/// front of it while they keep passing things on (a pause this long means they are done)...
+const SETTLED: Duration = Duration::from_millis(30);
+/// ...for this long at most; then the editor gets the error, and nothing more of the chain.
+const SETTLE_AT_MOST: Duration = Duration::from_millis(250);
 /// How long components get to exit on their own after their stdin is closed.
 const GRACE: Duration = Duration::from_millis(400);
 /// How long between `SIGTERM` and `SIGKILL`.
 const TERM_GRACE: Duration = Duration::from_millis(250);
-/// How long the end waits for the editor's output to be written.
-const FLUSH: Duration = Duration::from_millis(250);
-
 /// What the conductor does besides routing.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Writes one JSON line per message per hop to this file.
     pub trace: Option<PathBuf>,
     /// Includes payloads in the trace.
     pub trace_payloads: bool,
+    /// After the editor closed stdin, how long its requests in flight may still be answered
+    /// before the chain is shut down. Default 1 s.
+    pub eof_grace: Duration,
+    /// At the end, how long answers still owed to the editor may take to be written. Default
+    /// 5 s.
+    pub flush_timeout: Duration,
+    /// Starts each component through this executable's launcher (`conductor __launch`), so
+    /// that components die with the conductor even when it is killed. `None` starts them
+    /// directly. The `conductor` binary sets its own path.
+    pub launcher: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            trace: None,
+            trace_payloads: false,
+            eof_grace: Duration::from_secs(1),
+            flush_timeout: Duration::from_secs(5),
+            launcher: None,
+        }
+    }
 }
 
 /// How the conductor ended.
@@ -62,20 +93,36 @@ pub struct Options {
 pub enum Exit {
     /// The editor closed its side.
     Clean,
-    /// The chain failed; why.
+    /// A component ended the chain; why, and the exit status it leaves (its own).
+    Ended {
+        /// Which component, and how it ended.
+        why: String,
+        /// Its exit status, or 128 + the signal that killed it, or 1 when it only closed its
+        /// output.
+        status: u8,
+    },
+    /// The conductor failed; why.
     Failed(String),
     /// A signal stopped the conductor.
     Signalled(i32),
 }
 
 impl Exit {
-    /// The process exit status: 0, 1, or 128 + the signal.
+    /// The process exit status: 0; the status of the component that ended the chain; 1 for the
+    /// conductor's own failures; or 128 + the signal that stopped the conductor.
     pub fn code(&self) -> u8 {
         match self {
             Exit::Clean => 0,
+            Exit::Ended { status, .. } => *status,
             Exit::Failed(_) => 1,
             Exit::Signalled(signal) => u8::try_from(128 + signal).unwrap_or(1),
         }
+    }
+
+    /// Whether the chain failed (a component or the conductor), as opposed to being ended by
+    /// the editor or a signal.
+    fn is_failure(&self) -> bool {
+        matches!(self, Exit::Ended { .. } | Exit::Failed(_))
     }
 }
 
@@ -104,7 +151,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     let down = Arc::new(Account::default());
     for (index, component) in chain.components.iter().enumerate() {
         let position = index + 1;
-        let started = match process::spawn(position, component) {
+        let started = match process::spawn(position, component, options.launcher.as_deref()) {
             Ok(started) => started,
             Err(e) => {
                 let why = format!(
@@ -156,9 +203,31 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         trace,
         deliveries: Vec::new(),
         ending: None,
+        draining: None,
+        failing: None,
         down,
+        eof_grace: options.eof_grace,
+        flush_timeout: options.flush_timeout,
     };
     conductor.run(events).await
+}
+
+/// A component that failed, while what it sent before passes the proxies in front of it.
+#[derive(Debug)]
+struct Failing {
+    why: String,
+    error: Error,
+    status: u8,
+    /// When the chain counts as settled, unless something more comes.
+    settled_at: Instant,
+    /// When the error goes out anyway.
+    at_the_latest: Instant,
+}
+
+impl Failing {
+    fn due(&self) -> Instant {
+        self.settled_at.min(self.at_the_latest)
+    }
 }
 
 /// A component process, as the loop tracks it.
@@ -197,8 +266,14 @@ struct Conductor {
     trace: Option<Trace>,
     deliveries: Vec<Delivery>,
     ending: Option<Ending>,
+    /// The editor closed stdin; its requests in flight may be answered until then.
+    draining: Option<Instant>,
+    /// A component failed; the error goes out once the chain has settled.
+    failing: Option<Failing>,
     /// What travels down and is not written yet (see [`crate::account`]).
     down: Arc<Account>,
+    eof_grace: Duration,
+    flush_timeout: Duration,
 }
 
 impl Conductor {
@@ -244,7 +319,15 @@ impl Conductor {
 
     fn on_event(&mut self, event: Event) {
         match event {
+            Event::Inbound(conn, _) if conn != EDITOR && self.failed() => {
+                // The editor has its error answers: nothing of the failed chain follows them.
+            }
             Event::Inbound(conn, batch) => {
+                if conn != EDITOR
+                    && let Some(failing) = &mut self.failing
+                {
+                    failing.settled_at = Instant::now() + SETTLED;
+                }
                 let mut refused = None;
                 for inbound in batch {
                     if let Some(Fatal::Refused(position)) =
@@ -258,13 +341,16 @@ impl Conductor {
                     let why = self.router.refusal(position).message;
                     self.begin_end(Exit::Failed(why), true);
                 }
+                self.check_drained();
             }
             Event::Closed(EDITOR, error) => {
                 match error {
                     None => tracing::debug!("the editor closed the conductor's stdin"),
                     Some(e) => tracing::warn!("cannot read from the editor: {e}"),
                 }
-                self.begin_end(Exit::Clean, false);
+                // What the editor asked before it closed stdin is still answered, for a while.
+                self.draining = Some(Instant::now() + self.eof_grace);
+                self.check_drained();
             }
             Event::WriteFailed(EDITOR, e) => {
                 tracing::debug!("the editor stopped reading: {e}");
@@ -340,10 +426,26 @@ impl Conductor {
         }
     }
 
+    /// Whether the chain failed: then nothing more reaches the editor from the components.
+    fn failed(&self) -> bool {
+        self.ending.as_ref().is_some_and(|e| e.exit.is_failure())
+    }
+
+    /// After the editor closed stdin: ends the chain once its requests are all answered, or
+    /// the grace is over.
+    fn check_drained(&mut self) {
+        if let Some(until) = self.draining
+            && (self.router.editor_requests_in_flight() == 0 || Instant::now() >= until)
+        {
+            self.draining = None;
+            self.begin_end(Exit::Clean, false);
+        }
+    }
+
     /// A component showed a sign of its end: fail the chain now if both signs are in, or
     /// after [`LAST_WORDS`].
     fn check(&mut self, position: usize) {
-        if self.ending.is_some() {
+        if self.ending.is_some() || self.failing.is_some() {
             return;
         }
         let member = &mut self.members[position - 1];
@@ -355,6 +457,10 @@ impl Conductor {
     }
 
     fn fail(&mut self, position: usize) {
+        if self.failing.is_some() {
+            return;
+        }
+        self.members[position - 1].deadline = None;
         let member = &self.members[position - 1];
         let how = match member.exit {
             Some(status) => process::describe_exit(status),
@@ -364,15 +470,34 @@ impl Conductor {
         let why = format!("component {position} ({name:?}) {how}");
         tracing::error!("{why}");
         let stderr = member.tail.text();
+        let status = member.exit.map_or(1, exit_status);
         let error = Error::new(code::INTERNAL_ERROR, &why).with_data(serde_json::json!({
             "component": position,
             "name": name,
             "exitCode": member.exit.and_then(|s| s.code()),
             "stderr": stderr,
         }));
+        let now = Instant::now();
+        self.failing = Some(Failing {
+            why,
+            error,
+            status,
+            settled_at: now + SETTLED,
+            at_the_latest: now + SETTLE_AT_MOST,
+        });
+    }
+
+    /// The failed chain has settled: the editor gets its errors, and the chain ends.
+    fn fail_now(&mut self) {
+        let Some(Failing {
+            why, error, status, ..
+        }) = self.failing.take()
+        else {
+            return;
+        };
         self.router.fail_all(&error, &mut self.deliveries);
         self.deliver(None);
-        self.begin_end(Exit::Failed(why), true);
+        self.begin_end(Exit::Ended { why, status }, true);
     }
 
     /// Starts ending the chain (the first reason wins): closes the components' input, and
@@ -408,12 +533,17 @@ impl Conductor {
             .iter()
             .map(|m| m.deadline)
             .chain(ending)
+            .chain([self.draining, self.failing.as_ref().map(Failing::due)])
             .flatten()
             .min()
     }
 
     fn on_deadlines(&mut self) {
+        self.check_drained();
         let now = Instant::now();
+        if self.failing.as_ref().is_some_and(|f| f.due() <= now) {
+            self.fail_now();
+        }
         if let Some(ending) = &mut self.ending {
             let signal = if ending.kill_at.is_some_and(|at| at <= now) {
                 ending.kill_at = None;
@@ -447,14 +577,29 @@ impl Conductor {
             process::signal_group(member.pid, Signal::SIGKILL);
         }
         if let Some(editor) = self.outboxes[EDITOR].take()
-            && tokio::time::timeout(FLUSH, editor.close()).await.is_err()
+            && tokio::time::timeout(self.flush_timeout, editor.close())
+                .await
+                .is_err()
         {
-            tracing::warn!("gave up writing to the editor");
+            tracing::warn!(
+                "gave up writing to the editor after {:?}",
+                self.flush_timeout
+            );
         }
         if let Some(trace) = &mut self.trace {
             trace.flush();
         }
         self.ending.map_or(Exit::Clean, |e| e.exit)
+    }
+}
+
+/// A component's exit status as the conductor's own: its code, or 128 + the signal.
+fn exit_status(status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+        (None, None) => 1,
     }
 }
 

@@ -24,6 +24,7 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
 #![cfg(unix)]
 
 mod account;
@@ -31,8 +32,10 @@ mod chain;
 pub mod cli;
 mod conductor;
 mod endpoint;
+mod launch;
 mod process;
 mod route;
+pub mod stderr;
 mod trace;
 
 pub use self::chain::{Chain, ChainError, Component};

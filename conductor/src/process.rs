@@ -9,15 +9,17 @@
 use std::collections::VecDeque;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::chain::Component;
+use crate::stderr;
 
 /// How many stderr lines are kept for error messages.
 const TAIL_LINES: usize = 20;
@@ -37,9 +39,28 @@ pub(crate) struct Process {
     pub(crate) tail: Tail,
 }
 
-/// Starts a component at `position` (1-based), in its own process group.
-pub(crate) fn spawn(position: usize, component: &Component) -> io::Result<Process> {
-    let mut command = Command::new(&component.program);
+/// Starts a component at `position` (1-based), in its own process group; through `launcher`
+/// (`conductor __launch`, see `launch.rs`) when given.
+pub(crate) fn spawn(
+    position: usize,
+    component: &Component,
+    launcher: Option<&Path>,
+) -> io::Result<Process> {
+    let mut command = match launcher {
+        Some(launcher) => {
+            // The launcher cannot tell us that the program is missing before it execs; look
+            // for it here, so that the error is the usual one.
+            find_program(component)?;
+            let mut command = Command::new(launcher);
+            command
+                .arg(crate::launch::SUBCOMMAND)
+                .arg(std::process::id().to_string())
+                .arg("--")
+                .arg(&component.program);
+            command
+        }
+        None => Command::new(&component.program),
+    };
     command
         .args(&component.args)
         .envs(&component.env)
@@ -67,6 +88,34 @@ pub(crate) fn spawn(position: usize, component: &Component) -> io::Result<Proces
         stdout,
         tail,
     })
+}
+
+/// Fails like `exec` would when `component`'s program cannot be found or run.
+fn find_program(component: &Component) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let program = Path::new(&component.program);
+    let found = if component.program.contains('/') {
+        match &component.cwd {
+            Some(cwd) if program.is_relative() => runnable(&cwd.join(program)),
+            _ => runnable(program),
+        }
+    } else {
+        let path = component
+            .env
+            .get("PATH")
+            .cloned()
+            .or_else(|| std::env::var("PATH").ok())
+            .unwrap_or_default();
+        std::env::split_paths(&path).any(|dir| runnable(&dir.join(program)))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(io::Error::from(io::ErrorKind::NotFound))
+    }
 }
 
 /// Sends `signal` to the process group led by `pid`. A group that is already gone is fine.
@@ -121,9 +170,10 @@ impl Tail {
     }
 }
 
-/// Copies a component's stderr to ours, line by line, with `prefix`.
+/// Copies a component's stderr to ours, line by line, with `prefix`. It keeps reading whatever
+/// happens to our stderr (lines are dropped when nobody reads it; see [`crate::stderr`]), so a
+/// component never blocks on a full pipe.
 async fn relay_stderr(mut stderr: tokio::process::ChildStderr, prefix: String, tail: Tail) {
-    let mut out = tokio::io::stderr();
     let mut pending: Vec<u8> = Vec::new();
     let mut chunk = vec![0; 8 * 1024];
     loop {
@@ -142,27 +192,25 @@ async fn relay_stderr(mut stderr: tokio::process::ChildStderr, prefix: String, t
             lines.push(0..pending.len());
             start = pending.len();
         }
-        let mut text = Vec::new();
         for range in lines {
             let line = &pending[range];
             tail.push(line);
-            text.extend_from_slice(prefix.as_bytes());
-            text.extend_from_slice(line);
-            text.push(b'\n');
+            stderr::write_line(prefixed(&prefix, line));
         }
         pending.drain(..start);
-        // If our stderr is gone, keep reading anyway, so the component never blocks on a full
-        // pipe.
-        let _ = out.write_all(&text).await;
     }
     if !pending.is_empty() {
         tail.push(&pending);
-        let mut text = prefix.into_bytes();
-        text.extend_from_slice(&pending);
-        text.push(b'\n');
-        let _ = out.write_all(&text).await;
+        stderr::write_line(prefixed(&prefix, &pending));
     }
-    let _ = out.flush().await;
+}
+
+fn prefixed(prefix: &str, line: &[u8]) -> Vec<u8> {
+    let mut text = Vec::with_capacity(prefix.len() + line.len() + 1);
+    text.extend_from_slice(prefix.as_bytes());
+    text.extend_from_slice(line);
+    text.push(b'\n');
+    text
 }
 
 #[cfg(test)]

@@ -141,6 +141,8 @@ pub(crate) struct Router {
     names: Vec<String>,
     /// Whether the conductor runs as a proxy (its `initialize` offered the capability).
     proxy_mode: bool,
+    /// Set by the editor's first `initialize`: the mode cannot change after it.
+    mode_fixed: bool,
     /// One per connection: the editor's, then the components'.
     conns: Vec<Ids>,
 }
@@ -168,6 +170,7 @@ impl Router {
         Router {
             names,
             proxy_mode: false,
+            mode_fixed: false,
             conns,
         }
     }
@@ -255,6 +258,24 @@ impl Router {
         for id in ids {
             self.answer(EDITOR, id, error, out);
         }
+    }
+
+    /// How many requests of the editor still wait for an answer.
+    pub(crate) fn editor_requests_in_flight(&self) -> usize {
+        self.conns[EDITOR].in_flight.len()
+    }
+
+    /// The error for a later `initialize` that would switch the conductor's mode.
+    fn mode_switch(&self, offered: bool) -> Error {
+        let (was, now) = if offered {
+            ("an agent", "offers the proxy capability")
+        } else {
+            ("a proxy", "does not offer the proxy capability")
+        };
+        Error::invalid_params(format!(
+            "the conductor was initialized as {was}; this `initialize` {now}, and a running \
+             chain cannot change its mode"
+        ))
     }
 
     /// The error for a component that refused the proxy capability.
@@ -367,8 +388,23 @@ impl Router {
 
     fn request(&mut self, conn: Conn, request: Request, out: &mut Vec<Delivery>) {
         let Request { id, method, params } = request;
+        if self.conns[conn].in_flight.contains_key(&id) {
+            // Forwarding it would lose track of the first one (its answer, its cancellation).
+            let error = Error::invalid_request(format!(
+                "request id {id} is already in use by an unanswered request"
+            ));
+            tracing::warn!(peer = %self.peer(conn), %error, "refused a request");
+            return self.answer(conn, id, &error, out);
+        }
         if conn == EDITOR && method == "initialize" {
-            self.proxy_mode = handshake::offered(params.as_ref());
+            let offered = handshake::offered(params.as_ref());
+            if self.mode_fixed && offered != self.proxy_mode {
+                let error = self.mode_switch(offered);
+                tracing::warn!(%error, "refused an initialize");
+                return self.answer(conn, id, &error, out);
+            }
+            self.proxy_mode = offered;
+            self.mode_fixed = true;
         }
         let mut resolved = match self.resolve(conn, method, params) {
             Ok(resolved) => resolved,
@@ -583,5 +619,7 @@ impl fmt::Display for PeerName<'_> {
     }
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,8 @@
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`.
 //! - [`test_agent`]: a deterministic agent driven by keywords in its prompts (`test-agent`).
 
+#![forbid(unsafe_code)]
+
 pub mod audit;
 pub mod bins;
 pub mod demo;

@@ -12,7 +12,8 @@
 //! | `read PATH` | reads `PATH` through the client's `fs/read_text_file` and echoes it |
 //! | `sleep MS` | waits `MS` milliseconds (a `session/cancel` ends it early), then echoes |
 //! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` |
-//! | `crash [CODE]` | streams `crashing`, then exits at once with `CODE` (default 3) |
+//! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3) |
+//! | `noise N` | writes `N` lines to stderr, then echoes |
 //!
 //! Handlers run concurrently: a session that waits or sleeps never holds up another.
 
@@ -85,6 +86,20 @@ impl TestAgent {
                     say(text).await?;
                 }
             }
+            ["noise", lines] => {
+                let lines: u64 = lines.parse().map_err(|_| bad_prompt("noise N"))?;
+                {
+                    let mut stderr = std::io::stderr().lock();
+                    for i in 1..=lines {
+                        let _ = std::io::Write::write_all(
+                            &mut stderr,
+                            format!("noise line {i} of {lines}, written to stderr on purpose\n")
+                                .as_bytes(),
+                        );
+                    }
+                }
+                say(format!("made {lines} lines of noise")).await?;
+            }
             ["sleep", ms] => {
                 let ms: u64 = ms.parse().map_err(|_| bad_prompt("sleep MS"))?;
                 let turn = cx.turn(&session);
@@ -132,7 +147,13 @@ impl TestAgent {
             }
             ["crash", rest @ ..] => {
                 let code = rest.first().and_then(|c| c.parse().ok()).unwrap_or(3);
+                let chunks: u64 = rest.get(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+                for i in 1..=chunks {
+                    say(format!("chunk {i} before the crash")).await?;
+                }
                 say("crashing".to_owned()).await?;
+                // Its last words reach the client before the process ends.
+                cx.connection().flush().await;
                 tracing::error!(code, "crashing on purpose");
                 std::process::exit(code);
             }

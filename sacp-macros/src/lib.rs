@@ -12,6 +12,8 @@
 //! `validate` checks handler signatures and routes, `expand` writes the impl, `fallback`
 //! writes what is emitted next to errors (so one mistake gives one error, not a cascade).
 
+#![forbid(unsafe_code)]
+
 mod expand;
 mod fallback;
 mod model;

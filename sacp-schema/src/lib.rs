@@ -38,6 +38,8 @@
 //! assert_eq!(ErrorCode::METHOD_NOT_FOUND, ErrorCode(-32601));
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod table;
 
 #[doc(hidden)]

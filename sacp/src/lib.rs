@@ -30,6 +30,8 @@
 //! }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod acp;
 pub mod agent;
 mod incoming;

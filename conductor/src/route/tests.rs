@@ -9,7 +9,7 @@ fn parse(line: Value) -> Inbound {
     parse_text(&line.to_string())
 }
 
-fn parse_text(line: &str) -> Inbound {
+pub(super) fn parse_text(line: &str) -> Inbound {
     use sacp::jsonrpc::{ByteStream, MessageReader, Transport};
     let text = std::io::Cursor::new(format!("{line}\n").into_bytes());
     let (mut reader, _) = ByteStream::new(text, tokio::io::sink()).split();
@@ -395,4 +395,67 @@ fn payloads_are_forwarded_as_the_bytes_they_arrived_as() {
         unwrapped.ends_with(&format!(r#""method":"_ext/ask","params":{params}}}"#)),
         "{unwrapped}"
     );
+}
+
+#[test]
+fn a_reused_id_still_in_flight_is_refused_and_the_first_request_keeps_its_answer() {
+    let mut r = chain(1);
+    let prompt =
+        json!({"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s"}});
+    let (to, first) = one(&mut r, EDITOR, prompt.clone());
+    assert_eq!(to, 1);
+    let (to, refused) = one(&mut r, EDITOR, prompt);
+    assert_eq!(to, EDITOR, "answered by the conductor, not forwarded");
+    assert_eq!(refused["id"], 7);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    // The first one's answer and cancellation still find their way.
+    let (to, cancel) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":7}}),
+    );
+    assert_eq!((to, &cancel["params"]["requestId"]), (1, &first["id"]));
+    let (to, answer) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":first["id"],"result":{"stopReason":"cancelled"}}),
+    );
+    assert_eq!((to, &answer["id"]), (EDITOR, &json!(7)));
+    // Once answered, the id may be used again.
+    let (to, _) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s"}}),
+    );
+    assert_eq!(to, 1);
+}
+
+#[test]
+fn a_later_initialize_cannot_switch_the_mode() {
+    for (first, later) in [(false, true), (true, false)] {
+        let mut r = chain(1);
+        let init = |id: u64, proxy: bool| {
+            let mut params = json!({"protocolVersion": 1});
+            if proxy {
+                params["_meta"] = json!({"proxy": true});
+            }
+            json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":params})
+        };
+        let (to, _) = one(&mut r, EDITOR, init(1, first));
+        assert_eq!(to, 1);
+        let (to, refused) = one(&mut r, EDITOR, init(2, later));
+        assert_eq!(to, EDITOR);
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("cannot change its mode"),
+            "{refused}"
+        );
+        assert_eq!(r.proxy_mode(), first, "the mode stays");
+        // The same mode again is just another initialize.
+        let (to, _) = one(&mut r, EDITOR, init(3, first));
+        assert_eq!(to, 1);
+    }
 }

@@ -113,6 +113,7 @@ pub(crate) struct Editor {
     stderr: Arc<Mutex<String>>,
     stderr_done: Option<tokio::task::JoinHandle<()>>,
     pub(crate) tag: String,
+    reads_stderr: bool,
     /// A file `fs/read_text_file` may read.
     pub(crate) file: Option<(PathBuf, String)>,
 }
@@ -120,10 +121,22 @@ pub(crate) struct Editor {
 impl Editor {
     /// Starts `program args` as the editor's agent.
     pub(crate) fn start(program: &str, args: &[String]) -> Editor {
+        Editor::start_with(program, args, &[], true)
+    }
+
+    /// Starts `program args` with `env` added, reading its stderr or not (an editor that never
+    /// reads it: the pipe fills up).
+    pub(crate) fn start_with(
+        program: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+        read_stderr: bool,
+    ) -> Editor {
         let tag = new_tag();
         let mut command = Command::new(program);
         command
             .args(args)
+            .envs(env.iter().copied())
             .env("SACP_TEST_TAG", &tag)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -138,6 +151,10 @@ impl Editor {
         let mut pipe = child.stderr.take().unwrap();
         let sink = stderr.clone();
         let stderr_done = tokio::spawn(async move {
+            if !read_stderr {
+                // Hold the pipe open, read nothing.
+                std::future::pending::<()>().await;
+            }
             let mut buf = vec![0; 4096];
             while let Ok(n) = pipe.read(&mut buf).await {
                 if n == 0 {
@@ -157,6 +174,7 @@ impl Editor {
             stderr,
             stderr_done: Some(stderr_done),
             tag,
+            reads_stderr: read_stderr,
             file: None,
         }
     }
@@ -367,12 +385,23 @@ impl Editor {
     /// Closes stdin and checks the conductor's clean end: exit status 0 within a second,
     /// and no process left.
     pub(crate) async fn close_and_expect_a_clean_exit(&mut self) {
+        self.close_and_expect_a_clean_exit_within(Duration::from_secs(1))
+            .await
+    }
+
+    /// Closes stdin and checks the conductor's clean end within `limit`, with no process left.
+    pub(crate) async fn close_and_expect_a_clean_exit_within(&mut self, limit: Duration) {
         self.close_stdin();
         let (code, took) = self.exit().await;
-        if code != Some(0) || took.as_millis() >= 1000 {
+        if code != Some(0) || took >= limit {
             self.fail(&format!("exit status {code:?} after {took:?}"));
         }
         self.assert_no_process_left().await;
+    }
+
+    /// The process id of the editor's agent (the conductor).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().expect("the process runs")
     }
 
     /// Closes the agent's stdin.
@@ -386,7 +415,7 @@ impl Editor {
         match tokio::time::timeout(PATIENCE, self.child.wait()).await {
             Ok(Ok(status)) => {
                 let took = start.elapsed();
-                if let Some(done) = self.stderr_done.take() {
+                if let Some(done) = self.stderr_done.take().filter(|_| self.reads_stderr) {
                     // Everything the process wrote to stderr, once nothing holds the pipe.
                     let _ = tokio::time::timeout(PATIENCE, done).await;
                 }

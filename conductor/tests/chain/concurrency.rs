@@ -145,8 +145,8 @@ async fn ten_thousand_updates_transformed_while_the_prompt_handler_awaits_come_b
     editor.close_and_expect_a_clean_exit().await;
 }
 
-/// Updates streamed while the editor reads nothing for a while.
-const STALLED_UPDATES: u32 = 200_000;
+/// Updates streamed while the editor reads nothing for a while (`benches/stalled.rs` runs 1M).
+const STALLED_UPDATES: u32 = 50_000;
 /// Every process of the chain stays under this.
 const RSS_LIMIT_KIB: u64 = 64 * 1024;
 
@@ -155,10 +155,10 @@ async fn an_editor_that_stops_reading_slows_the_chain_instead_of_filling_memory(
     let mut editor = Editor::start(conductor(), &chain_of("prefix-proxy", 3));
     let session = editor.open_session().await;
     let id = editor
-        .send_prompt(&session, &format!("stream {STALLED_UPDATES} 100"))
+        .send_prompt(&session, &format!("stream {STALLED_UPDATES} 400"))
         .await;
     // Read nothing for a while: the agent must be held back, not buffered for.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let stalled = peak_rss_kib(&editor.tag);
     let mut seen = 0u32;
     loop {

@@ -42,8 +42,9 @@ async fn an_agent_that_crashes_mid_prompt_fails_the_prompt_by_name() {
             .contains("crashing on purpose"),
         "{done}"
     );
+    // The conductor exits as the agent it stands for did.
     let (code, _) = editor.exit().await;
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(7));
     assert!(
         editor.stderr().contains("[3 test-agent]"),
         "{}",
@@ -82,7 +83,7 @@ async fn a_proxy_that_is_killed_ends_the_chain() {
             && message.ends_with("(\"passthrough-proxy\") was killed by signal 9 (SIGKILL)"),
         "{done}"
     );
-    assert_eq!(editor.exit().await.0, Some(1));
+    assert_eq!(editor.exit().await.0, Some(128 + 9));
     editor.assert_no_process_left().await;
 }
 
@@ -99,7 +100,10 @@ async fn even_with_a_prompt_in_flight_closing_stdin_ends_everything() {
     let mut editor = Editor::start(conductor(), &flat_chain(1));
     let session = editor.open_session().await;
     editor.start_waiting(&session).await;
-    editor.close_and_expect_a_clean_exit().await;
+    // The prompt gets the editor's grace (1 s) to be answered, then everything ends.
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(2))
+        .await;
 }
 
 #[tokio::test]

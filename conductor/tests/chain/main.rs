@@ -4,5 +4,6 @@
 mod common;
 mod concurrency;
 mod failures;
+mod faults;
 mod routing;
 mod trace;

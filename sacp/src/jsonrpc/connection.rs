@@ -119,6 +119,8 @@ pub(crate) struct Shared {
 pub(crate) enum Outgoing {
     /// A message, with the share of the flow budget it holds until it is written.
     Message(Message, Option<Permit>),
+    /// Tell the sender once everything queued before it is written.
+    Flushed(oneshot::Sender<()>),
     /// Flush, close the transport's sending side, stop.
     Close,
 }
@@ -375,6 +377,16 @@ impl Connection {
                 method: CANCEL_REQUEST_METHOD.to_owned(),
                 params: Some(params),
             }));
+        }
+    }
+
+    /// Completes once everything queued for the peer before this call has been written to the
+    /// transport (or the connection can no longer write). For a process about to exit, say,
+    /// so that its last words are not lost.
+    pub async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.shared.outgoing.send(Outgoing::Flushed(tx)).is_ok() {
+            let _ = rx.await;
         }
     }
 

@@ -12,6 +12,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 pub const DEFAULT_MAX_LINE_LENGTH: usize = 64 * 1024 * 1024;
 
 const READ_CHUNK: usize = 64 * 1024;
+/// A line longer than this gets the rest of the buffer moved to a buffer of its own.
+const SHRINK_ABOVE: usize = 1024 * 1024;
 
 /// One frame read from the stream.
 #[derive(Debug)]
@@ -50,6 +52,16 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     pub(crate) async fn next_frame(&mut self) -> std::io::Result<Option<Frame>> {
         loop {
             if let Some(frame) = self.take_buffered() {
+                if matches!(&frame, Frame::Line(line) if line.len() > SHRINK_ABOVE)
+                    && self.buf.len() <= SHRINK_ABOVE
+                {
+                    // After a huge line, start over in a buffer of our own: what is left of the
+                    // old one shares its allocation, which would otherwise stay alive (at the
+                    // size of the huge line) for as long as this reader reads.
+                    let rest = self.buf.split();
+                    self.buf = BytesMut::with_capacity(READ_CHUNK.max(rest.len()));
+                    self.buf.extend_from_slice(&rest);
+                }
                 return Ok(Some(frame));
             }
             self.buf.reserve(READ_CHUNK);

@@ -125,14 +125,27 @@ impl Message {
 
     /// Appends the message as one line (with its trailing `\n`) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
+        if let Some(payload) = self.encode_head(out) {
+            out.extend_from_slice(payload.as_bytes());
+        }
+        out.extend_from_slice(Self::TAIL);
+    }
+
+    /// What ends every encoded message, after its payload.
+    pub(crate) const TAIL: &'static [u8] = b"}\n";
+
+    /// Appends the message up to its payload (`params`, `result` or `error`), which it returns
+    /// to be written after it, followed by [`Message::TAIL`]: so that a large payload can be
+    /// written from where it is, without a copy.
+    pub(crate) fn encode_head(&self, out: &mut Vec<u8>) -> Option<&RawJson> {
         out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
         match self {
             Message::Request(r) => {
                 out.extend_from_slice(br#","id":"#);
                 r.id.write_json(out);
-                write_method_and_params(&r.method, r.params.as_ref(), out);
+                write_method(&r.method, r.params.as_ref(), out)
             }
-            Message::Notification(n) => write_method_and_params(&n.method, n.params.as_ref(), out),
+            Message::Notification(n) => write_method(&n.method, n.params.as_ref(), out),
             Message::Response(r) => {
                 out.extend_from_slice(br#","id":"#);
                 r.id.write_json(out);
@@ -141,10 +154,9 @@ impl Message {
                     ResponseBody::Error(raw) => (&br#","error":"#[..], raw),
                 };
                 out.extend_from_slice(key);
-                out.extend_from_slice(raw.as_bytes());
+                Some(raw)
             }
         }
-        out.extend_from_slice(b"}\n");
     }
 
     /// The message as one line of text, without the trailing newline.
@@ -156,13 +168,18 @@ impl Message {
     }
 }
 
-fn write_method_and_params(method: &str, params: Option<&RawJson>, out: &mut Vec<u8>) {
+/// Writes the method, and the `params` key when there are params (returned).
+fn write_method<'a>(
+    method: &str,
+    params: Option<&'a RawJson>,
+    out: &mut Vec<u8>,
+) -> Option<&'a RawJson> {
     out.extend_from_slice(br#","method":"#);
     write_json_string(method, out);
-    if let Some(params) = params {
+    if params.is_some() {
         out.extend_from_slice(br#","params":"#);
-        out.extend_from_slice(params.as_bytes());
     }
+    params
 }
 
 /// What reading one line produced.

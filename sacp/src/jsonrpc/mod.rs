@@ -28,6 +28,8 @@ mod lanes;
 mod message;
 mod payload;
 mod pending;
+#[cfg(test)]
+mod proptests;
 mod reader;
 mod responder;
 mod transport;

@@ -18,6 +18,7 @@ pub(crate) async fn run<W: MessageWriter>(
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     let mut permits = Vec::with_capacity(MAX_WRITE_BATCH);
     let mut closing = false;
+    let mut flushed = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(item) = next.take() {
@@ -25,6 +26,10 @@ pub(crate) async fn run<W: MessageWriter>(
                 Outgoing::Message(m, permit) => {
                     batch.push(m);
                     permits.extend(permit);
+                }
+                Outgoing::Flushed(tell) => {
+                    flushed.push(tell);
+                    break;
                 }
                 Outgoing::Close => {
                     closing = true;
@@ -52,6 +57,9 @@ pub(crate) async fn run<W: MessageWriter>(
             break;
         }
         permits.clear();
+        for tell in flushed.drain(..) {
+            let _ = tell.send(());
+        }
         if closing {
             break;
         }

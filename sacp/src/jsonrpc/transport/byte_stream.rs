@@ -127,16 +127,32 @@ pub struct LineMessageWriter<W> {
     buf: Vec<u8>,
 }
 
+/// Payloads at least this large are written from where they are rather than copied into the
+/// write buffer.
+const WRITE_IN_PLACE: usize = 64 * 1024;
+
 impl<W: AsyncWrite + Unpin + Send + 'static> MessageWriter for LineMessageWriter<W> {
     async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
         self.buf.clear();
         for m in batch.drain(..) {
-            m.encode_into(&mut self.buf);
+            let Some(payload) = m.encode_head(&mut self.buf) else {
+                self.buf.extend_from_slice(Message::TAIL);
+                continue;
+            };
+            if payload.len() < WRITE_IN_PLACE {
+                self.buf.extend_from_slice(payload.as_bytes());
+            } else {
+                // A large payload goes out as it is: what is before it, it, then the rest.
+                self.writer.write_all(&self.buf).await?;
+                self.buf.clear();
+                self.writer.write_all(payload.as_bytes()).await?;
+            }
+            self.buf.extend_from_slice(Message::TAIL);
         }
         self.writer.write_all(&self.buf).await?;
         self.writer.flush().await?;
         if self.buf.capacity() > 4 * 1024 * 1024 {
-            // One huge message should not pin its buffer for the life of the connection.
+            // A huge batch should not pin its buffer for the life of the connection.
             self.buf = Vec::with_capacity(64 * 1024);
         }
         Ok(())
