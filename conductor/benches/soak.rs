@@ -37,6 +37,8 @@ const FULL: u64 = 1_000_000;
 const STREAM: u64 = 500;
 const PATIENCE: Duration = Duration::from_secs(60);
 const FLAT_KIB: u64 = 8 * 1024;
+/// How often the memory of every process is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
 fn main() {
     let scale: f64 = std::env::args()
@@ -342,7 +344,7 @@ async fn run(total: u64) -> bool {
     // Memory, each second, of every process.
     let mut samples: Vec<(u64, Vec<(String, u64)>)> = Vec::new();
     while !up.is_finished() || down.iter().any(|d| !d.is_finished()) || !cancels.is_finished() {
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(SAMPLE_EVERY).await;
         let mut rss = vec![("conductor".to_owned(), rss_kib(conductor))];
         for pid in children(conductor) {
             let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();

@@ -147,6 +147,8 @@ async fn ten_thousand_updates_transformed_while_the_prompt_handler_awaits_come_b
 
 /// Updates streamed while the editor reads nothing for a while (`benches/stalled.rs` runs 1M).
 const STALLED_UPDATES: u32 = 50_000;
+/// How long the editor reads nothing (the behaviour under test).
+const EDITOR_STALL: Duration = Duration::from_secs(2);
 /// Every process of the chain stays under this.
 const RSS_LIMIT_KIB: u64 = 64 * 1024;
 
@@ -158,7 +160,7 @@ async fn an_editor_that_stops_reading_slows_the_chain_instead_of_filling_memory(
         .send_prompt(&session, &format!("stream {STALLED_UPDATES} 400"))
         .await;
     // Read nothing for a while: the agent must be held back, not buffered for.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(EDITOR_STALL).await;
     let stalled = peak_rss_kib(&editor.tag);
     let mut seen = 0u32;
     loop {

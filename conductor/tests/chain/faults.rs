@@ -7,6 +7,9 @@ use tokio::io::AsyncWriteExt;
 
 use crate::common::*;
 
+/// How long an editor that stops reading its stdout stays away (the behaviour under test).
+const EDITOR_STALL: Duration = Duration::from_secs(2);
+
 /// Polls until no process started by `editor` is left, for up to `limit`.
 async fn gone_within(editor: &Editor, limit: Duration) -> Vec<u32> {
     let start = Instant::now();
@@ -73,7 +76,7 @@ async fn a_slow_editor_still_gets_the_error_of_a_crashed_component_and_nothing_a
     // The agent streams 20,000 chunks and crashes; the editor reads nothing for 2 s, so the
     // conductor's output to it is blocked when the chain fails.
     let id = editor.send_prompt(&session, "crash 9 20000").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(EDITOR_STALL).await;
     let (answer, before, after) = answer_and_what_follows(&mut editor, &id).await;
     assert_eq!(
         answer["error"]["message"], "component 4 (\"test-agent\") exited with status 9",
