@@ -56,16 +56,13 @@ struct Figures {
     costs: Vec<(String, f64, f64)>,
 }
 
+#[path = "support/processes.rs"]
+mod processes;
+
+use processes::{peak_rss_kib, process_tree, usage};
+
 fn main() {
-    let scale: f64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(1.0);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(run(scale));
+    processes::block_on(run(processes::scale()));
 }
 
 async fn run(scale: f64) {
@@ -538,63 +535,4 @@ fn on_line(state: &Mutex<State>, line: &[u8]) {
         }
         _ => panic!("unexpected message: {}", String::from_utf8_lossy(line)),
     }
-}
-
-/// The descendants of `root`, with their names (`/proc/PID/comm`).
-fn process_tree(root: u32) -> Vec<(u32, String)> {
-    let mut parents = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            // The name is in parentheses and may hold spaces; the parent pid follows it.
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-                continue;
-            };
-            let ppid = after.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
-            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            parents.push((pid, ppid.unwrap_or(0), name.trim().to_owned()));
-        }
-    }
-    let mut tree = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        for (pid, ppid, name) in &parents {
-            if *ppid == parent {
-                tree.push((*pid, name.clone()));
-                frontier.push(*pid);
-            }
-        }
-    }
-    tree
-}
-
-/// CPU time (ns, from `/proc/PID/schedstat`) and syscalls (reads + writes) of a process so far.
-fn usage(pid: u32) -> Option<(u64, u64)> {
-    let schedstat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
-    let nanos = schedstat.split(' ').next()?.parse::<u64>().ok()?;
-    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-    let count = |key: &str| {
-        io.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    Some((nanos, count("syscr:")? + count("syscw:")?))
-}
-
-/// Peak resident set size (`VmHWM`) of a running process, in KiB.
-fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }

@@ -40,16 +40,13 @@ const FLAT_KIB: u64 = 8 * 1024;
 /// How often the memory of every process is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
+#[path = "support/processes.rs"]
+mod processes;
+
+use processes::{children, rss_kib};
+
 fn main() {
-    let scale: f64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(1.0);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    if !runtime.block_on(run(((FULL as f64) * scale) as u64)) {
+    if !processes::block_on(run(((FULL as f64) * processes::scale()) as u64)) {
         std::process::exit(1);
     }
 }
@@ -345,10 +342,10 @@ async fn run(total: u64) -> bool {
     let mut samples: Vec<(u64, Vec<(String, u64)>)> = Vec::new();
     while !up.is_finished() || down.iter().any(|d| !d.is_finished()) || !cancels.is_finished() {
         tokio::time::sleep(SAMPLE_EVERY).await;
-        let mut rss = vec![("conductor".to_owned(), rss_kib(conductor))];
+        let mut rss = vec![("conductor".to_owned(), rss_kib(conductor).unwrap_or(0))];
         for pid in children(conductor) {
-            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            rss.push((format!("{} {pid}", name.trim()), rss_kib(pid)));
+            let name = processes::name(pid);
+            rss.push((format!("{name} {pid}"), rss_kib(pid).unwrap_or(0)));
         }
         samples.push((editor.messages.load(Ordering::Relaxed), rss));
         if start.elapsed() > Duration::from_secs(900) {
@@ -417,35 +414,4 @@ async fn run(total: u64) -> bool {
         ok &= passed;
     }
     ok
-}
-
-/// The children of `parent`.
-fn children(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                stat.rfind(')')
-                    .and_then(|i| stat[i + 2..].split(' ').nth(1)?.parse::<u32>().ok())
-                    == Some(parent)
-            })
-        })
-        .collect()
-}
-
-/// Resident memory (`VmRSS`) of a process, in KiB (0 if it is gone).
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }

@@ -26,16 +26,13 @@ const FULL_UPDATES: u64 = 1_000_000;
 const FULL_STALL: Duration = Duration::from_secs(10);
 const RSS_LIMIT_KIB: u64 = 64 * 1024;
 
+#[path = "support/processes.rs"]
+mod processes;
+
+use processes::{children, peak_rss_kib};
+
 fn main() {
-    let scale: f64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(1.0);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    if !runtime.block_on(run(scale)) {
+    if !processes::block_on(run(processes::scale())) {
         std::process::exit(1);
     }
 }
@@ -132,10 +129,10 @@ async fn run(scale: f64) -> bool {
         }
     }
     let took = start.elapsed();
-    let mut peaks = vec![("conductor".to_owned(), peak_rss_kib(conductor))];
+    let peak = |pid| peak_rss_kib(pid).unwrap_or(0);
+    let mut peaks = vec![("conductor".to_owned(), peak(conductor))];
     for pid in children(conductor) {
-        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        peaks.push((format!("{} ({pid})", name.trim()), peak_rss_kib(pid)));
+        peaks.push((format!("{} ({pid})", processes::name(pid)), peak(pid)));
     }
     drop(stdin);
     let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
@@ -166,35 +163,4 @@ async fn run(scale: f64) -> bool {
         ok &= passed;
     }
     ok
-}
-
-/// The children of `parent`.
-fn children(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                stat.rfind(')')
-                    .and_then(|i| stat[i + 2..].split(' ').nth(1)?.parse::<u32>().ok())
-                    == Some(parent)
-            })
-        })
-        .collect()
-}
-
-/// Peak resident set size (`VmHWM`) of a running process, in KiB (0 if it is gone).
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }

@@ -52,13 +52,17 @@ pub(crate) fn peak_rss_kib(tag: &str) -> Vec<(String, u64)> {
     processes_tagged(tag)
         .into_iter()
         .filter_map(|pid| {
-            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-            let name = status.lines().find_map(|l| l.strip_prefix("Name:"))?.trim();
-            let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
-            let kib = hwm.trim().trim_end_matches("kB").trim().parse().ok()?;
-            Some((format!("{name} ({pid})"), kib))
+            let kib = crate::processes::peak_rss_kib(pid)?;
+            Some((format!("{} ({pid})", crate::processes::name(pid)), kib))
         })
         .collect()
+}
+
+/// The first process started by the editor with `tag` whose name (`comm`) is `name`.
+pub(crate) fn process_named(tag: &str, name: &str) -> Option<u32> {
+    processes_tagged(tag)
+        .into_iter()
+        .find(|pid| crate::processes::name(*pid) == name)
 }
 
 /// A path as a word of a component command line, quoted the way the conductor splits it.
@@ -439,6 +443,34 @@ impl Editor {
         }
         self.fail(&format!("processes left behind: {left:?}"));
     }
+}
+
+/// Reads the answer to `id`, checking that the `count` updates before it are the test agent's
+/// `chunk 1` … `chunk N` (padded with dots or not) behind `prefix`, in order.
+pub(crate) async fn expect_stream(editor: &mut Editor, id: &Value, count: u32, prefix: &str) {
+    let mut seen = 0u32;
+    loop {
+        let message = editor
+            .next_message()
+            .await
+            .expect("the chain is still running");
+        if message.get("method").is_none() {
+            assert_eq!(message["id"], *id);
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            break;
+        }
+        assert_eq!(message["method"], "session/update", "{message}");
+        seen += 1;
+        let text = message["params"]["update"]["content"]["text"]
+            .as_str()
+            .unwrap_or_default();
+        let expected = format!("{prefix}chunk {seen}");
+        assert!(
+            text == expected || text.starts_with(&format!("{expected}.")),
+            "update {seen} is out of order or untransformed: {text}"
+        );
+    }
+    assert_eq!(seen, count, "updates lost");
 }
 
 /// The same script, for comparing chains: initialize, a session, an echo, a stream, a

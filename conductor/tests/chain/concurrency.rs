@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use crate::common::*;
@@ -100,32 +100,6 @@ async fn a_hundred_sessions_prompt_at_once_through_three_prompt_handling_proxies
     editor.close_and_expect_a_clean_exit().await;
 }
 
-/// Reads the answer to `id`, checking that the `count` chunks before it are `chunk 1` ...
-/// `chunk N` with `prefix`, in order.
-async fn expect_stream(editor: &mut Editor, id: &Value, count: u32, prefix: &str) {
-    let mut seen = 0u32;
-    loop {
-        let message = editor
-            .next_message()
-            .await
-            .expect("the chain is still running");
-        if message.get("method").is_none() {
-            assert_eq!(message["id"], *id);
-            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
-            break;
-        }
-        assert_eq!(message["method"], "session/update", "{message}");
-        seen += 1;
-        let text = &message["params"]["update"]["content"]["text"];
-        assert_eq!(
-            *text,
-            json!(format!("{prefix}chunk {seen}")),
-            "update {seen} is out of order or untransformed"
-        );
-    }
-    assert_eq!(seen, count, "updates lost");
-}
-
 #[tokio::test]
 async fn ten_thousand_updates_transformed_while_the_prompt_handler_awaits_come_before_the_answer() {
     // `prefix-proxy` has a prompt handler that awaits the agent and an update handler that
@@ -162,24 +136,7 @@ async fn an_editor_that_stops_reading_slows_the_chain_instead_of_filling_memory(
     // Read nothing for a while: the agent must be held back, not buffered for.
     tokio::time::sleep(EDITOR_STALL).await;
     let stalled = peak_rss_kib(&editor.tag);
-    let mut seen = 0u32;
-    loop {
-        let message = editor.next_message().await.expect("the chain runs");
-        if message.get("method").is_none() {
-            assert_eq!(message["id"], id);
-            assert_eq!(message["result"]["stopReason"], "end_turn");
-            break;
-        }
-        seen += 1;
-        let text = message["params"]["update"]["content"]["text"]
-            .as_str()
-            .unwrap_or_default();
-        assert!(
-            text.starts_with(&format!("» » » chunk {seen}.")),
-            "update {seen}: {text}"
-        );
-    }
-    assert_eq!(seen, STALLED_UPDATES);
+    expect_stream(&mut editor, &id, STALLED_UPDATES, "» » » ").await;
     let peaks = peak_rss_kib(&editor.tag);
     assert_eq!(peaks.len(), 5, "conductor, 3 proxies, agent: {peaks:?}");
     for (name, kib) in &peaks {
@@ -221,24 +178,7 @@ async fn a_chain_saturated_in_both_directions_at_once_finishes() {
         stdin.flush().await?;
         Ok::<_, std::io::Error>(stdin)
     });
-    let mut seen = 0u32;
-    loop {
-        let message = editor.next_message().await.expect("the chain runs");
-        if message.get("method").is_none() {
-            assert_eq!(message["id"], id);
-            assert_eq!(message["result"]["stopReason"], "end_turn");
-            break;
-        }
-        seen += 1;
-        let text = message["params"]["update"]["content"]["text"]
-            .as_str()
-            .unwrap_or_default();
-        assert!(
-            text.starts_with(&format!("» » » chunk {seen}.")),
-            "update {seen}: {text}"
-        );
-    }
-    assert_eq!(seen, EACH_WAY);
+    expect_stream(&mut editor, &id, EACH_WAY, "» » » ").await;
     let stdin = tokio::time::timeout(PATIENCE, flood)
         .await
         .expect("the flood was taken in")

@@ -152,15 +152,8 @@ async fn an_editor_that_reuses_an_id_in_flight_is_refused_and_the_first_request_
 
 /// The resident memory (`VmRSS`) and its peak (`VmHWM`) of a process, in KiB.
 fn rss_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    use crate::processes::{peak_rss_kib, rss_kib};
+    (rss_kib(pid).unwrap_or(0), peak_rss_kib(pid).unwrap_or(0))
 }
 
 #[tokio::test]
@@ -171,13 +164,7 @@ async fn a_huge_message_costs_at_most_three_times_its_size_and_the_memory_comes_
     editor.prompt(&session, "warm up").await;
     let conductor_pid = editor.pid();
     let (start, _) = rss_kib(conductor_pid);
-    let proxy_pid = processes_tagged(&editor.tag)
-        .into_iter()
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "passthrough-pro")
-        })
-        .expect("the proxy runs");
+    let proxy_pid = process_named(&editor.tag, "passthrough-pro").expect("the proxy runs");
     let (proxy_start, _) = rss_kib(proxy_pid);
     // The test agent echoes the prompt's text: 20 MiB goes down, then 20 MiB comes back up.
     let text = "a".repeat(SIZE);
@@ -236,13 +223,7 @@ async fn the_conductor_exits_with_the_status_of_an_agent_killed_by_a_signal() {
     let mut editor = Editor::start(conductor(), &flat_chain(1));
     let session = editor.open_session().await;
     editor.start_waiting(&session).await;
-    let agent = processes_tagged(&editor.tag)
-        .into_iter()
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "test-agent")
-        })
-        .expect("the agent runs");
+    let agent = process_named(&editor.tag, "test-agent").expect("the agent runs");
     std::process::Command::new("kill")
         .args(["-TERM", &agent.to_string()])
         .status()

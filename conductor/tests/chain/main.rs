@@ -5,5 +5,7 @@ mod common;
 mod concurrency;
 mod failures;
 mod faults;
+#[path = "../../benches/support/processes.rs"]
+mod processes;
 mod routing;
 mod trace;

@@ -94,27 +94,7 @@ async fn ten_thousand_updates_through_three_proxies_arrive_in_order_before_the_a
     let mut editor = Editor::start(conductor(), &flat_chain(3));
     let session = editor.open_session().await;
     let id = editor.send_prompt(&session, "stream 10000").await;
-    let mut seen = 0u32;
-    loop {
-        let message = editor
-            .next_message()
-            .await
-            .expect("the chain is still running");
-        if message.get("method").is_none() {
-            assert_eq!(message["id"], id);
-            assert_eq!(message["result"]["stopReason"], "end_turn");
-            break;
-        }
-        assert_eq!(message["method"], "session/update");
-        seen += 1;
-        let text = &message["params"]["update"]["content"]["text"];
-        assert_eq!(
-            *text,
-            json!(format!("chunk {seen}")),
-            "update {seen} out of order"
-        );
-    }
-    assert_eq!(seen, 10_000);
+    expect_stream(&mut editor, &id, 10_000, "").await;
 }
 
 #[tokio::test]
