@@ -229,6 +229,7 @@ fn generate(target: &Target, loaded: &sources::Loaded) -> Result<Vec<(String, St
     passes::titles_from_tags(&mut defs);
     passes::order_untagged_by_required(&mut defs);
     passes::keep_optional_free_form_objects(&mut defs);
+    passes::keep_json_schema_keywords(&mut defs);
 
     let annotated = defs.clone();
     let typified = run_typify(target, defs_key, defs, &emitted)?;
@@ -291,6 +292,8 @@ fn run_typify(
     let mut settings = typify::TypeSpaceSettings::default();
     settings.with_derive("PartialEq".into());
     settings.with_struct_builder(false);
+    // Maps keep their keys in the order they came in, as everything else here does.
+    settings.with_map_type("::indexmap::IndexMap");
     for (name, impls) in &emitted.replaced {
         // typify matches replacements by its own spelling of the name (`JSONRPCResponse` is
         // `JsonrpcResponse` to it), so register both.

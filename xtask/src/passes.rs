@@ -7,7 +7,9 @@
 //! - it ignores `const`, so discriminators do not discriminate;
 //! - a non-nullable `anyOf` becomes a struct of flattened options that drops data;
 //! - untagged unions pick the first variant that fits, so order matters;
-//! - an optional free-form object becomes a map that loses `{}`.
+//! - an optional free-form object becomes a map that loses `{}`;
+//! - an object without `additionalProperties` (open, in JSON Schema) becomes a struct that drops
+//!   every key it does not name, which matters where the value is itself a JSON Schema.
 
 use heck::ToUpperCamelCase;
 use serde_json::{Map, Value, json};
@@ -347,9 +349,54 @@ pub(crate) fn keep_optional_free_form_objects(defs: &mut Defs) -> usize {
     n
 }
 
+/// Properties whose values are JSON Schemas (`(definition, property)`): the schema names a few
+/// of their keywords, but a JSON Schema has many more (`$defs`, `additionalProperties`,
+/// `description`, …) that must survive a round trip.
+pub(crate) const JSON_SCHEMA_VALUES: &[(&str, &str)] =
+    &[("Tool", "inputSchema"), ("Tool", "outputSchema")];
+
+/// Marks the properties of [`JSON_SCHEMA_VALUES`] open (`additionalProperties: {}`), which typify
+/// renders as a flattened map of the keys the struct does not name.
+pub(crate) fn keep_json_schema_keywords(defs: &mut Defs) -> usize {
+    let mut n = 0;
+    for (def, property) in JSON_SCHEMA_VALUES {
+        let Some(Value::Object(schema)) = defs
+            .get_mut(*def)
+            .and_then(|d| d.get_mut("properties"))
+            .and_then(|p| p.get_mut(*property))
+        else {
+            continue;
+        };
+        if !schema.contains_key("additionalProperties") {
+            schema.insert("additionalProperties".into(), json!({}));
+            n += 1;
+        }
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_schema_values_keep_the_keywords_they_do_not_name() {
+        let mut d = defs(json!({"Tool": {"properties": {
+            "inputSchema": {"type": "object", "properties": {"type": {"const": "object"}}},
+            "outputSchema": {"type": "object", "additionalProperties": false},
+            "name": {"type": "string"}
+        }}}));
+        assert_eq!(keep_json_schema_keywords(&mut d), 1);
+        assert_eq!(
+            d["Tool"]["properties"]["inputSchema"]["additionalProperties"],
+            json!({})
+        );
+        assert_eq!(
+            d["Tool"]["properties"]["outputSchema"]["additionalProperties"],
+            json!(false),
+            "an explicit choice stays"
+        );
+    }
 
     fn defs(v: Value) -> Defs {
         v.as_object().unwrap().clone()

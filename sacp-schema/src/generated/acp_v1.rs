@@ -432,7 +432,7 @@ These values override same-named variables in the base launch configuration.*/
         deserialize_with = "crate::lenient::default_on_null"
     )]
     pub env: ::std::option::Option<
-        ::std::collections::HashMap<::std::string::String, ::std::string::String>,
+        ::indexmap::IndexMap<::std::string::String, ::std::string::String>,
     >,
     ///Unique identifier for this authentication method.
     pub id: AuthMethodId,
@@ -1492,7 +1492,7 @@ pub struct ElicitationAcceptAction {
     ///The user-provided content, if any, as an object matching the requested schema.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub content: ::std::option::Option<
-        ::std::collections::HashMap<::std::string::String, ElicitationContentValue>,
+        ::indexmap::IndexMap<::std::string::String, ElicitationContentValue>,
     >,
 }
 ///Elicitation capabilities supported by the client.
@@ -1678,7 +1678,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///Property definitions (must be primitive types).
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub properties: ::std::option::Option<
-        ::std::collections::HashMap<
+        ::indexmap::IndexMap<
             ::std::string::String,
             crate::acp::v1::ElicitationPropertySchema,
         >,
@@ -7265,7 +7265,7 @@ impl AuthMethodTerminal {
     pub fn env(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
+            ::indexmap::IndexMap<::std::string::String, ::std::string::String>,
         >,
     ) -> Self {
         self.env = ::std::option::Option::Some(value.into());
@@ -8151,7 +8151,7 @@ impl ElicitationAcceptAction {
     pub fn content(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<::std::string::String, ElicitationContentValue>,
+            ::indexmap::IndexMap<::std::string::String, ElicitationContentValue>,
         >,
     ) -> Self {
         self.content = ::std::option::Option::Some(value.into());
@@ -8274,7 +8274,7 @@ impl ElicitationSchema {
     pub fn properties(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<
+            ::indexmap::IndexMap<
                 ::std::string::String,
                 crate::acp::v1::ElicitationPropertySchema,
             >,

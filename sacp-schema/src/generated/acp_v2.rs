@@ -1611,7 +1611,7 @@ pub struct ElicitationAcceptAction {
 Omitted and `null` are equivalent and mean no content is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub content: ::std::option::Option<
-        ::std::collections::HashMap<::std::string::String, ElicitationContentValue>,
+        ::indexmap::IndexMap<::std::string::String, ElicitationContentValue>,
     >,
 }
 ///Elicitation capabilities supported by the client.
@@ -1795,7 +1795,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Property definitions (must be primitive types).
-    pub properties: ::std::collections::HashMap<
+    pub properties: ::indexmap::IndexMap<
         ::std::string::String,
         crate::acp::v2::ElicitationPropertySchema,
     >,
@@ -8875,7 +8875,7 @@ impl ElicitationAcceptAction {
     pub fn content(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<::std::string::String, ElicitationContentValue>,
+            ::indexmap::IndexMap<::std::string::String, ElicitationContentValue>,
         >,
     ) -> Self {
         self.content = ::std::option::Option::Some(value.into());
@@ -8966,7 +8966,7 @@ impl ElicitationSchema {
     pub fn new(
         type_: impl ::std::convert::Into<ElicitationSchemaType>,
         properties: impl ::std::convert::Into<
-            ::std::collections::HashMap<
+            ::indexmap::IndexMap<
                 ::std::string::String,
                 crate::acp::v2::ElicitationPropertySchema,
             >,

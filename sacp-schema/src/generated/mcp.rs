@@ -660,7 +660,7 @@ pub struct ClientCapabilities {
     ///Experimental, non-standard capabilities that the client supports.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub experimental: ::std::option::Option<
-        ::std::collections::HashMap<
+        ::indexmap::IndexMap<
             ::std::string::String,
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
@@ -1085,7 +1085,7 @@ pub struct CompleteRequestParamsContext {
     ///Previously-resolved variables in a URI template or prompt.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub arguments: ::std::option::Option<
-        ::std::collections::HashMap<::std::string::String, ::std::string::String>,
+        ::indexmap::IndexMap<::std::string::String, ::std::string::String>,
     >,
 }
 ///See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
@@ -1645,7 +1645,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ElicitRequestFormParamsM
 Only top-level properties are allowed, without nesting.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitRequestFormParamsRequestedSchema {
-    pub properties: ::std::collections::HashMap<
+    pub properties: ::indexmap::IndexMap<
         ::std::string::String,
         PrimitiveSchemaDefinition,
     >,
@@ -1927,7 +1927,7 @@ Contains values matching the requested schema.
 Omitted for out-of-band mode responses.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub content: ::std::option::Option<
-        ::std::collections::HashMap<::std::string::String, ElicitResultContentValue>,
+        ::indexmap::IndexMap<::std::string::String, ElicitResultContentValue>,
     >,
     ///See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2433,7 +2433,7 @@ pub struct GetPromptRequestParams {
     ///Arguments to use for templating the prompt.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub arguments: ::std::option::Option<
-        ::std::collections::HashMap<::std::string::String, ::std::string::String>,
+        ::indexmap::IndexMap<::std::string::String, ::std::string::String>,
     >,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<GetPromptRequestParamsMeta>,
@@ -6430,7 +6430,7 @@ pub struct ServerCapabilities {
     ///Experimental, non-standard capabilities that the server supports.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub experimental: ::std::option::Option<
-        ::std::collections::HashMap<
+        ::indexmap::IndexMap<
             ::std::string::String,
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
@@ -7930,7 +7930,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ToolExecutionTaskSupport
 pub struct ToolInputSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub properties: ::std::option::Option<
-        ::std::collections::HashMap<
+        ::indexmap::IndexMap<
             ::std::string::String,
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
@@ -7941,6 +7941,8 @@ pub struct ToolInputSchema {
     pub schema: ::std::option::Option<::std::string::String>,
     #[serde(rename = "type")]
     pub type_: ToolInputSchemaType,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`ToolInputSchemaType`
 #[derive(
@@ -8116,7 +8118,7 @@ Currently restricted to type: "object" at the root level.*/
 pub struct ToolOutputSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub properties: ::std::option::Option<
-        ::std::collections::HashMap<
+        ::indexmap::IndexMap<
             ::std::string::String,
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
@@ -8127,6 +8129,8 @@ pub struct ToolOutputSchema {
     pub schema: ::std::option::Option<::std::string::String>,
     #[serde(rename = "type")]
     pub type_: ToolOutputSchemaType,
+    #[serde(flatten)]
+    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`ToolOutputSchemaType`
 #[derive(
@@ -9262,7 +9266,7 @@ impl ClientCapabilities {
     pub fn experimental(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<
+            ::indexmap::IndexMap<
                 ::std::string::String,
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
@@ -9564,7 +9568,7 @@ impl CompleteRequestParamsContext {
     pub fn arguments(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
+            ::indexmap::IndexMap<::std::string::String, ::std::string::String>,
         >,
     ) -> Self {
         self.arguments = ::std::option::Option::Some(value.into());
@@ -9934,7 +9938,7 @@ impl ElicitRequestFormParamsRequestedSchema {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         properties: impl ::std::convert::Into<
-            ::std::collections::HashMap<::std::string::String, PrimitiveSchemaDefinition>,
+            ::indexmap::IndexMap<::std::string::String, PrimitiveSchemaDefinition>,
         >,
         type_: impl ::std::convert::Into<ElicitRequestFormParamsRequestedSchemaType>,
     ) -> Self {
@@ -10036,7 +10040,7 @@ impl ElicitResult {
     pub fn content(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<::std::string::String, ElicitResultContentValue>,
+            ::indexmap::IndexMap<::std::string::String, ElicitResultContentValue>,
         >,
     ) -> Self {
         self.content = ::std::option::Option::Some(value.into());
@@ -10167,7 +10171,7 @@ impl GetPromptRequestParams {
     pub fn arguments(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<::std::string::String, ::std::string::String>,
+            ::indexmap::IndexMap<::std::string::String, ::std::string::String>,
         >,
     ) -> Self {
         self.arguments = ::std::option::Option::Some(value.into());
@@ -12321,7 +12325,7 @@ impl ServerCapabilities {
     pub fn experimental(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<
+            ::indexmap::IndexMap<
                 ::std::string::String,
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
@@ -13233,9 +13237,15 @@ impl ToolExecution {
 impl ToolInputSchema {
     /// A `ToolInputSchema` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(type_: impl ::std::convert::Into<ToolInputSchemaType>) -> Self {
+    pub fn new(
+        type_: impl ::std::convert::Into<ToolInputSchemaType>,
+        extra: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
         Self {
             type_: type_.into(),
+            extra: extra.into(),
             properties: ::std::option::Option::None,
             required: ::std::option::Option::None,
             schema: ::std::option::Option::None,
@@ -13246,7 +13256,7 @@ impl ToolInputSchema {
     pub fn properties(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<
+            ::indexmap::IndexMap<
                 ::std::string::String,
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
@@ -13300,9 +13310,15 @@ impl ToolListChangedNotification {
 impl ToolOutputSchema {
     /// A `ToolOutputSchema` from its required fields; optional fields start unset.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(type_: impl ::std::convert::Into<ToolOutputSchemaType>) -> Self {
+    pub fn new(
+        type_: impl ::std::convert::Into<ToolOutputSchemaType>,
+        extra: impl ::std::convert::Into<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
         Self {
             type_: type_.into(),
+            extra: extra.into(),
             properties: ::std::option::Option::None,
             required: ::std::option::Option::None,
             schema: ::std::option::Option::None,
@@ -13313,7 +13329,7 @@ impl ToolOutputSchema {
     pub fn properties(
         mut self,
         value: impl ::std::convert::Into<
-            ::std::collections::HashMap<
+            ::indexmap::IndexMap<
                 ::std::string::String,
                 ::serde_json::Map<::std::string::String, ::serde_json::Value>,
             >,
