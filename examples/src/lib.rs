@@ -9,7 +9,9 @@
 //!   child-process tests.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`.
-//! - [`test_agent`]: a deterministic agent driven by keywords in its prompts (`test-agent`).
+//! - [`test_agent`]: a deterministic agent driven by keywords in its prompts (`test-agent`); with
+//!   `--mcp-acp` it calls the tools of the MCP servers it is given.
+//! - [`toolbox`]: a proxy that gives the agent tools (`tool-proxy`).
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +20,7 @@ pub mod bins;
 pub mod demo;
 pub mod prefix;
 pub mod test_agent;
+pub mod toolbox;
 
 /// Logs to stderr, filtered by `RUST_LOG`: stdout belongs to the protocol.
 pub fn init_logging() {

@@ -9,7 +9,7 @@ use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl, Path};
 
 use crate::fallback;
-use crate::model::{Handler, Kind, Role, Service, Side};
+use crate::model::{Handler, Kind, MethodAttr, Role, Service, Side};
 use crate::parse::{self, Errors};
 use crate::validate;
 
@@ -32,6 +32,8 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
     }
 
     let mut handlers = Vec::new();
+    let mut tools = Vec::new();
+    let mut servers = Vec::new();
     for impl_item in &mut item.items {
         let ImplItem::Fn(method) = impl_item else {
             continue;
@@ -39,7 +41,7 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
         let mut found = Vec::new();
         method
             .attrs
-            .retain(|attr| match parse::handler_attr(attr, &mut errors) {
+            .retain(|attr| match parse::method_attr(attr, &mut errors) {
                 Some(args) => {
                     found.push(args);
                     false
@@ -52,15 +54,31 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
         };
         for extra in found {
             errors.push(
-                extra.span,
-                "a method takes one handler attribute: `#[on_request]` or `#[on_notification]`",
+                extra.span(),
+                "a method takes one of `#[on_request]`, `#[on_notification]`, `#[tool]` and \
+                 `#[mcp_server]`",
             );
         }
-        if let Some(handler) = validate::handler(role, &args, method, &mut errors) {
-            handlers.push(handler);
+        match args {
+            MethodAttr::Handler(args) => {
+                if let Some(handler) = validate::handler(role, &args, method, &mut errors) {
+                    handlers.push(handler);
+                }
+            }
+            MethodAttr::Tool(args) => {
+                if let Some(tool) = validate::tool(role, &args, method, &mut errors) {
+                    tools.push(tool);
+                }
+            }
+            MethodAttr::McpServer(span) => {
+                if let Some(server) = validate::mcp_server(role, span, method, &mut errors) {
+                    servers.push(server);
+                }
+            }
         }
     }
     validate::routes(&handlers, &mut errors);
+    validate::tool_names(&tools, &mut errors);
 
     if !errors.is_empty() {
         return fallback::service(role, &krate, &item, &errors);
@@ -70,16 +88,184 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
         krate,
         item,
         handlers,
+        tools,
+        servers,
+        mcp_name: args.mcp_name,
     })
 }
 
 fn emit(service: &Service) -> TokenStream {
     let item = &service.item;
-    let trait_impl = trait_impl(service.role, &service.krate, item, &service.handlers);
+    let mut trait_impl = trait_impl(service.role, &service.krate, item, &service.handlers);
+    let servers = mcp_servers(service);
+    // The proxy's MCP servers go inside its `impl Proxy` (before the closing brace).
+    if !servers.is_empty()
+        && let Some(proc_macro2::TokenTree::Group(body)) = trait_impl.clone().into_iter().last()
+    {
+        let mut inner = body.stream();
+        inner.extend(servers);
+        let mut tokens: Vec<_> = trait_impl.into_iter().collect();
+        tokens.pop();
+        tokens.push(proc_macro2::TokenTree::Group(proc_macro2::Group::new(
+            body.delimiter(),
+            inner,
+        )));
+        trait_impl = tokens.into_iter().collect();
+    }
+    let tool_set = tool_set(service);
     quote! {
         #item
         #trait_impl
+        #tool_set
     }
+}
+
+/// `fn mcp_servers` of `impl Proxy`: the `#[tool]` server and the `#[mcp_server]`s.
+fn mcp_servers(service: &Service) -> TokenStream {
+    if service.tools.is_empty() && service.servers.is_empty() {
+        return TokenStream::new();
+    }
+    let krate = &service.krate;
+    let tools = (!service.tools.is_empty()).then(|| {
+        quote! {
+            servers.push(::std::sync::Arc::new(#krate::mcp::ToolServer::new(
+                ::std::sync::Arc::clone(this),
+            )));
+        }
+    });
+    let others = service.servers.iter().map(|method| {
+        quote_spanned! {method.span()=>
+            servers.push(::std::sync::Arc::new(Self::#method(this)));
+        }
+    });
+    quote! {
+        fn mcp_servers(
+            this: &::std::sync::Arc<Self>,
+        ) -> ::std::vec::Vec<::std::sync::Arc<dyn #krate::mcp::McpServer>> {
+            let mut servers: ::std::vec::Vec<::std::sync::Arc<dyn #krate::mcp::McpServer>> =
+                ::std::vec::Vec::new();
+            #tools
+            #(#others)*
+            servers
+        }
+    }
+}
+
+/// `impl ToolSet`: the tools' definitions, and a match that calls them.
+fn tool_set(service: &Service) -> TokenStream {
+    if service.tools.is_empty() {
+        return TokenStream::new();
+    }
+    let krate = &service.krate;
+    let item = &service.item;
+    let (impl_generics, _, where_clause) = item.generics.split_for_impl();
+    let self_ty = &item.self_ty;
+    let name = match &service.mcp_name {
+        Some(expr) => quote!(::std::string::ToString::to_string(&(#expr))),
+        None => {
+            let kebab = kebab_name(self_ty);
+            quote!(::std::string::ToString::to_string(#kebab))
+        }
+    };
+    let definitions = service.tools.iter().map(|tool| {
+        let (name, description) = (&tool.name, &tool.description);
+        match &tool.input {
+            Some(input) => quote_spanned! {input.span()=>
+                #krate::__private::tool_definition::<#input>(#name, #description)
+            },
+            None => quote! {
+                #krate::__private::tool_definition_without_input(#name, #description)
+            },
+        }
+    });
+    let arms = service.tools.iter().map(|tool| {
+        let (name, method) = (&tool.name, &tool.method);
+        let call = match &tool.input {
+            Some(input) => {
+                let parse = quote_spanned! {input.span()=>
+                    #krate::__private::tool_input::<#input>(#name, arguments)
+                };
+                quote! {
+                    let input = match #parse {
+                        ::core::result::Result::Ok(input) => input,
+                        ::core::result::Result::Err(e) => {
+                            return ::core::option::Option::Some(::core::result::Result::Err(e));
+                        }
+                    };
+                    Self::#method(self, input, cx).await
+                }
+            }
+            None => quote!(Self::#method(self, cx).await),
+        };
+        let output = format_ident!("output", span = tool.output_span);
+        let convert = quote_spanned! {tool.output_span=>
+            (&&&#krate::__private::ToolOutput::new(#output)).take_tool_result()
+        };
+        quote! {
+            #name => {
+                let result = { #call };
+                ::core::option::Option::Some(match result {
+                    ::core::result::Result::Ok(#output) => #convert,
+                    ::core::result::Result::Err(error) => {
+                        ::core::result::Result::Ok(#krate::__private::tool_error(error))
+                    }
+                })
+            }
+        }
+    });
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #krate::mcp::ToolSet for #self_ty #where_clause {
+            fn server_name(&self) -> ::std::string::String {
+                #name
+            }
+
+            fn server_version(&self) -> ::std::string::String {
+                ::std::string::ToString::to_string(::core::env!("CARGO_PKG_VERSION"))
+            }
+
+            fn tools() -> ::std::vec::Vec<#krate::schema::mcp::Tool> {
+                ::std::vec![#(#definitions),*]
+            }
+
+            async fn call_tool(
+                &self,
+                name: &str,
+                arguments: ::core::option::Option<#krate::__private::JsonObject>,
+                cx: &#krate::mcp::ToolCx,
+            ) -> ::core::option::Option<
+                ::core::result::Result<#krate::schema::mcp::CallToolResult, #krate::Error>,
+            > {
+                #[allow(unused_imports)]
+                use #krate::__private::{AsIs as _, AsStructured as _, AsText as _};
+                match name {
+                    #(#arms)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+        }
+    }
+}
+
+/// `MyProxy` → `"my-proxy"`: the default name of a proxy's MCP server.
+fn kebab_name(ty: &syn::Type) -> String {
+    let ident = match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+    .unwrap_or_else(|| "tools".to_owned());
+    let mut out = String::new();
+    for (i, c) in ident.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 {
+                out.push('-');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `impl Proxy for T` / `impl Agent for T` with a rung per handler.

@@ -35,6 +35,16 @@ pub(crate) fn not_an_impl(role: Role, item: TokenStream, errors: &Errors) -> Tok
     }
 }
 
+/// `#[tool]` / `#[mcp_server]` that no `#[proxy]` removed.
+pub(crate) fn misplaced_mcp(attr: &str, item: TokenStream) -> TokenStream {
+    let message =
+        format!("`#[{attr}]` only works on a method of an impl block marked `#[sacp::proxy]`");
+    quote! {
+        ::core::compile_error!(#message);
+        #item
+    }
+}
+
 /// `#[on_request]` / `#[on_notification]` that no `#[proxy]` or `#[agent]` removed.
 pub(crate) fn misplaced(kind: Kind, item: TokenStream) -> TokenStream {
     let message = format!(

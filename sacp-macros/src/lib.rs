@@ -45,3 +45,16 @@ pub fn on_request(_attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn on_notification(_attr: TokenStream, item: TokenStream) -> TokenStream {
     fallback::misplaced(model::Kind::Notification, item.into()).into()
 }
+
+/// Marks an MCP tool inside a `#[proxy]` impl block. See `sacp::mcp`.
+#[proc_macro_attribute]
+pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    fallback::misplaced_mcp("tool", item.into()).into()
+}
+
+/// Marks a method that makes an MCP server for every session, inside a `#[proxy]` impl block.
+/// See `sacp::mcp`.
+#[proc_macro_attribute]
+pub fn mcp_server(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    fallback::misplaced_mcp("mcp_server", item.into()).into()
+}

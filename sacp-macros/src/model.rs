@@ -1,7 +1,7 @@
 //! What the macros read: the role, the handlers and their routes.
 
 use proc_macro2::Span;
-use syn::{Ident, ItemImpl, Path, Type};
+use syn::{Expr, Ident, ItemImpl, Path, Type};
 
 /// Which macro is expanding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,21 @@ pub(crate) struct Handler {
     pub(crate) output_span: Span,
 }
 
+/// One `#[tool]` method.
+#[derive(Debug)]
+pub(crate) struct Tool {
+    /// The tool's name (the method's, or `#[tool(name = "…")]`).
+    pub(crate) name: String,
+    /// The method.
+    pub(crate) method: Ident,
+    /// The input type, if the tool takes one.
+    pub(crate) input: Option<Type>,
+    /// The doc comment.
+    pub(crate) description: String,
+    /// Where the return type is.
+    pub(crate) output_span: Span,
+}
+
 /// A whole `#[proxy]` or `#[agent]` block, checked.
 #[derive(Debug)]
 pub(crate) struct Service {
@@ -84,12 +99,46 @@ pub(crate) struct Service {
     /// The user's impl block, helper attributes removed.
     pub(crate) item: ItemImpl,
     pub(crate) handlers: Vec<Handler>,
+    pub(crate) tools: Vec<Tool>,
+    /// The `#[mcp_server]` methods.
+    pub(crate) servers: Vec<Ident>,
+    /// `mcp_name = …`, if given.
+    pub(crate) mcp_name: Option<Expr>,
 }
 
 /// The attribute arguments of `#[proxy(...)]` / `#[agent(...)]`.
 #[derive(Debug, Default)]
 pub(crate) struct ServiceArgs {
     pub(crate) krate: Option<Path>,
+    pub(crate) mcp_name: Option<Expr>,
+}
+
+/// The attribute arguments of `#[tool(...)]`.
+#[derive(Debug)]
+pub(crate) struct ToolArgs {
+    /// `name = "…"`, if given.
+    pub(crate) name: Option<String>,
+    /// The attribute, for errors about the tool as a whole.
+    pub(crate) span: Span,
+}
+
+/// What a helper attribute on a method makes of it.
+#[derive(Debug)]
+pub(crate) enum MethodAttr {
+    Handler(HandlerArgs),
+    Tool(ToolArgs),
+    /// `#[mcp_server]`, with its span.
+    McpServer(Span),
+}
+
+impl MethodAttr {
+    pub(crate) fn span(&self) -> Span {
+        match self {
+            MethodAttr::Handler(args) => args.span,
+            MethodAttr::Tool(args) => args.span,
+            MethodAttr::McpServer(span) => *span,
+        }
+    }
 }
 
 /// The attribute arguments of `#[on_request(...)]` / `#[on_notification(...)]`.

@@ -9,7 +9,7 @@ use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{Attribute, Ident, Path, Token};
 
-use crate::model::{HandlerArgs, Kind, Role, ServiceArgs, Side};
+use crate::model::{HandlerArgs, Kind, MethodAttr, Role, ServiceArgs, Side, ToolArgs};
 
 /// Errors collected along the way; all of them are reported.
 #[derive(Debug, Default)]
@@ -87,15 +87,35 @@ fn skip_to_comma(input: ParseStream<'_>) -> syn::Result<TokenStream> {
     Ok(value)
 }
 
-/// `#[proxy(crate = path)]`.
+/// `#[proxy(crate = path, mcp_name = expr)]`.
 pub(crate) fn service_args(role: Role, tokens: TokenStream, errors: &mut Errors) -> ServiceArgs {
     let what = role.name();
     let mut args = ServiceArgs::default();
     for Pair { key, value } in pairs(tokens, what, errors) {
+        if key == "mcp_name" && role == Role::Proxy {
+            let parsed = value
+                .as_ref()
+                .and_then(|v| syn::parse2::<syn::Expr>(v.clone()).ok());
+            match parsed {
+                Some(_) if args.mcp_name.is_some() => {
+                    errors.push(key.span(), "`mcp_name` is given twice")
+                }
+                Some(expr) => args.mcp_name = Some(expr),
+                None => errors.push(
+                    key.span(),
+                    "expected `mcp_name = \"name\"` (or an expression of `self`, e.g. `mcp_name = self.name`)",
+                ),
+            }
+            continue;
+        }
         if key != "crate" {
+            let expected = match role {
+                Role::Proxy => "`crate = path` or `mcp_name = \"name\"`",
+                Role::Agent => "`crate = path`",
+            };
             errors.push(
                 key.span(),
-                format_args!("unknown `#[{what}]` argument `{key}`; expected `crate = path`"),
+                format_args!("unknown `#[{what}]` argument `{key}`; expected {expected}"),
             );
             continue;
         }
@@ -113,6 +133,70 @@ pub(crate) fn service_args(role: Role, tokens: TokenStream, errors: &mut Errors)
         }
     }
     args
+}
+
+/// The helper attribute on a method, if there is one: a handler's, `#[tool(...)]` or
+/// `#[mcp_server]`.
+pub(crate) fn method_attr(attr: &Attribute, errors: &mut Errors) -> Option<MethodAttr> {
+    let last = attr.path().segments.last()?;
+    match last.ident.to_string().as_str() {
+        "tool" => Some(MethodAttr::Tool(tool_attr(attr, errors))),
+        "mcp_server" => {
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                errors.push(attr.span(), "`#[mcp_server]` takes no arguments");
+            }
+            Some(MethodAttr::McpServer(attr.span()))
+        }
+        _ => handler_attr(attr, errors).map(MethodAttr::Handler),
+    }
+}
+
+/// `#[tool]` or `#[tool(name = "…")]`.
+fn tool_attr(attr: &Attribute, errors: &mut Errors) -> ToolArgs {
+    let mut args = ToolArgs {
+        name: None,
+        span: attr.span(),
+    };
+    let tokens = match &attr.meta {
+        syn::Meta::Path(_) => TokenStream::new(),
+        syn::Meta::List(list) => list.tokens.clone(),
+        syn::Meta::NameValue(nv) => {
+            errors.push(nv.eq_token.span, "write `#[tool(name = \"…\")]`");
+            return args;
+        }
+    };
+    for Pair { key, value } in pairs(tokens, "tool", errors) {
+        if key != "name" {
+            errors.push(
+                key.span(),
+                format_args!("unknown `#[tool]` argument `{key}`; expected `name = \"…\"`"),
+            );
+            continue;
+        }
+        let name = value
+            .as_ref()
+            .and_then(|v| syn::parse2::<syn::LitStr>(v.clone()).ok());
+        let span = value
+            .as_ref()
+            .map_or(key.span(), |v| span_of(v, key.span()));
+        match name {
+            Some(lit) if valid_tool_name(&lit.value()) => args.name = Some(lit.value()),
+            Some(_) => errors.push(
+                span,
+                "a tool's name is 1 to 128 letters, digits, `_`, `-` or `.`",
+            ),
+            None => errors.push(span, "expected `name = \"…\"`"),
+        }
+    }
+    args
+}
+
+/// What MCP allows in a tool's name.
+pub(crate) fn valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 /// The handler attribute on a method, if there is one: `#[on_request]`, `#[on_request(...)]`

@@ -8,7 +8,7 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{FnArg, ImplItemFn, Type};
 
-use crate::model::{Handler, HandlerArgs, Role, Side};
+use crate::model::{Handler, HandlerArgs, Role, Side, Tool, ToolArgs};
 use crate::parse::Errors;
 
 /// Checks one handler method; returns the handler when its signature is usable.
@@ -140,4 +140,156 @@ fn route_key(handler: &Handler) -> (crate::model::Kind, Side, String) {
         handler.from,
         handler.message.to_token_stream().to_string(),
     )
+}
+
+/// The doc comment of a method, as one text.
+fn doc_of(method: &ImplItemFn) -> String {
+    let lines: Vec<String> = method
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .map(|line| line.strip_prefix(' ').unwrap_or(&line).to_owned())
+        .collect();
+    lines.join("\n").trim().to_owned()
+}
+
+/// Checks a `#[tool]` method: `async fn name(&self, [input: T,] cx: &ToolCx) -> Result<…>`.
+pub(crate) fn tool(
+    role: Role,
+    args: &ToolArgs,
+    method: &ImplItemFn,
+    errors: &mut Errors,
+) -> Option<Tool> {
+    let sig = &method.sig;
+    let before = errors.len();
+    if role == Role::Agent {
+        errors.push(
+            args.span,
+            "`#[tool]` methods belong in a `#[sacp::proxy]`: a proxy gives the agent tools",
+        );
+        return None;
+    }
+    let expected = "`(&self, input: T, cx: &ToolCx)` or `(&self, cx: &ToolCx)`";
+    if sig.asyncness.is_none() {
+        errors.push(sig.fn_token.span, "a `#[tool]` must be an `async fn`");
+    }
+    if !sig.generics.params.is_empty() {
+        errors.push(sig.generics.span(), "a `#[tool]` cannot be generic");
+    }
+    let mut inputs = sig.inputs.iter();
+    match inputs.next() {
+        Some(FnArg::Receiver(r))
+            if r.reference.is_some() && r.mutability.is_none() && r.colon_token.is_none() => {}
+        Some(FnArg::Receiver(r)) => errors.push(
+            r.span(),
+            "a `#[tool]` takes `&self`: tools run concurrently with each other and with the \
+             proxy's handlers; keep the state they change behind a `Mutex` or atomics",
+        ),
+        Some(other) => errors.push(
+            other.span(),
+            format_args!("a `#[tool]` takes `&self` first: {expected}"),
+        ),
+        None => errors.push(
+            sig.ident.span(),
+            format_args!("a `#[tool]` takes {expected}"),
+        ),
+    }
+    let rest: Vec<&FnArg> = inputs.collect();
+    let input = match rest.as_slice() {
+        [_cx] => None,
+        [FnArg::Typed(input), _cx] => Some((*input.ty).clone()),
+        _ => {
+            errors.push(
+                sig.paren_token.span.join(),
+                format_args!("a `#[tool]` takes {expected}"),
+            );
+            None
+        }
+    };
+    if let Some(Type::ImplTrait(t)) = &input {
+        errors.push(t.span(), "a tool's input must be a concrete type");
+    }
+    let output_span = match &sig.output {
+        syn::ReturnType::Type(_, ty) => ty.span(),
+        syn::ReturnType::Default => {
+            errors.push(
+                sig.paren_token.span.join(),
+                "a `#[tool]` returns `Result<T, E>`: T is its output (text, a `Serialize` value \
+                 or a `CallToolResult`), an `Err` its error",
+            );
+            sig.paren_token.span.join()
+        }
+    };
+    let name = args.name.clone().unwrap_or_else(|| sig.ident.to_string());
+    if args.name.is_none() && !crate::parse::valid_tool_name(&name) {
+        errors.push(sig.ident.span(), "a tool's name is 1 to 128 letters, digits, `_`, `-` or `.`; give one with `#[tool(name = \"…\")]`");
+    }
+    if errors.len() > before {
+        return None;
+    }
+    Some(Tool {
+        name,
+        method: sig.ident.clone(),
+        input,
+        description: doc_of(method),
+        output_span,
+    })
+}
+
+/// Checks a `#[mcp_server]` method: `fn name(&self) -> impl McpServer`.
+pub(crate) fn mcp_server(
+    role: Role,
+    span: proc_macro2::Span,
+    method: &ImplItemFn,
+    errors: &mut Errors,
+) -> Option<syn::Ident> {
+    let sig = &method.sig;
+    let before = errors.len();
+    if role == Role::Agent {
+        errors.push(
+            span,
+            "`#[mcp_server]` methods belong in a `#[sacp::proxy]`: a proxy gives the agent MCP servers",
+        );
+        return None;
+    }
+    let expected = "`#[mcp_server]` is `fn name(&self) -> impl McpServer`";
+    if let Some(token) = sig.asyncness {
+        errors.push(token.span, format_args!("{expected}, not `async`"));
+    }
+    let shape_ok = matches!(
+        sig.inputs.iter().collect::<Vec<_>>().as_slice(),
+        [FnArg::Receiver(r)] if r.reference.is_some() && r.mutability.is_none() && r.colon_token.is_none()
+    );
+    if !shape_ok || !sig.generics.params.is_empty() {
+        errors.push(sig.paren_token.span.join(), expected);
+    }
+    if matches!(sig.output, syn::ReturnType::Default) {
+        errors.push(sig.paren_token.span.join(), expected);
+    }
+    (errors.len() == before).then(|| sig.ident.clone())
+}
+
+/// Reports a second tool of the same name, at the second one.
+pub(crate) fn tool_names(tools: &[Tool], errors: &mut Errors) {
+    for (i, later) in tools.iter().enumerate() {
+        if let Some(first) = tools[..i].iter().find(|t| t.name == later.name) {
+            errors.push(
+                later.method.span(),
+                format_args!(
+                    "a tool named `{}` exists already (`{}`); give one of them another with `#[tool(name = \"…\")]`",
+                    later.name, first.method
+                ),
+            );
+        }
+    }
 }

@@ -1,11 +1,13 @@
 //! A message on its way to a proxy's or an agent's handlers, and the way to answer it.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::acp::Side;
 use crate::jsonrpc::{Error, RawJson, Responder};
+use crate::mcp::registry::Registry;
 
 /// A request or notification for a [`Proxy`](crate::proxy::Proxy) or an
 /// [`Agent`](crate::agent::Agent), with the side it came from.
@@ -92,11 +94,14 @@ impl fmt::Debug for Reply {
 }
 
 /// What happens to a result before it goes out.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Finish {
     AsIs,
     /// The answer to `initialize` of a proxy: it says that the proxy capability was accepted.
     AcceptProxy,
+    /// The answer to a `session/new` that declared these MCP server URLs: it names their
+    /// session.
+    BindSession(Arc<Registry>, Vec<String>),
 }
 
 impl Reply {
@@ -114,6 +119,13 @@ impl Reply {
         self
     }
 
+    /// The answer to a `session/new` that declared MCP servers under `urls`: their session is
+    /// the one it names.
+    pub(crate) fn binding_session(mut self, registry: Arc<Registry>, urls: Vec<String>) -> Reply {
+        self.finish = Finish::BindSession(registry, urls);
+        self
+    }
+
     /// Answers with a result or an error (any error type that converts into [`Error`]).
     pub fn answer<T: Serialize, E: Into<Error>>(self, result: Result<T, E>) {
         self.relay(
@@ -125,9 +137,15 @@ impl Reply {
 
     /// Answers with a raw result (for example one forwarded from elsewhere) or an error.
     pub fn relay(self, result: Result<RawJson, Error>) {
-        let result = match self.finish {
+        let result = match &self.finish {
             Finish::AsIs => result,
             Finish::AcceptProxy => result.and_then(crate::protocol::handshake::mark_accepted),
+            Finish::BindSession(registry, urls) => {
+                if let Ok(answer) = &result {
+                    registry.bind_from_result(urls, answer);
+                }
+                result
+            }
         };
         self.responder.respond(result)
     }

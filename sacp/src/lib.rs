@@ -15,6 +15,8 @@
 //!   kept per side, default forwarding, bounded queues — and [`macro@proxy`], which turns an
 //!   `impl` block into one.
 //! - [`agent`](mod@agent): the same for agents, with [`macro@agent`].
+//! - [`mcp`]: MCP over ACP — a proxy's `#[tool]` methods served to the agent as an MCP server,
+//!   and the client side for agents that speak it themselves.
 //!
 //! A proxy that forwards everything is one line plus `main`:
 //!
@@ -37,6 +39,7 @@ pub mod agent;
 mod incoming;
 pub mod jsonrpc;
 mod ladder;
+pub mod mcp;
 mod peer;
 pub mod protocol;
 pub mod proxy;
@@ -46,7 +49,7 @@ mod role;
 #[path = "private.rs"]
 pub mod __private;
 
-pub use sacp_macros::{agent, on_notification, on_request, proxy};
+pub use sacp_macros::{agent, mcp_server, on_notification, on_request, proxy, tool};
 /// The generated protocol types (ACP v1 and v2, MCP) and their method tables.
 pub use sacp_schema as schema;
 

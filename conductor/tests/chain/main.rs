@@ -5,6 +5,7 @@ mod common;
 mod concurrency;
 mod failures;
 mod faults;
+mod mcp;
 #[path = "../../benches/support/processes.rs"]
 mod processes;
 mod routing;

@@ -1,7 +1,18 @@
-//! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
+//! A deterministic ACP agent for tests and benchmarks: `test-agent [--mcp-acp]`; see
+//! `sacp_examples::test_agent`.
+
+use sacp_examples::test_agent::TestAgent;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> sacp::Result<()> {
     sacp_examples::init_logging();
-    sacp::agent::serve_stdio(sacp_examples::test_agent::TestAgent::default()).await
+    let agent = match std::env::args().nth(1).as_deref() {
+        None => TestAgent::default(),
+        Some("--mcp-acp") => TestAgent::speaking_mcp_over_acp(),
+        Some(other) => {
+            eprintln!("test-agent: unknown argument {other:?}; expected nothing or --mcp-acp");
+            std::process::exit(2);
+        }
+    };
+    sacp::agent::serve_stdio(agent).await
 }

@@ -95,6 +95,8 @@ pub struct AgentCx {
     turns: Arc<Turns>,
     /// The turn opened when this handler's `session/prompt` arrived.
     turn: Option<Turn>,
+    /// The MCP connections the agent opened ([`crate::mcp::McpClient`]).
+    clients: Arc<crate::mcp::Clients>,
 }
 
 impl AgentCx {
@@ -144,6 +146,10 @@ impl AgentCx {
     /// The connection to the client, for what the methods above do not cover.
     pub fn connection(&self) -> &Connection {
         &self.conn
+    }
+
+    pub(crate) fn clients(&self) -> &Arc<crate::mcp::Clients> {
+        &self.clients
     }
 }
 

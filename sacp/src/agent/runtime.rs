@@ -9,7 +9,10 @@ use super::{Agent, AgentCx};
 use crate::acp::{CancelNotification, PromptRequest, Side};
 use crate::incoming::{Incoming, Reply};
 use crate::jsonrpc::{Connection, Dispatch, Error, Handler, Notification, Request, Responder};
+use crate::mcp::Clients;
+use crate::protocol::mcp;
 use crate::role::{self, Role};
+use tokio_util::either::Either;
 
 /// An [`Agent`] seen as a [`Role`].
 pub(crate) struct AsAgent<A>(A);
@@ -29,6 +32,7 @@ impl<A: Agent> Role for AsAgent<A> {
 pub(crate) struct AgentHandler<A: Agent> {
     agent: Arc<AsAgent<A>>,
     turns: Arc<Turns>,
+    clients: Arc<Clients>,
 }
 
 impl<A: Agent> AgentHandler<A> {
@@ -36,6 +40,7 @@ impl<A: Agent> AgentHandler<A> {
         AgentHandler {
             agent: Arc::new(AsAgent(agent)),
             turns: Arc::default(),
+            clients: Arc::default(),
         }
     }
 
@@ -44,6 +49,7 @@ impl<A: Agent> AgentHandler<A> {
             conn: conn.clone(),
             turns: self.turns.clone(),
             turn,
+            clients: self.clients.clone(),
         }
     }
 }
@@ -55,6 +61,11 @@ impl<A: Agent> Handler for AgentHandler<A> {
         responder: Responder,
         conn: &Connection,
     ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+        if request.method == mcp::REQUEST && self.clients.owns(request.params.as_ref()) {
+            // An MCP server asks the agent's MCP client something.
+            let answer = Clients::answer(request.params.as_ref());
+            return Dispatch::in_turn(Either::Right(async move { responder.respond(answer) }));
+        }
         // A turn opens as the prompt arrives, so a `session/cancel` right behind it counts.
         let turn = if request.method == PromptRequest::METHOD {
             self.turns.open_for(request.params.as_ref())
@@ -63,7 +74,7 @@ impl<A: Agent> Handler for AgentHandler<A> {
         };
         let reply = Reply::new(responder, Side::Client);
         let message = Incoming::request(request.method, request.params, reply);
-        role::dispatch(&self.agent, message, self.cx(conn, turn))
+        role::dispatch(&self.agent, message, self.cx(conn, turn)).map(Either::Left)
     }
 
     fn handle_notification(
@@ -71,6 +82,12 @@ impl<A: Agent> Handler for AgentHandler<A> {
         notification: Notification,
         conn: &Connection,
     ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+        if notification.method == mcp::NOTIFICATION
+            && self.clients.owns(notification.params.as_ref())
+        {
+            Clients::note(notification.params.as_ref());
+            return Dispatch::done();
+        }
         if notification.method == CancelNotification::METHOD {
             // The turn ends as soon as the cancel arrives, before any handler runs.
             self.turns.cancel(notification.params.as_ref());

@@ -124,6 +124,28 @@ impl fmt::Debug for RawJson {
     }
 }
 
+/// As a member of a serialized value: the same text, in place.
+impl Serialize for RawJson {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &serde_json::value::RawValue =
+            serde_json::from_str(self.as_str()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+/// As a member of a deserialized value: the member's text, as it was.
+impl<'de> serde::Deserialize<'de> for RawJson {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        let mut text = String::from(raw.get());
+        if text.contains(['\n', '\r']) {
+            // Only between tokens, in valid JSON: spaces do as well, and keep it one line.
+            text = text.replace(['\n', '\r'], " ");
+        }
+        Ok(RawJson(Bytes::from(text.into_bytes())))
+    }
+}
+
 impl fmt::Display for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -4,3 +4,4 @@
 
 pub mod envelope;
 pub mod handshake;
+pub mod mcp;

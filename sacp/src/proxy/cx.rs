@@ -1,8 +1,11 @@
 //! [`Cx`]: what a proxy's handler can reach.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use crate::jsonrpc::Connection;
+use crate::mcp::McpServers;
+use crate::mcp::registry::Registry;
 use crate::peer::Peer;
 
 /// A proxy handler's context: its two neighbours and a place to run background work.
@@ -11,11 +14,17 @@ use crate::peer::Peer;
 #[derive(Debug, Clone)]
 pub struct Cx {
     conn: Connection,
+    mcp: Arc<Registry>,
 }
 
 impl Cx {
-    pub(crate) fn new(conn: Connection) -> Cx {
-        Cx { conn }
+    pub(crate) fn new(conn: Connection, mcp: Arc<Registry>) -> Cx {
+        Cx { conn, mcp }
+    }
+
+    /// The proxy's MCP servers: to give a server to one session (see [`McpServers`]).
+    pub fn mcp_servers(&self) -> McpServers {
+        McpServers::new(self.mcp.clone())
     }
 
     /// The client side: the editor, or the proxy in front of this one.

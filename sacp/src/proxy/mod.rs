@@ -71,10 +71,12 @@ pub use crate::incoming::{Incoming, Reply};
 pub use crate::peer::Peer;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::acp::Side;
 use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
+use crate::mcp::McpServer;
 
 /// How long the requests still being handled get when the conductor closes the connection.
 pub(crate) const EOF_GRACE: Duration = Duration::from_millis(250);
@@ -95,6 +97,13 @@ pub trait Proxy: Send + Sync + 'static {
     /// Handles one message that [`Proxy::takes`]; anything it does not answer after all is
     /// forwarded by the default path.
     fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send;
+
+    /// The MCP servers the proxy gives every session: `#[sacp::proxy]` returns the server of
+    /// its `#[tool]` methods and whatever its `#[mcp_server]` methods make. None by default.
+    fn mcp_servers(this: &Arc<Self>) -> Vec<Arc<dyn McpServer>> {
+        let _ = this;
+        Vec::new()
+    }
 }
 
 /// The connection settings a proxy runs with by default: the peer is named `conductor`, and

@@ -3,8 +3,10 @@
 //!
 //! It sorts what arrives from the conductor by side (plain messages come from the client,
 //! `_proxy/successor/*` ones from the successor), performs the capability handshake on
-//! `initialize`, and hands each message to [`role::dispatch`]: a lane per side, handlers started
-//! or run in turn, everything else forwarded in turn by [`forward`].
+//! `initialize`, declares the proxy's MCP servers in the sessions the client opens and serves
+//! the `_mcp/*` messages addressed to them (see [`crate::mcp`]), and hands every other message
+//! to [`role::dispatch`]: a lane per side, handlers started or run in turn, everything else
+//! forwarded in turn by [`forward`].
 
 use std::future::{Future, IntoFuture};
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use crate::jsonrpc::{
     Connection, Dispatch, Error, Handler, Notification, PendingResponse, RawJson, Request,
     Responder,
 };
+use crate::mcp::registry::Registry;
 use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use crate::protocol::handshake;
 use crate::role::{self, AGENT_LANE, CLIENT_LANE, Role};
@@ -25,7 +28,7 @@ use crate::role::{self, AGENT_LANE, CLIENT_LANE, Role};
 const INITIALIZE: &str = "initialize";
 
 /// A [`Proxy`] seen as a [`Role`].
-pub(crate) struct AsProxy<P>(P);
+pub(crate) struct AsProxy<P>(Arc<P>);
 
 impl<P: Proxy> Role for AsProxy<P> {
     type Cx = Cx;
@@ -41,13 +44,21 @@ impl<P: Proxy> Role for AsProxy<P> {
 
 pub(crate) struct ProxyHandler<P: Proxy> {
     proxy: Arc<AsProxy<P>>,
+    mcp: Arc<Registry>,
 }
 
 impl<P: Proxy> ProxyHandler<P> {
     pub(crate) fn new(proxy: P) -> Self {
+        let proxy = Arc::new(proxy);
+        let mcp = Arc::new(Registry::new(P::mcp_servers(&proxy)));
         ProxyHandler {
             proxy: Arc::new(AsProxy(proxy)),
+            mcp,
         }
+    }
+
+    fn cx(&self, conn: &Connection) -> Cx {
+        Cx::new(conn.clone(), self.mcp.clone())
     }
 }
 
@@ -64,6 +75,10 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
         let Request { method, params, .. } = request;
         let message = if method == SUCCESSOR_REQUEST {
             match envelope::unwrap(params.as_ref()) {
+                Ok((method, params)) if self.mcp.owns(&method, params.as_ref()) => {
+                    // The agent's MCP client, to one of this proxy's servers.
+                    return serve_mcp(self.mcp.clone(), self.cx(conn), method, params, responder);
+                }
                 Ok((method, params)) => {
                     Incoming::request(method, params, Reply::new(responder, Side::Agent))
                 }
@@ -85,9 +100,21 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
                 }
             }
         } else {
-            Incoming::request(method, params, Reply::new(responder, Side::Client))
+            match self.mcp.on_client_request(&method, params.as_ref()) {
+                Ok(None) => Incoming::request(method, params, Reply::new(responder, Side::Client)),
+                // A new session: the proxy's MCP servers are declared in it.
+                Ok(Some((params, urls))) => {
+                    let reply =
+                        Reply::new(responder, Side::Client).binding_session(self.mcp.clone(), urls);
+                    Incoming::request(method, Some(params), reply)
+                }
+                Err(e) => {
+                    let e = Error::invalid_params(format!("{method} params: {}", e.message));
+                    return refuse(responder, e, CLIENT_LANE);
+                }
+            }
         };
-        role::dispatch(&self.proxy, message, Cx::new(conn.clone())).map(Either::Left)
+        role::dispatch(&self.proxy, message, self.cx(conn)).map(Either::Left)
     }
 
     fn handle_notification(
@@ -98,28 +125,53 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
         let Notification { method, params } = notification;
         let message = if method == SUCCESSOR_NOTIFICATION {
             match envelope::unwrap(params.as_ref()) {
+                Ok((method, params)) if self.mcp.owns(&method, params.as_ref()) => {
+                    self.mcp.notify(&method, params.as_ref());
+                    return Dispatch::done().on_lane(AGENT_LANE);
+                }
                 Ok((method, params)) => Incoming::notification(Side::Agent, method, params),
                 Err(e) => {
                     // Notifications are never answered, not even with an error.
                     tracing::warn!(error = %e, "dropped a malformed successor notification");
-                    return Dispatch::in_turn(Either::Right(std::future::ready(())))
-                        .on_lane(AGENT_LANE);
+                    return Dispatch::done().on_lane(AGENT_LANE);
                 }
             }
         } else {
             Incoming::notification(Side::Client, method, params)
         };
-        role::dispatch(&self.proxy, message, Cx::new(conn.clone())).map(Either::Left)
+        role::dispatch(&self.proxy, message, self.cx(conn)).map(Either::<_, Boxed>::Left)
     }
 }
 
+/// Work off the hot path: boxed, so that one type covers it all.
+type Boxed = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// Answers a request with `error`, in turn in `lane`.
-fn refuse<F>(
+fn refuse<F>(responder: Responder, error: Error, lane: usize) -> Dispatch<Either<F, Boxed>> {
+    Dispatch::in_turn(Either::Right(
+        Box::pin(async move { responder.respond_error(error) }) as Boxed,
+    ))
+    .on_lane(lane)
+}
+
+/// Serves `_mcp/connect` or `_mcp/request` for one of the proxy's servers, in a task of its own
+/// (a tool may take its time, and call the agent back meanwhile).
+fn serve_mcp<F>(
+    registry: Arc<Registry>,
+    cx: Cx,
+    method: String,
+    params: Option<RawJson>,
     responder: Responder,
-    error: Error,
-    lane: usize,
-) -> Dispatch<Either<F, impl Future<Output = ()> + Send + 'static>> {
-    Dispatch::in_turn(Either::Right(async move { responder.respond_error(error) })).on_lane(lane)
+) -> Dispatch<Either<F, Boxed>> {
+    let work = async move {
+        let answer = if method == crate::protocol::mcp::CONNECT {
+            registry.connect(&cx, params.as_ref())
+        } else {
+            registry.request(params.as_ref()).await
+        };
+        responder.respond(answer);
+    };
+    Dispatch::start(Either::Right(Box::pin(work) as Boxed)).on_lane(AGENT_LANE)
 }
 
 /// Forwards a message unchanged to the other side: client to successor, successor to client.

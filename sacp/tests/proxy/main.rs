@@ -9,3 +9,6 @@ mod concurrency;
 mod forwarding;
 mod handlers;
 mod handshake;
+mod mcp;
+#[cfg(feature = "rmcp")]
+mod rmcp;

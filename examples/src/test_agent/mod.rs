@@ -15,7 +15,19 @@
 //! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3) |
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //!
+//! With `--mcp-acp` (see [`TestAgent::speaking_mcp_over_acp`]) it says in `initialize` that it
+//! speaks MCP over ACP itself (`_meta.mcp_acp_transport: true`), keeps the MCP servers each
+//! session is given, and has three more keywords (see the `mcp` module):
+//!
+//! | prompt | what the agent does |
+//! |---|---|
+//! | `tools` | lists the tools of each `acp:` server of the session: `NAME: tool, tool` |
+//! | `call NAME TOOL JSON` | calls `TOOL` of server `NAME` with the arguments `JSON`, says the result |
+//! | `connect URL` | opens an MCP connection to `URL`, says whether it could |
+//!
 //! Handlers run concurrently: a session that waits or sleeps never holds up another.
+
+mod mcp;
 
 use sacp::acp::{
     AgentCapabilities, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
@@ -30,6 +42,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug, Default)]
 pub struct TestAgent {
     sessions: AtomicU64,
+    /// The MCP servers of each session, when it speaks MCP over ACP.
+    mcp: Option<mcp::Servers>,
+}
+
+impl TestAgent {
+    /// The agent that speaks MCP over ACP itself (`test-agent --mcp-acp`).
+    pub fn speaking_mcp_over_acp() -> Self {
+        TestAgent {
+            mcp: Some(mcp::Servers::default()),
+            ..TestAgent::default()
+        }
+    }
 }
 
 #[sacp::agent]
@@ -40,18 +64,26 @@ impl TestAgent {
         req: InitializeRequest,
         _cx: &AgentCx,
     ) -> sacp::Result<InitializeResponse> {
-        Ok(InitializeResponse::new(req.protocol_version)
-            .agent_capabilities(AgentCapabilities::default()))
+        let answer = InitializeResponse::new(req.protocol_version)
+            .agent_capabilities(AgentCapabilities::default());
+        Ok(match &self.mcp {
+            Some(_) => answer.meta(mcp::capability()),
+            None => answer,
+        })
     }
 
     #[on_request]
     async fn new_session(
         &self,
-        _req: NewSessionRequest,
+        req: NewSessionRequest,
         _cx: &AgentCx,
     ) -> sacp::Result<NewSessionResponse> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-        Ok(NewSessionResponse::new(format!("session-{n}")))
+        let session = format!("session-{n}");
+        if let Some(servers) = &self.mcp {
+            servers.keep(&session, &req.mcp_servers);
+        }
+        Ok(NewSessionResponse::new(session))
     }
 
     #[on_request]
@@ -99,6 +131,13 @@ impl TestAgent {
                     }
                 }
                 say(format!("made {lines} lines of noise")).await?;
+            }
+            ["tools", ..] | ["call", ..] | ["connect", ..] if self.mcp.is_some() => {
+                if let (Some(servers), Some(text)) = (&self.mcp, first) {
+                    for line in servers.run(cx, &session, text).await {
+                        say(line).await?;
+                    }
+                }
             }
             ["sleep", ms] => {
                 let ms: u64 = ms.parse().map_err(|_| bad_prompt("sleep MS"))?;

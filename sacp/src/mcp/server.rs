@@ -1,0 +1,152 @@
+//! What an MCP server is to the proxy runtime: something that opens MCP connections, each
+//! handling the MCP messages of one `_mcp/connect` … `_mcp/disconnect`, and able to talk back
+//! to the agent's MCP client through a [`ClientLink`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::acp::SessionId;
+use crate::jsonrpc::{Error, PendingResponse, RawJson};
+use crate::protocol::mcp::{self, MessageParams};
+use crate::proxy::Cx;
+
+/// A boxed future, as MCP connections return them.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// An MCP server that a proxy gives agents over ACP: its `#[tool]` methods
+/// ([`ToolServer`](super::ToolServer)), an `rmcp` server (feature `rmcp`), or your own.
+pub trait McpServer: Send + Sync + 'static {
+    /// The name the server goes by in `mcpServers` (what the agent shows its tools under).
+    fn name(&self) -> String;
+
+    /// Opens one MCP connection: it gets every MCP message of one `_mcp/connect`, and talks
+    /// back to that connection's client through `link`.
+    fn connect(&self, link: ClientLink) -> Box<dyn McpConnection>;
+}
+
+/// One MCP connection of an [`McpServer`]: one MCP session with one client.
+pub trait McpConnection: Send + Sync + 'static {
+    /// An MCP request from the client; the future gives the MCP result (or error). Dropping
+    /// it (the request was cancelled at the ACP level) must stop its work.
+    fn request(&self, message: McpMessage) -> BoxFuture<Result<RawJson, Error>>;
+
+    /// An MCP notification from the client (`notifications/initialized`,
+    /// `notifications/cancelled`, …).
+    fn notify(&self, message: McpMessage);
+
+    /// The client disconnected (or the session ended): let go of everything.
+    fn close(&self) {}
+}
+
+/// An MCP message as it came in `_mcp/request` or `_mcp/notification`.
+#[derive(Debug, Clone)]
+pub struct McpMessage {
+    /// The MCP method.
+    pub method: String,
+    /// The MCP params, as they are.
+    pub params: Option<RawJson>,
+    /// The id the MCP client gave a request (when the bridge or agent passed it on): what
+    /// `notifications/cancelled` names.
+    pub id: Option<Value>,
+}
+
+/// The ACP session an MCP server's URL was given to, once it is known (agents often connect
+/// before they answer `session/new`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionSlot(Arc<Mutex<Option<SessionId>>>);
+
+impl SessionSlot {
+    pub(crate) fn known(session: SessionId) -> SessionSlot {
+        SessionSlot(Arc::new(Mutex::new(Some(session))))
+    }
+
+    pub(crate) fn get(&self) -> Option<SessionId> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Sets it, unless it is set already.
+    pub(crate) fn set(&self, session: SessionId) {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(session);
+    }
+}
+
+/// How an MCP connection talks back to its client (the agent, or the conductor's bridge on its
+/// behalf): `_mcp/request` and `_mcp/notification` sent down to the proxy's successor.
+#[derive(Debug, Clone)]
+pub struct ClientLink {
+    cx: Cx,
+    connection_id: String,
+    session: SessionSlot,
+}
+
+impl ClientLink {
+    pub(crate) fn new(cx: Cx, connection_id: String, session: SessionSlot) -> ClientLink {
+        ClientLink {
+            cx,
+            connection_id,
+            session,
+        }
+    }
+
+    /// The ACP session this connection's server was given to, once known.
+    pub fn session_id(&self) -> Option<SessionId> {
+        self.session.get()
+    }
+
+    /// The connection's id (as `_mcp/*` messages name it).
+    pub fn connection_id(&self) -> &str {
+        &self.connection_id
+    }
+
+    /// The proxy's context: its client and successor.
+    pub fn proxy(&self) -> &Cx {
+        &self.cx
+    }
+
+    fn params(
+        &self,
+        method: String,
+        params: Option<RawJson>,
+        related: Option<Value>,
+    ) -> Result<RawJson, Error> {
+        RawJson::to_raw(&MessageParams {
+            connection_id: self.connection_id.clone(),
+            method,
+            params,
+            mcp_request_id: None,
+            related_mcp_request_id: related,
+        })
+    }
+
+    /// Sends an MCP request to the client (`ping`, `sampling/createMessage`, …); `related` is
+    /// the client's id of the request being handled, if it is on that request's behalf.
+    pub fn request(
+        &self,
+        method: impl Into<String>,
+        params: Option<RawJson>,
+        related: Option<Value>,
+    ) -> PendingResponse<RawJson> {
+        match self.params(method.into(), params, related) {
+            Ok(wrapped) => self.cx.successor().request_raw(mcp::REQUEST, Some(wrapped)),
+            Err(e) => PendingResponse::failed(e, Ok),
+        }
+    }
+
+    /// Sends an MCP notification to the client (`notifications/progress`, …).
+    pub async fn notify(
+        &self,
+        method: impl Into<String>,
+        params: Option<RawJson>,
+        related: Option<Value>,
+    ) -> Result<(), Error> {
+        let wrapped = self.params(method.into(), params, related)?;
+        self.cx
+            .successor()
+            .notify_raw(mcp::NOTIFICATION, Some(wrapped))
+            .await
+    }
+}

@@ -1,0 +1,132 @@
+//! MCP over ACP (spec §4): the `_mcp/*` messages, `acp:` URLs and the agent capability.
+//!
+//! A component that provides an MCP server declares it in `session/new` (`load`, `resume`) as an
+//! `http` entry whose URL is `acp:<uuid>`. The MCP client side (the agent, or the conductor's
+//! bridge on its behalf) opens a connection with `_mcp/connect` and then carries each MCP
+//! message in `_mcp/request` / `_mcp/notification`, both ways, until `_mcp/disconnect`. These
+//! are SACP's own extension messages (not part of the ACP schema), so their types live here.
+//!
+//! Field names are `snake_case` on the wire, as the spec writes them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::jsonrpc::{Error, RawJson};
+
+/// Opens an MCP connection to the server of an `acp:` URL (a request, agent side → owner).
+pub const CONNECT: &str = "_mcp/connect";
+/// Closes an MCP connection (a notification, agent side → owner).
+pub const DISCONNECT: &str = "_mcp/disconnect";
+/// Carries an MCP request, either way.
+pub const REQUEST: &str = "_mcp/request";
+/// Carries an MCP notification, either way.
+pub const NOTIFICATION: &str = "_mcp/notification";
+
+/// The `_meta` key with which an agent says it speaks MCP over ACP itself.
+pub const TRANSPORT_CAPABILITY: &str = "mcp_acp_transport";
+
+/// The URL scheme of MCP servers reached over ACP.
+pub const SCHEME: &str = "acp:";
+
+/// Whether `method` is one of the four `_mcp/*` messages.
+pub fn is_mcp_message(method: &str) -> bool {
+    matches!(method, CONNECT | DISCONNECT | REQUEST | NOTIFICATION)
+}
+
+/// A fresh `acp:` URL: `acp:` and a random UUID.
+pub fn new_url() -> String {
+    format!("{SCHEME}{}", uuid::Uuid::new_v4())
+}
+
+/// Whether `url` is an `acp:` URL.
+pub fn is_acp_url(url: &str) -> bool {
+    url.starts_with(SCHEME)
+}
+
+/// `_mcp/connect` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectParams {
+    /// The server's `acp:` URL.
+    pub acp_url: String,
+    /// The ACP session the connection belongs to, when the client knows it already.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// `_mcp/connect` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectResult {
+    /// Names the connection in the messages that follow.
+    pub connection_id: String,
+}
+
+/// `_mcp/disconnect` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DisconnectParams {
+    /// The connection to close.
+    pub connection_id: String,
+}
+
+/// `_mcp/request` and `_mcp/notification` params: the MCP message, flattened, with the
+/// connection it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageParams {
+    /// The connection.
+    pub connection_id: String,
+    /// The MCP method.
+    pub method: String,
+    /// The MCP params, as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<RawJson>,
+    /// For a request from the MCP client: the id the client gave it (a bridge passes it on, so
+    /// that `notifications/cancelled` and related messages can name it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_request_id: Option<serde_json::Value>,
+    /// For a message the server sends while it handles a request: that request's
+    /// `mcp_request_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related_mcp_request_id: Option<serde_json::Value>,
+}
+
+impl MessageParams {
+    /// Reads `_mcp/request` or `_mcp/notification` params.
+    pub fn parse(params: Option<&RawJson>) -> Result<MessageParams, Error> {
+        params
+            .ok_or_else(|| Error::invalid_params("an _mcp message needs params"))?
+            .parse()
+    }
+}
+
+/// The connection an `_mcp/*` message names, read without parsing the rest: `None` when it
+/// names none.
+pub fn connection_of(params: Option<&RawJson>) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Named {
+        connection_id: Option<String>,
+    }
+    params?.parse::<Named>().ok()?.connection_id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_read_and_write_as_the_spec_shows() {
+        let text = r#"{"connection_id":"c1","method":"tools/call","params":{"name":"x","arguments":{}},"mcp_request_id":7}"#;
+        let p = MessageParams::parse(Some(&RawJson::from_string(text).unwrap())).unwrap();
+        assert_eq!(p.method, "tools/call");
+        assert_eq!(p.mcp_request_id, Some(serde_json::json!(7)));
+        assert_eq!(serde_json::to_string(&p).unwrap(), text);
+        let connect: ConnectParams =
+            serde_json::from_str(r#"{"acp_url":"acp:u1","session_id":"s1"}"#).unwrap();
+        assert_eq!(connect.session_id.as_deref(), Some("s1"));
+        assert_eq!(
+            connection_of(Some(
+                &RawJson::from_string(r#"{"connection_id":"c9","x":1}"#).unwrap()
+            )),
+            Some("c9".to_owned())
+        );
+        assert!(is_acp_url(&new_url()));
+        assert_ne!(new_url(), new_url());
+    }
+}
