@@ -21,6 +21,10 @@
 //! command = "my-agent --acp"
 //! ```
 //!
+//! A chain file may also say, at its top, how the proxies' MCP servers reach an agent that does
+//! not speak MCP over ACP: `mcp_bridge = "stdio"`, `"http"` or `"auto"` (the default; see
+//! [`BridgeMode`]). `--mcp-bridge` on the command line wins over it.
+//!
 //! A component without a `name` is named after its program's file name — or, when the program
 //! is an interpreter or a launcher (`node`, `python3`, `npx`, `uvx`, `bash -c`, `java -jar`,
 //! …), after the script, module or package it runs: `node /opt/agent.mjs` is `agent.mjs`,
@@ -31,6 +35,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use crate::bridge::BridgeMode;
 
 /// A chain that cannot be run as given.
 #[derive(Debug, thiserror::Error)]
@@ -201,12 +207,17 @@ fn is_interpreter(name: &str) -> bool {
 pub struct Chain {
     /// The components.
     pub components: Vec<Component>,
+    /// How MCP servers over ACP are bridged for the agent, when the chain file says so.
+    pub mcp_bridge: Option<BridgeMode>,
 }
 
 impl Chain {
     /// A chain of these components.
     pub fn new(components: Vec<Component>) -> Chain {
-        Chain { components }
+        Chain {
+            components,
+            mcp_bridge: None,
+        }
     }
 
     /// A chain from command lines, one per component.
@@ -259,6 +270,7 @@ impl Chain {
         struct File {
             #[serde(default)]
             component: Vec<Entry>,
+            mcp_bridge: Option<BridgeMode>,
         }
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -272,6 +284,9 @@ impl Chain {
             cwd: Option<PathBuf>,
         }
         let file: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+        if file.mcp_bridge.is_some() {
+            self.mcp_bridge = file.mcp_bridge;
+        }
         for entry in file.component {
             let position = self.components.len() + 1;
             let mut component =
@@ -389,5 +404,21 @@ mod tests {
             .push_toml("[[component]]\ncommand = \"'\"\n")
             .unwrap_err();
         assert!(err.contains("quotes"), "{err}");
+    }
+
+    #[test]
+    fn a_chain_file_may_choose_the_mcp_bridge() {
+        let mut chain = Chain::default();
+        chain
+            .push_toml("mcp_bridge = \"stdio\"\n[[component]]\ncommand = \"agent\"\n")
+            .unwrap();
+        assert_eq!(chain.mcp_bridge, Some(BridgeMode::Stdio));
+        let err = Chain::default()
+            .push_toml("mcp_bridge = \"carrier-pigeon\"\n")
+            .unwrap_err();
+        assert!(
+            err.contains("carrier-pigeon") || err.contains("unknown variant"),
+            "{err}"
+        );
     }
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::bridge::BridgeMode;
 use crate::chain::Chain;
 use crate::conductor::{Options, run_stdio};
 use crate::launch;
@@ -40,6 +41,13 @@ enum Command {
     /// last is a proxy, the last one is the agent.
     #[command(after_help = EXAMPLES)]
     Agent(AgentArgs),
+    /// The stdio MCP bridge (started by agents, as the conductor tells them in `session/new`):
+    /// connects to the conductor's MCP bridge on 127.0.0.1:PORT with the secret in
+    /// SACP_MCP_BRIDGE_TOKEN and copies MCP messages between it and stdin/stdout.
+    Mcp {
+        /// The port of the conductor's listener for this MCP server.
+        port: u16,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -70,6 +78,13 @@ struct AgentArgs {
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     flush_timeout: humantime::Duration,
 
+    /// How the proxies' MCP servers reach an agent that does not speak MCP over ACP: `stdio`
+    /// (the agent runs `conductor mcp PORT`), `http` (a streamable-HTTP endpoint on 127.0.0.1),
+    /// or `auto`: HTTP when the agent declares `mcpCapabilities.http`, else stdio. Default: the
+    /// chain file's `mcp_bridge`, else `auto`.
+    #[arg(long, value_name = "stdio|http|auto")]
+    mcp_bridge: Option<BridgeMode>,
+
     /// Components as separate words instead of quoted command lines, after `--`, separated
     /// by `--`: `-- proxy --flag -- agent --acp`.
     #[arg(last = true, value_name = "WORDS")]
@@ -92,6 +107,8 @@ impl AgentArgs {
             eof_grace: self.eof_grace.into(),
             flush_timeout: self.flush_timeout.into(),
             launcher: std::env::current_exe().ok(),
+            mcp_bridge: self.mcp_bridge,
+            bridge_program: None,
         };
         Ok((chain, options))
     }
@@ -104,8 +121,11 @@ pub fn main() -> ExitCode {
         return launch::run(argv.collect());
     }
     let cli = Cli::parse();
+    let args = match cli.command {
+        Command::Agent(args) => args,
+        Command::Mcp { port } => return crate::bridge::relay::run(port),
+    };
     init_logging();
-    let Command::Agent(args) = cli.command;
     let (chain, options) = match args.chain() {
         Ok(parsed) => parsed,
         Err(why) => {
@@ -156,8 +176,10 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<(Chain, Options), String> {
         let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
-        let Command::Agent(args) = cli.command;
-        args.chain()
+        match cli.command {
+            Command::Agent(args) => args.chain(),
+            Command::Mcp { .. } => Err("not an agent command line".to_owned()),
+        }
     }
 
     #[test]

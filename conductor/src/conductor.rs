@@ -3,6 +3,9 @@
 //! One event loop owns the [`Router`] and every forwarding decision. Connection tasks hand it
 //! what they read ([`crate::endpoint`]); it routes each message and queues the result on the
 //! destination's writer, so between any two peers messages keep the order they were sent in.
+//! The MCP bridges ([`crate::bridge`]) are one more connection; the loop shows them the
+//! session setups it sends the agent (to bridge their `acp:` entries) and the agent's answers
+//! (to learn the sessions).
 //!
 //! **Ending.** The chain ends when:
 //! - the editor closes the conductor's stdin: the requests it still has in flight get up to
@@ -34,12 +37,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use sacp::jsonrpc::{ByteStream, Error, Transport, code};
+use sacp::jsonrpc::{ByteStream, Error, Message, Transport, code};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::account::{Account, Charge};
+use crate::bridge::{BridgeMode, Bridges};
 use crate::chain::Chain;
 use crate::endpoint::{self, Event, Out, Outbox};
 use crate::process::{self, Tail};
@@ -74,6 +78,12 @@ pub struct Options {
     /// that components die with the conductor even when it is killed. `None` starts them
     /// directly. The `conductor` binary sets its own path.
     pub launcher: Option<PathBuf>,
+    /// How the proxies' MCP servers reach an agent that does not speak MCP over ACP; `None`
+    /// takes the chain's ([`Chain::mcp_bridge`]), else [`BridgeMode::Auto`].
+    pub mcp_bridge: Option<BridgeMode>,
+    /// The `conductor` executable that stdio bridges run as `conductor mcp PORT`; `None`
+    /// takes [`Options::launcher`], else this process's own executable.
+    pub bridge_program: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -84,6 +94,8 @@ impl Default for Options {
             eof_grace: Duration::from_secs(1),
             flush_timeout: Duration::from_secs(5),
             launcher: None,
+            mcp_bridge: None,
+            bridge_program: None,
         }
     }
 }
@@ -194,10 +206,28 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         });
         tracing::debug!(position, name = %component.name, pid, "started");
     }
+    // The MCP bridges are one more connection, after the components'.
+    let (hub_end, router_end) = sacp::jsonrpc::channel();
+    let bridge_conn = outboxes.len();
+    outboxes.push(Some(endpoint::start(
+        bridge_conn,
+        router_end,
+        events_tx.clone(),
+        down.clone(),
+    )));
+    let program = options
+        .bridge_program
+        .clone()
+        .or_else(|| options.launcher.clone())
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| PathBuf::from("conductor"));
+    let mode = options.mcp_bridge.or(chain.mcp_bridge).unwrap_or_default();
+    let bridges = Bridges::new(mode, program, hub_end);
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
     let names = chain.components.iter().map(|c| c.name.clone()).collect();
     let conductor = Conductor {
         router: Router::new(names),
+        bridges,
         members,
         outboxes,
         trace,
@@ -259,6 +289,7 @@ struct Ending {
 
 struct Conductor {
     router: Router,
+    bridges: Bridges,
     /// By position - 1.
     members: Vec<Member>,
     /// By connection; `None` once closed.
@@ -323,6 +354,15 @@ impl Conductor {
                 // The editor has its error answers: nothing of the failed chain follows them.
             }
             Event::Inbound(conn, batch) => {
+                if conn == self.router.agent_conn() && self.bridges.awaits_answers() {
+                    for inbound in &batch {
+                        if let sacp::jsonrpc::Inbound::Message(Message::Response(response)) =
+                            inbound
+                        {
+                            self.bridges.on_answer_from_agent(response);
+                        }
+                    }
+                }
                 if conn != EDITOR
                     && let Some(failing) = &mut self.failing
                 {
@@ -355,6 +395,11 @@ impl Conductor {
             Event::WriteFailed(EDITOR, e) => {
                 tracing::debug!("the editor stopped reading: {e}");
                 self.begin_end(Exit::Clean, false);
+            }
+            Event::Closed(conn, _) | Event::WriteFailed(conn, _)
+                if conn == self.router.bridge_conn() =>
+            {
+                tracing::debug!("the MCP bridges' connection closed");
             }
             Event::Closed(position, error) => {
                 if let Some(e) = error {
@@ -390,14 +435,21 @@ impl Conductor {
         let up = from
             .and_then(|conn| self.outboxes.get(conn)?.as_ref())
             .map(|outbox| outbox.up.clone());
+        let agent = self.router.agent_conn();
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {
             let conn = first.conn;
             let mut messages = Vec::new();
             let (mut up_charge, mut down_charge): (Option<Charge>, Option<Charge>) = (None, None);
-            for delivery in std::iter::once(first).chain(std::iter::from_fn(|| {
+            for mut delivery in std::iter::once(first).chain(std::iter::from_fn(|| {
                 deliveries.next_if(|d| d.conn == conn)
             })) {
+                if conn == agent
+                    && let (Some(mcp), Message::Request(request)) =
+                        (self.router.agent_mcp(), &mut delivery.message)
+                {
+                    self.bridges.on_request_to_agent(request, mcp);
+                }
                 if let Some(trace) = &mut self.trace {
                     trace.record(&self.router, &delivery.hop, &delivery.message);
                 }
@@ -506,6 +558,7 @@ impl Conductor {
         if self.ending.is_some() {
             return;
         }
+        self.bridges.end_all();
         for outbox in self.outboxes.iter_mut().skip(1) {
             if let Some(outbox) = outbox.take() {
                 tokio::spawn(outbox.close());

@@ -9,6 +9,8 @@
 //! - `conductor.rs`: the event loop and the chain's life, from spawning to the last process
 //!   group killed ([`run`]); `endpoint.rs`: each connection's reader and writer, with
 //!   backpressure; `process.rs`: process groups and stderr; `trace.rs`: `--trace`;
+//! - `bridge/`: the MCP bridges (§4) that give an agent which knows nothing of `acp:` URLs
+//!   the proxies' MCP servers, over stdio (`conductor mcp PORT`) or HTTP;
 //! - [`Chain`]: the components, from command lines or a TOML chain file;
 //! - [`cli`]: the `conductor` command line.
 //!
@@ -28,6 +30,7 @@
 #![cfg(unix)]
 
 mod account;
+mod bridge;
 mod chain;
 pub mod cli;
 mod conductor;
@@ -38,5 +41,6 @@ mod route;
 pub mod stderr;
 mod trace;
 
+pub use self::bridge::BridgeMode;
 pub use self::chain::{Chain, ChainError, Component};
 pub use self::conductor::{Exit, Options, run, run_stdio};

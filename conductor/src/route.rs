@@ -78,6 +78,8 @@ pub(crate) enum Node {
     Successor,
     /// The conductor itself (errors it answers).
     Conductor,
+    /// The conductor's MCP bridges, speaking for the agent's MCP clients.
+    Bridge,
 }
 
 /// Where one message goes.
@@ -143,8 +145,12 @@ pub(crate) struct Router {
     proxy_mode: bool,
     /// Set by the editor's first `initialize`: the mode cannot change after it.
     mode_fixed: bool,
-    /// One per connection: the editor's, then the components'.
+    /// One per connection: the editor's, then the components', then the MCP bridges'.
     conns: Vec<Ids>,
+    /// What the agent said of MCP in its `initialize` result.
+    agent_mcp: Option<mcp::AgentMcp>,
+    /// The MCP connections the bridges opened.
+    bridged: std::collections::HashSet<String>,
 }
 
 /// How an arriving request or notification travels.
@@ -166,12 +172,15 @@ struct Resolved {
 impl Router {
     /// A router for components with these names, in chain order.
     pub(crate) fn new(names: Vec<String>) -> Router {
-        let conns = (0..=names.len()).map(|_| Ids::default()).collect();
+        // The editor, the components, and the bridges.
+        let conns = (0..names.len() + 2).map(|_| Ids::default()).collect();
         Router {
             names,
             proxy_mode: false,
             mode_fixed: false,
             conns,
+            agent_mcp: None,
+            bridged: std::collections::HashSet::new(),
         }
     }
 
@@ -185,6 +194,11 @@ impl Router {
         self.names
             .get(position.wrapping_sub(1))
             .map_or("?", String::as_str)
+    }
+
+    /// The agent's connection (the last component's).
+    pub(crate) fn agent_conn(&self) -> Conn {
+        self.n()
     }
 
     fn n(&self) -> usize {
@@ -298,6 +312,11 @@ impl Router {
     fn route(&self, conn: Conn, method: &str) -> Result<Route, Error> {
         let wrapped = envelope::is_envelope(method);
         let (from, dir) = match (conn, wrapped) {
+            // The bridges speak as the agent.
+            (bridge, false) if bridge == self.bridge_conn() => (self.n(), Dir::Up),
+            (bridge, true) if bridge == self.bridge_conn() => {
+                return Err(Error::method_not_found(method));
+            }
             (EDITOR, false) => (0, Dir::Down),
             (EDITOR, true) if self.proxy_mode => (self.n() + 1, Dir::Up),
             (EDITOR, true) => {
@@ -377,10 +396,33 @@ impl Router {
         }
     }
 
-    fn hop(&self, resolved: &Resolved) -> Hop {
+    /// The connection a resolved message is written on: its target's, or the bridges' for
+    /// the owner's `_mcp/*` to a connection they opened.
+    fn target_conn(&self, resolved: &Resolved) -> Conn {
+        let conn = self.conn_of(resolved.to);
+        self.divert(
+            conn,
+            resolved.to,
+            resolved.dir,
+            &resolved.method,
+            resolved.params.as_ref(),
+        )
+    }
+
+    /// The hop of a message from connection `conn` to connection `target`.
+    fn hop_of(&self, conn: Conn, target: Conn, resolved: &Resolved) -> Hop {
+        let bridge = self.bridge_conn();
         Hop {
-            from: self.node(resolved.from),
-            to: self.node(resolved.to),
+            from: if conn == bridge {
+                Node::Bridge
+            } else {
+                self.node(resolved.from)
+            },
+            to: if target == bridge {
+                Node::Bridge
+            } else {
+                self.node(resolved.to)
+            },
             dir: resolved.dir,
             answers: None,
         }
@@ -420,8 +462,8 @@ impl Router {
             initialize = Some((resolved.to, offered));
         }
 
-        let target = self.conn_of(resolved.to);
-        let hop = self.hop(&resolved);
+        let target = self.target_conn(&resolved);
+        let hop = self.hop_of(conn, target, &resolved);
         let ids = &mut self.conns[target];
         ids.last += 1;
         let out_id = ids.last;
@@ -462,8 +504,11 @@ impl Router {
                 return;
             }
         };
-        let target = self.conn_of(resolved.to);
-        let hop = self.hop(&resolved);
+        if conn == self.bridge_conn() && resolved.method == sacp::protocol::mcp::DISCONNECT {
+            self.note_bridge_disconnect(resolved.params.as_ref());
+        }
+        let target = self.target_conn(&resolved);
+        let hop = self.hop_of(conn, target, &resolved);
         let (method, params) = self.on_the_wire(resolved, SUCCESSOR_NOTIFICATION);
         out.push(Delivery {
             conn: target,
@@ -538,9 +583,16 @@ impl Router {
             return None;
         };
         let mut body = response.body;
+        if pending.origin == self.bridge_conn()
+            && &*pending.method == sacp::protocol::mcp::CONNECT
+            && let ResponseBody::Result(result) = &body
+        {
+            self.note_bridge_connect(result);
+        }
         if let (Some((position, offered)), ResponseBody::Result(result)) =
             (pending.initialize, &body)
         {
+            self.note_agent_initialize(position, result);
             if offered && !handshake::accepted(result) {
                 let error = self.refusal(position);
                 tracing::error!("{error}");
@@ -574,12 +626,15 @@ impl Router {
     /// is hop-local and removed; the client of a conductor in proxy mode gets the conductor's
     /// own acceptance.
     fn initialize_result(&self, result: &RawJson, requester: Node) -> RawJson {
-        let rewritten = handshake::withdraw(result).and_then(|result| {
-            if requester == Node::Client && self.proxy_mode {
-                handshake::mark_accepted(result)
-            } else {
-                Ok(result)
+        let rewritten = handshake::withdraw(result).and_then(|result| match requester {
+            Node::Client if self.proxy_mode => handshake::mark_accepted(result),
+            // The editor hears of MCP over ACP only from an agent that speaks it itself.
+            Node::Client => {
+                mcp::with_transport_as(result, self.agent_mcp.is_some_and(|a| a.native))
             }
+            // A proxy's successor speaks MCP over ACP: the conductor bridges for the agent.
+            Node::Component(_) => mcp::with_transport_as(result, true),
+            _ => Ok(result),
         });
         rewritten.unwrap_or_else(|error| {
             tracing::warn!(%error, "passing on an `initialize` result that is not an object");
@@ -618,6 +673,10 @@ impl fmt::Display for PeerName<'_> {
         }
     }
 }
+
+mod mcp;
+
+pub(crate) use self::mcp::AgentMcp;
 
 #[cfg(test)]
 mod proptests;

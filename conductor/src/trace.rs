@@ -47,6 +47,7 @@ impl Trace {
             Node::Client => "editor".to_owned(),
             Node::Successor => "successor".to_owned(),
             Node::Conductor => "conductor".to_owned(),
+            Node::Bridge => "mcp-bridge".to_owned(),
             Node::Component(p) => format!("{p}:{}", router.name(p)),
         };
         let (kind, method, id, payload) = match message {

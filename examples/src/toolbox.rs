@@ -3,7 +3,9 @@
 //! - `echo {text}`: says the text back;
 //! - `add {a, b}`: adds two numbers (a structured result, `{"sum": …}`);
 //! - `whoami`: the ACP session of the call;
-//! - `status`: how many of this proxy's prompt handlers are awaiting the agent right now.
+//! - `status`: how many of this proxy's prompt handlers are awaiting the agent right now;
+//! - `steps {n}`: reports progress `n` times (when the caller asked for progress), then pings
+//!   the caller's MCP client: messages from the server to the client during a call.
 //!
 //! Its prompt handler awaits the agent; the agent calls the tools during that very turn, and
 //! `status` shows it.
@@ -35,6 +37,13 @@ pub struct AddInput {
 pub struct Sum {
     /// `a + b`.
     pub sum: i64,
+}
+
+/// `steps`' input.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct StepsInput {
+    /// How many progress notifications to send.
+    pub n: u32,
 }
 
 /// The tool proxy; see the module docs.
@@ -83,6 +92,21 @@ impl Toolbox {
     async fn status(&self, _cx: &ToolCx) -> sacp::Result<String> {
         let n = self.awaiting.load(Ordering::SeqCst);
         Ok(format!("{n} prompt handler(s) awaiting the agent"))
+    }
+
+    /// Reports progress `n` times, then pings the client.
+    #[tool]
+    async fn steps(&self, input: StepsInput, cx: &ToolCx) -> sacp::Result<String> {
+        for i in 1..=input.n {
+            let message = format!("step {i}");
+            cx.progress(f64::from(i), Some(f64::from(input.n)), Some(&message))
+                .await?;
+        }
+        cx.ping().await?;
+        Ok(format!(
+            "{} steps done, and the client answered a ping",
+            input.n
+        ))
     }
 
     /// Passes the prompt on and awaits the agent's answer.

@@ -172,9 +172,14 @@ fn initialize_offers_the_capability_to_proxies_only_and_hides_it_from_the_editor
         2,
         json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{}}}),
     );
+    // The proxy hears that its successor speaks MCP over ACP: the conductor bridges for the
+    // agent (spec §4).
     assert_eq!(
         (to, &sent["result"]),
-        (1, &json!({"protocolVersion":1,"agentCapabilities":{}}))
+        (
+            1,
+            &json!({"protocolVersion":1,"agentCapabilities":{},"_meta":{"mcp_acp_transport":true}})
+        )
     );
     let (to, sent) = one(
         &mut r,
@@ -246,7 +251,13 @@ fn in_proxy_mode_the_last_component_talks_to_the_outer_conductor() {
         EDITOR,
         json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}),
     );
-    assert_eq!((to, &sent["result"]), (1, &json!({"protocolVersion":1})));
+    assert_eq!(
+        (to, &sent["result"]),
+        (
+            1,
+            &json!({"protocolVersion":1,"_meta":{"mcp_acp_transport":true}})
+        )
+    );
     let (to, sent) = one(
         &mut r,
         1,

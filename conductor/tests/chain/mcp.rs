@@ -16,7 +16,7 @@ fn chain_with_tools(proxies: &[&str]) -> Vec<String> {
 }
 
 /// What the agent said during the last prompt.
-fn said(editor: &Editor) -> Vec<String> {
+pub(crate) fn said(editor: &Editor) -> Vec<String> {
     let start = editor
         .transcript
         .iter()
@@ -42,7 +42,7 @@ async fn the_agent_calls_a_proxys_tools_while_that_proxy_awaits_it() {
 
     let done = editor.prompt(&session, "tools").await;
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
-    assert_eq!(said(&editor), ["tools: echo, add, whoami, status"]);
+    assert_eq!(said(&editor), ["tools: echo, add, whoami, status, steps"]);
 
     // The proxy's prompt handler is awaiting the agent while the agent calls its tool.
     let done = editor.prompt(&session, "call tools status {}").await;
@@ -87,8 +87,8 @@ async fn two_proxies_serve_their_own_tools_and_a_foreign_url_reaches_the_editor(
     assert_eq!(
         said(&editor),
         [
-            "alpha: echo, add, whoami, status",
-            "beta: echo, add, whoami, status"
+            "alpha: echo, add, whoami, status, steps",
+            "beta: echo, add, whoami, status, steps"
         ],
         "each proxy declared its server, in chain order"
     );

@@ -1,4 +1,4 @@
-//! A deterministic ACP agent for tests and benchmarks: `test-agent [--mcp-acp]`; see
+//! A deterministic ACP agent for tests and benchmarks: `test-agent [--mcp-acp|--mcp-http]`; see
 //! `sacp_examples::test_agent`.
 
 use sacp_examples::test_agent::TestAgent;
@@ -9,8 +9,11 @@ async fn main() -> sacp::Result<()> {
     let agent = match std::env::args().nth(1).as_deref() {
         None => TestAgent::default(),
         Some("--mcp-acp") => TestAgent::speaking_mcp_over_acp(),
+        Some("--mcp-http") => TestAgent::with_mcp_over_http(),
         Some(other) => {
-            eprintln!("test-agent: unknown argument {other:?}; expected nothing or --mcp-acp");
+            eprintln!(
+                "test-agent: unknown argument {other:?}; expected nothing, --mcp-acp or --mcp-http"
+            );
             std::process::exit(2);
         }
     };

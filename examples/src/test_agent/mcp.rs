@@ -1,9 +1,25 @@
-//! The test agent's MCP side (`--mcp-acp`): it keeps the `acp:` servers each session is given,
-//! and lists and calls their tools with `sacp::mcp::McpClient`.
+//! The test agent's MCP side: it keeps the MCP servers each session is given, and lists and
+//! calls their tools.
+//!
+//! - `acp:` servers (with `--mcp-acp`, when it speaks MCP over ACP itself) through
+//!   `sacp::mcp::McpClient`;
+//! - stdio and `http` servers — what the conductor's bridges give an agent that does not —
+//!   the way agents people run do it: with a published MCP client, `rmcp` (its child-process
+//!   and streamable-HTTP transports), connected while `session/new` is handled, before it is
+//!   answered.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
+use rmcp::model::{
+    CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken,
+    RequestMetaObject,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
 use sacp::acp::{McpServer, SessionId};
 use sacp::agent::AgentCx;
 use sacp::mcp::McpClient;
@@ -20,26 +36,110 @@ pub(super) fn capability() -> Map<String, Value> {
     meta
 }
 
-/// The MCP servers of each session: `(name, url)`.
+/// What the agent's `rmcp` client does with what servers send it: counts progress
+/// notifications, and answers `ping` (rmcp's own answer).
+#[derive(Debug, Clone, Default)]
+struct Client {
+    progress: Arc<AtomicU64>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        _params: ProgressNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.progress.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// One MCP server of a session.
+#[derive(Clone)]
+enum Server {
+    /// Over ACP (`--mcp-acp`).
+    Acp(String),
+    /// Connected with rmcp, over `via` (`stdio` or `http`).
+    Rmcp {
+        via: &'static str,
+        client: Arc<RunningService<RoleClient, Client>>,
+        progress: Arc<AtomicU64>,
+    },
+    /// A server it could not connect to, and why.
+    Failed(String),
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Server::Acp(url) => write!(f, "Acp({url})"),
+            Server::Rmcp { via, .. } => write!(f, "Rmcp({via})"),
+            Server::Failed(why) => write!(f, "Failed({why})"),
+        }
+    }
+}
+
+/// The MCP servers of each session, by name.
 #[derive(Debug, Default)]
 pub(super) struct Servers {
-    by_session: Mutex<HashMap<String, Vec<(String, String)>>>,
+    /// Whether it speaks MCP over ACP itself (`--mcp-acp`).
+    pub(super) over_acp: bool,
+    by_session: Mutex<HashMap<String, Vec<(String, Server)>>>,
 }
 
 impl Servers {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<(String, String)>>> {
+    /// The servers of an agent that speaks MCP over ACP itself.
+    pub(super) fn over_acp() -> Servers {
+        Servers {
+            over_acp: true,
+            ..Servers::default()
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<(String, Server)>>> {
         self.by_session.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Keeps the `http` servers of a new session (the ones over ACP have `acp:` URLs).
-    pub(super) fn keep(&self, session: &str, servers: &[McpServer]) {
-        let kept = servers
-            .iter()
-            .filter_map(|s| match s {
-                McpServer::Http(http) => Some((http.name.clone(), http.url.clone())),
-                _ => None,
-            })
-            .collect();
+    /// Keeps the servers of a new session: `acp:` ones when it speaks MCP over ACP; stdio and
+    /// `http` ones connected with rmcp at once (and their tools listed), as agents do.
+    pub(super) async fn keep(&self, session: &str, servers: &[McpServer]) {
+        let mut kept = Vec::new();
+        for server in servers {
+            let (name, connected) = match server {
+                McpServer::Http(http) if sacp::protocol::mcp::is_acp_url(&http.url) => {
+                    if !self.over_acp {
+                        continue;
+                    }
+                    (http.name.clone(), Server::Acp(http.url.clone()))
+                }
+                McpServer::Http(http) => {
+                    let mut config =
+                        StreamableHttpClientTransportConfig::with_uri(http.url.clone());
+                    for header in &http.headers {
+                        if header.name.eq_ignore_ascii_case("authorization")
+                            && let Some(token) = header.value.strip_prefix("Bearer ")
+                        {
+                            config = config.auth_header(token);
+                        }
+                    }
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    (http.name.clone(), start("http", transport).await)
+                }
+                McpServer::Stdio(stdio) => {
+                    let mut command = tokio::process::Command::new(&stdio.command);
+                    command.args(&stdio.args);
+                    for var in &stdio.env {
+                        command.env(&var.name, &var.value);
+                    }
+                    let server = match TokioChildProcess::new(command) {
+                        Ok(transport) => start("stdio", transport).await,
+                        Err(e) => Server::Failed(format!("cannot start {}: {e}", stdio.command)),
+                    };
+                    (stdio.name.clone(), server)
+                }
+                _ => continue,
+            };
+            kept.push((name, connected));
+        }
         self.lock().insert(session.to_owned(), kept);
     }
 
@@ -50,28 +150,42 @@ impl Servers {
         match words.as_slice() {
             ["tools"] => {
                 let mut lines = Vec::new();
-                for (name, url) in servers.iter().filter(|(_, url)| url.starts_with("acp:")) {
-                    lines.push(match list(cx, session, url).await {
+                for (name, server) in &servers {
+                    lines.push(match list(cx, session, server).await {
                         Ok(tools) => format!("{name}: {}", tools.join(", ")),
-                        Err(e) => format!("{name}: cannot list its tools: {}", e.message),
+                        Err(e) => format!("{name}: cannot list its tools: {e}"),
                     });
                 }
                 if lines.is_empty() {
-                    lines.push("no MCP servers over ACP".to_owned());
+                    lines.push("no MCP servers".to_owned());
                 }
                 lines
             }
-            ["call", server, tool, arguments] => {
-                let Some((_, url)) = servers.iter().find(|(name, _)| name == server) else {
-                    return vec![format!("no MCP server named {server}")];
+            ["call", name, tool, arguments] => {
+                let Some((_, server)) = servers.iter().find(|(n, _)| n == name) else {
+                    return vec![format!("no MCP server named {name}")];
                 };
                 let arguments = match serde_json::from_str::<Value>(arguments) {
                     Ok(Value::Object(map)) => map,
                     _ => return vec![format!("the arguments must be a JSON object: {arguments}")],
                 };
-                vec![match call(cx, session, url, tool, arguments).await {
-                    Ok(said) => format!("{server}.{tool}: {said}"),
-                    Err(e) => format!("{server}.{tool} failed: {}", e.message),
+                vec![match call(cx, session, server, tool, arguments).await {
+                    Ok(said) => format!("{name}.{tool}: {said}"),
+                    Err(e) => format!("{name}.{tool} failed: {e}"),
+                }]
+            }
+            ["mcp-request", connection, method] => {
+                let params = serde_json::json!({"connection_id": connection, "method": method});
+                let asked = sacp::jsonrpc::RawJson::to_raw(&params).map(|params| {
+                    cx.client()
+                        .request_raw(sacp::protocol::mcp::REQUEST, Some(params))
+                });
+                vec![match asked {
+                    Ok(pending) => match pending.await {
+                        Ok(answer) => format!("{method} on {connection}: {}", answer.as_str()),
+                        Err(e) => format!("{method} on {connection} failed: {}", e.message),
+                    },
+                    Err(e) => format!("cannot ask: {}", e.message),
                 }]
             }
             ["connect", url] => vec![match McpClient::connect(cx, url, Some(session)).await {
@@ -86,35 +200,106 @@ impl Servers {
     }
 }
 
-async fn list(cx: &AgentCx, session: &SessionId, url: &str) -> sacp::Result<Vec<String>> {
-    let client = McpClient::connect(cx, url, Some(session)).await?;
-    let tools = client.list_tools().await;
-    client.close().await;
-    Ok(tools?.into_iter().map(|t| t.name).collect())
+/// Connects rmcp's client over `transport` and lists the server's tools, as agents do when a
+/// session starts.
+async fn start<T, E, A>(via: &'static str, transport: T) -> Server
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let handler = Client::default();
+    let progress = handler.progress.clone();
+    match handler.serve(transport).await {
+        Ok(client) => match client.list_all_tools().await {
+            Ok(_) => Server::Rmcp {
+                via,
+                client: Arc::new(client),
+                progress,
+            },
+            Err(e) => Server::Failed(format!("cannot list the tools over {via}: {e}")),
+        },
+        Err(e) => Server::Failed(format!("cannot connect over {via}: {e}")),
+    }
+}
+
+async fn list(cx: &AgentCx, session: &SessionId, server: &Server) -> Result<Vec<String>, String> {
+    match server {
+        Server::Acp(url) => {
+            let client = McpClient::connect(cx, url, Some(session))
+                .await
+                .map_err(|e| e.message)?;
+            let tools = client.list_tools().await;
+            client.close().await;
+            Ok(tools
+                .map_err(|e| e.message)?
+                .into_iter()
+                .map(|t| t.name)
+                .collect())
+        }
+        Server::Rmcp { via, client, .. } => {
+            let tools = client.list_all_tools().await.map_err(|e| e.to_string())?;
+            let names: Vec<String> = tools.into_iter().map(|t| t.name.into_owned()).collect();
+            Ok(vec![format!("{} (over {via})", names.join(", "))])
+        }
+        Server::Failed(why) => Err(why.clone()),
+    }
 }
 
 async fn call(
     cx: &AgentCx,
     session: &SessionId,
-    url: &str,
+    server: &Server,
     tool: &str,
     arguments: Map<String, Value>,
-) -> sacp::Result<String> {
-    let client = McpClient::connect(cx, url, Some(session)).await?;
-    let result = client.call_tool(tool, Some(arguments)).await;
-    client.close().await;
-    let result = result?;
-    let text: Vec<String> = result
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::TextContent(t) => t.text.clone(),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    let mut said = text.join(" ");
-    if result.is_error == Some(true) {
-        said.push_str(" (error)");
+) -> Result<String, String> {
+    match server {
+        Server::Acp(url) => {
+            let client = McpClient::connect(cx, url, Some(session))
+                .await
+                .map_err(|e| e.message)?;
+            let result = client.call_tool(tool, Some(arguments)).await;
+            client.close().await;
+            let result = result.map_err(|e| e.message)?;
+            let text: Vec<String> = result
+                .content
+                .iter()
+                .map(|block| match block {
+                    ContentBlock::TextContent(t) => t.text.clone(),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            let mut said = text.join(" ");
+            if result.is_error == Some(true) {
+                said.push_str(" (error)");
+            }
+            Ok(said)
+        }
+        Server::Rmcp {
+            via,
+            client,
+            progress,
+        } => {
+            let before = progress.load(Ordering::SeqCst);
+            let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+            params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+                NumberOrString::Number(1),
+            )));
+            let result = client.call_tool(params).await.map_err(|e| e.to_string())?;
+            let text: Vec<String> = result
+                .content
+                .iter()
+                .map(|block| match block.as_text() {
+                    Some(t) => t.text.clone(),
+                    None => format!("{block:?}"),
+                })
+                .collect();
+            let mut said = text.join(" ");
+            if result.is_error == Some(true) {
+                said.push_str(" (error)");
+            }
+            let progress = progress.load(Ordering::SeqCst) - before;
+            Ok(format!("{said} [over {via}; {progress} progress]"))
+        }
+        Server::Failed(why) => Err(why.clone()),
     }
-    Ok(said)
 }

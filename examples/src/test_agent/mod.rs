@@ -15,15 +15,19 @@
 //! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3) |
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //!
-//! With `--mcp-acp` (see [`TestAgent::speaking_mcp_over_acp`]) it says in `initialize` that it
-//! speaks MCP over ACP itself (`_meta.mcp_acp_transport: true`), keeps the MCP servers each
-//! session is given, and has three more keywords (see the `mcp` module):
+//! It is also an MCP client (see the `mcp` module). It connects to the stdio and `http` MCP
+//! servers each session is given while it handles `session/new`, with `rmcp`, as agents people
+//! run do; with `--mcp-http` it declares `mcpCapabilities.http` (so a conductor bridges over
+//! HTTP); with `--mcp-acp` (see [`TestAgent::speaking_mcp_over_acp`]) it says in `initialize`
+//! that it speaks MCP over ACP itself (`_meta.mcp_acp_transport: true`) and uses the `acp:`
+//! servers directly. Three more keywords:
 //!
 //! | prompt | what the agent does |
 //! |---|---|
-//! | `tools` | lists the tools of each `acp:` server of the session: `NAME: tool, tool` |
-//! | `call NAME TOOL JSON` | calls `TOOL` of server `NAME` with the arguments `JSON`, says the result |
-//! | `connect URL` | opens an MCP connection to `URL`, says whether it could |
+//! | `tools` | lists the tools of each MCP server of the session: `NAME: tool, tool` |
+//! | `call NAME TOOL JSON` | calls `TOOL` of server `NAME` with the arguments `JSON`, says the result (for stdio and HTTP servers also the transport and the progress notifications it got: `[over stdio; 3 progress]`) |
+//! | `connect URL` | opens an MCP connection over ACP to `URL`, says whether it could |
+//! | `mcp-request ID METHOD` | sends `_mcp/request` for connection `ID` (which may not exist) to its client, says the answer |
 //!
 //! Handlers run concurrently: a session that waits or sleeps never holds up another.
 
@@ -31,9 +35,10 @@ mod mcp;
 
 use sacp::acp::{
     AgentCapabilities, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
-    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest,
-    PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionNotification, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
+    PromptRequest, PromptResponse, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ToolCallUpdate,
 };
 use sacp::agent::AgentCx;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,15 +47,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug, Default)]
 pub struct TestAgent {
     sessions: AtomicU64,
-    /// The MCP servers of each session, when it speaks MCP over ACP.
-    mcp: Option<mcp::Servers>,
+    /// The MCP servers of each session.
+    mcp: mcp::Servers,
+    /// Whether it declares `mcpCapabilities.http`.
+    mcp_http: bool,
 }
 
 impl TestAgent {
     /// The agent that speaks MCP over ACP itself (`test-agent --mcp-acp`).
     pub fn speaking_mcp_over_acp() -> Self {
         TestAgent {
-            mcp: Some(mcp::Servers::default()),
+            mcp: mcp::Servers::over_acp(),
+            ..TestAgent::default()
+        }
+    }
+
+    /// The agent that declares `mcpCapabilities.http` (`test-agent --mcp-http`).
+    pub fn with_mcp_over_http() -> Self {
+        TestAgent {
+            mcp_http: true,
             ..TestAgent::default()
         }
     }
@@ -64,11 +79,15 @@ impl TestAgent {
         req: InitializeRequest,
         _cx: &AgentCx,
     ) -> sacp::Result<InitializeResponse> {
-        let answer = InitializeResponse::new(req.protocol_version)
-            .agent_capabilities(AgentCapabilities::default());
-        Ok(match &self.mcp {
-            Some(_) => answer.meta(mcp::capability()),
-            None => answer,
+        let mut capabilities = AgentCapabilities::default();
+        if self.mcp_http {
+            capabilities = capabilities.mcp_capabilities(McpCapabilities::default().http(true));
+        }
+        let answer = InitializeResponse::new(req.protocol_version).agent_capabilities(capabilities);
+        Ok(if self.mcp.over_acp {
+            answer.meta(mcp::capability())
+        } else {
+            answer
         })
     }
 
@@ -80,9 +99,7 @@ impl TestAgent {
     ) -> sacp::Result<NewSessionResponse> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let session = format!("session-{n}");
-        if let Some(servers) = &self.mcp {
-            servers.keep(&session, &req.mcp_servers);
-        }
+        self.mcp.keep(&session, &req.mcp_servers).await;
         Ok(NewSessionResponse::new(session))
     }
 
@@ -132,11 +149,9 @@ impl TestAgent {
                 }
                 say(format!("made {lines} lines of noise")).await?;
             }
-            ["tools", ..] | ["call", ..] | ["connect", ..] if self.mcp.is_some() => {
-                if let (Some(servers), Some(text)) = (&self.mcp, first) {
-                    for line in servers.run(cx, &session, text).await {
-                        say(line).await?;
-                    }
+            ["tools", ..] | ["call", ..] | ["connect", ..] | ["mcp-request", ..] => {
+                for line in self.mcp.run(cx, &session, first.unwrap_or_default()).await {
+                    say(line).await?;
                 }
             }
             ["sleep", ms] => {

@@ -111,6 +111,17 @@ impl Message {
         }
     }
 
+    /// Reads one message from its JSON text (a line, an HTTP body): the message, or the error
+    /// response to answer it with (with the request's id when it could be read).
+    pub fn parse(text: &[u8]) -> Result<Message, Response> {
+        match parse_line(&Bytes::copy_from_slice(text)) {
+            Parsed::Message(message) => Ok(message),
+            Parsed::Invalid { id, error } | Parsed::BadResponse { id, error } => {
+                Err(Response::error(id, &error))
+            }
+        }
+    }
+
     /// The size of the payload (`params`, `result` or `error`) in bytes: what the message
     /// costs against a budget, besides its envelope.
     pub(crate) fn payload_len(&self) -> usize {

@@ -1,0 +1,317 @@
+//! MCP bridges (spec §4): the proxies' MCP servers (`acp:` URLs) for an agent that knows
+//! nothing of MCP over ACP.
+//!
+//! When the agent's `initialize` result lacks `_meta.mcp_acp_transport`, each `acp:` entry of
+//! a `session/new`, `session/load` or `session/resume` on its way to the agent becomes
+//! - with [`BridgeMode::Http`], or [`BridgeMode::Auto`] and an agent that declared
+//!   `mcpCapabilities.http`: an `http` entry for the conductor's streamable-HTTP endpoint on
+//!   127.0.0.1 (`http.rs`), with a bearer secret in its headers;
+//! - otherwise: a stdio entry that runs `conductor mcp PORT` with a secret in its environment,
+//!   PORT being a loopback listener of the entry's own (`stdio.rs`; the process is `relay.rs`).
+//!
+//! Either way each MCP connection the agent's client opens becomes one MCP connection over
+//! ACP, opened by the bridges as if they were the agent (`hub.rs`; the router sends the owner's
+//! `_mcp/*` for it to them, see `route/mcp.rs`). The request is never held back: listeners
+//! serve from the moment the rewritten entry is forwarded, and connections opened before the
+//! agent answered `session/new` go without a session id (the owner knows the session by the
+//! URL anyway). An entry ends with its session (`session/close`, `session/delete`, a failed
+//! `session/new`) and with the conductor; a bridge process ends when its socket closes.
+
+mod http;
+mod hub;
+pub(crate) mod relay;
+mod stdio;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use sacp::acp::{EnvVariable, HttpHeader, McpServer, McpServerHttp, McpServerStdio};
+use sacp::jsonrpc::{Id, RawJson, Request, Response, ResponseBody, Transport};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use self::hub::Hub;
+use crate::route::AgentMcp;
+
+/// The environment variable that carries a stdio bridge's secret.
+pub(crate) const TOKEN_ENV: &str = "SACP_MCP_BRIDGE_TOKEN";
+
+/// How the conductor bridges MCP servers over ACP for an agent that does not speak it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BridgeMode {
+    /// HTTP when the agent declared `mcpCapabilities.http`, stdio otherwise.
+    #[default]
+    Auto,
+    /// Always the stdio bridge (`conductor mcp PORT`).
+    Stdio,
+    /// Always the HTTP bridge.
+    Http,
+}
+
+impl std::str::FromStr for BridgeMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(BridgeMode::Auto),
+            "stdio" => Ok(BridgeMode::Stdio),
+            "http" => Ok(BridgeMode::Http),
+            other => Err(format!(
+                "unknown MCP bridge {other:?}: expected stdio, http or auto"
+            )),
+        }
+    }
+}
+
+/// One bridged `acp:` entry of one session.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// Names it in the HTTP bridge's paths.
+    id: String,
+    /// The MCP server's name, as the entry gave it.
+    name: String,
+    acp_url: String,
+    secret: String,
+    session: Mutex<Option<String>>,
+    /// Fired when its session (or the conductor) ends.
+    ended: CancellationToken,
+}
+
+impl Entry {
+    fn new(name: String, acp_url: String, session: Option<String>) -> Arc<Entry> {
+        let random = || uuid::Uuid::new_v4().simple().to_string();
+        Arc::new(Entry {
+            id: random(),
+            name,
+            acp_url,
+            secret: format!("{}{}", random(), random()),
+            session: Mutex::new(session),
+            ended: CancellationToken::new(),
+        })
+    }
+
+    /// The ACP session, once known.
+    fn session_id(&self) -> Option<String> {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn bind(&self, session: &str) {
+        *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.to_owned());
+    }
+
+    /// Whether `presented` is the secret (in time that does not depend on where they differ).
+    fn secret_is(&self, presented: &[u8]) -> bool {
+        let secret = self.secret.as_bytes();
+        presented.len() == secret.len()
+            && presented
+                .iter()
+                .zip(secret)
+                .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+                == 0
+    }
+}
+
+/// The methods whose `mcpServers` are bridged.
+const SESSION_SETUP: [&str; 3] = ["session/new", "session/load", "session/resume"];
+/// The methods that end a session.
+const SESSION_END: [&str; 2] = ["session/close", "session/delete"];
+
+/// The conductor's MCP bridges.
+#[derive(Debug)]
+pub(crate) struct Bridges {
+    mode: BridgeMode,
+    /// What runs `conductor mcp PORT`.
+    program: PathBuf,
+    hub: Hub,
+    http: Option<http::Server>,
+    /// Session setups sent to the agent and not answered yet, by their id on the agent's
+    /// connection: their entries, and whether the answer names the session (`session/new`).
+    setups: HashMap<Id, (Vec<Arc<Entry>>, bool)>,
+    sessions: HashMap<String, Vec<Arc<Entry>>>,
+}
+
+impl Bridges {
+    /// The bridges, talking to the router over `transport`.
+    pub(crate) fn new(mode: BridgeMode, program: PathBuf, transport: impl Transport) -> Bridges {
+        Bridges {
+            mode,
+            program,
+            hub: Hub::start(transport),
+            http: None,
+            setups: HashMap::new(),
+            sessions: HashMap::new(),
+        }
+    }
+
+    /// Looks at a request on its way to an agent that said `agent` of MCP: bridges the
+    /// `acp:` entries of a session setup, ends the entries of a session that ends.
+    pub(crate) fn on_request_to_agent(&mut self, request: &mut Request, agent: AgentMcp) {
+        let method = request.method.as_str();
+        if SESSION_END.contains(&method) {
+            if let Some(session) = session_of(request.params.as_ref()) {
+                self.end(&session);
+            }
+            return;
+        }
+        if agent.native || !SESSION_SETUP.contains(&method) {
+            return;
+        }
+        let Some(params) = &request.params else {
+            return;
+        };
+        let Ok(mut value) = params.parse::<Map<String, Value>>() else {
+            return;
+        };
+        let known = value
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let Some(Value::Array(servers)) = value.get_mut("mcpServers") else {
+            return;
+        };
+        let mut entries = Vec::new();
+        for server in servers.iter_mut() {
+            let acp = match serde_json::from_value::<McpServer>(server.clone()) {
+                Ok(McpServer::Http(http)) if sacp::protocol::mcp::is_acp_url(&http.url) => http,
+                _ => continue,
+            };
+            let entry = Entry::new(acp.name.clone(), acp.url, known.clone());
+            match self.bridge(&entry, agent) {
+                Ok(rewritten) => match serde_json::to_value(rewritten) {
+                    Ok(rewritten) => {
+                        *server = rewritten;
+                        entries.push(entry);
+                    }
+                    Err(e) => tracing::error!("cannot write a bridged MCP entry: {e}"),
+                },
+                Err(e) => tracing::error!(
+                    server = %acp.name,
+                    "cannot bridge the MCP server for the agent: {e}"
+                ),
+            }
+        }
+        if entries.is_empty() {
+            return;
+        }
+        match RawJson::to_raw(&value) {
+            Ok(rewritten) => {
+                request.params = Some(rewritten);
+                self.setups
+                    .insert(request.id.clone(), (entries, known.is_none()));
+            }
+            Err(e) => {
+                tracing::error!("cannot write the bridged {method}: {e}");
+                for entry in entries {
+                    entry.ended.cancel();
+                }
+            }
+        }
+    }
+
+    /// Whether answers from the agent matter to the bridges.
+    pub(crate) fn awaits_answers(&self) -> bool {
+        !self.setups.is_empty()
+    }
+
+    /// Looks at an answer from the agent: a session setup's entries learn their session, or
+    /// end with a failed setup.
+    pub(crate) fn on_answer_from_agent(&mut self, response: &Response) {
+        let Some((entries, named)) = self.setups.remove(&response.id) else {
+            return;
+        };
+        let session = match &response.body {
+            ResponseBody::Result(result) if named => session_of(Some(result)),
+            ResponseBody::Result(_) => entries.first().and_then(|e| e.session_id()),
+            ResponseBody::Error(_) => None,
+        };
+        let Some(session) = session else {
+            for entry in entries {
+                entry.ended.cancel();
+            }
+            return;
+        };
+        for entry in &entries {
+            entry.bind(&session);
+        }
+        self.sessions.entry(session).or_default().extend(entries);
+    }
+
+    /// Ends the entries of `session`.
+    fn end(&mut self, session: &str) {
+        for entry in self.sessions.remove(session).into_iter().flatten() {
+            entry.ended.cancel();
+        }
+    }
+
+    /// Ends every entry.
+    pub(crate) fn end_all(&mut self) {
+        let sessions: Vec<String> = self.sessions.keys().cloned().collect();
+        for session in sessions {
+            self.end(&session);
+        }
+        for (_, (entries, _)) in self.setups.drain() {
+            for entry in entries {
+                entry.ended.cancel();
+            }
+        }
+    }
+
+    /// Starts serving `entry` the way the mode and the agent say; the entry that replaces it.
+    fn bridge(&mut self, entry: &Arc<Entry>, agent: AgentMcp) -> std::io::Result<McpServer> {
+        let http = match self.mode {
+            BridgeMode::Auto => agent.http,
+            BridgeMode::Stdio => false,
+            BridgeMode::Http => true,
+        };
+        if http {
+            let server = match &mut self.http {
+                Some(server) => server,
+                None => self.http.insert(http::Server::start(self.hub.clone())?),
+            };
+            let url = server.serve(entry.clone());
+            tracing::debug!(server = %entry.name, %url, "bridging over HTTP");
+            return Ok(McpServer::Http(McpServerHttp {
+                headers: vec![HttpHeader {
+                    meta: None,
+                    name: "Authorization".to_owned(),
+                    value: format!("Bearer {}", entry.secret),
+                }],
+                meta: None,
+                name: entry.name.clone(),
+                url,
+            }));
+        }
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        tokio::spawn(stdio::serve(listener, entry.clone(), self.hub.clone()));
+        tracing::debug!(server = %entry.name, port, "bridging over stdio");
+        Ok(McpServer::Stdio(McpServerStdio {
+            args: vec![relay::SUBCOMMAND.to_owned(), port.to_string()],
+            command: self.program.to_string_lossy().into_owned(),
+            env: vec![EnvVariable {
+                meta: None,
+                name: TOKEN_ENV.to_owned(),
+                value: entry.secret.clone(),
+            }],
+            meta: None,
+            name: entry.name.clone(),
+        }))
+    }
+}
+
+/// The `sessionId` of params or a result.
+fn session_of(raw: Option<&RawJson>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        #[serde(rename = "sessionId")]
+        session_id: String,
+    }
+    raw?.parse::<Named>().ok().map(|n| n.session_id)
+}
