@@ -3,21 +3,29 @@
 //! - [`audit`]: a proxy whose prompt handler awaits the agent while its permission handler asks
 //!   the editor, in the same turn (`audit-proxy`).
 //! - [`bins`]: finds (and builds) the workspace's binaries for tests, benchmarks and demos.
-//! - `chain-demo` (the README's main job): a scripted editor driving the conductor with
-//!   `passthrough-proxy`, `prefix-proxy` and `test-agent`.
+//! - `chain-demo` (the README's main job): a scripted editor driving
+//!   `conductor agent sparkle test-agent` (Sparkle is the `sparkle` package, next door).
+//! - [`context`]: a proxy that puts a text in front of every prompt (`context-proxy`).
 //! - [`demo`]: a tiny agent/client protocol used by the `jsonrpc-demo` binary and by the
 //!   child-process tests.
+//! - [`logger`]: a proxy that writes a JSON line per message it sees to a file
+//!   (`logging-proxy`), written against the `Proxy` trait without the macro.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`.
-//! - [`test_agent`]: a deterministic agent driven by keywords in its prompts (`test-agent`); with
-//!   `--mcp-acp` it calls the tools of the MCP servers it is given.
+//! - [`test_agent`]: a deterministic agent written with `#[sacp::agent]`, driven by keywords in
+//!   its prompts (`test-agent`); an MCP client too (rmcp for stdio and HTTP servers, MCP over
+//!   ACP with `--mcp-acp`), it calls the tools of the servers it is given.
 //! - [`toolbox`]: a proxy that gives the agent tools (`tool-proxy`).
 
 #![forbid(unsafe_code)]
 
 pub mod audit;
+#[doc = include_str!("../../docs/guide.md")]
+pub mod guide {}
 pub mod bins;
+pub mod context;
 pub mod demo;
+pub mod logger;
 pub mod prefix;
 pub mod test_agent;
 pub mod toolbox;

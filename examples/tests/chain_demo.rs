@@ -20,11 +20,15 @@ fn the_chain_demo_runs_the_whole_script() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
     for line in [
-        "agent says \"» Hello through the chain!\"",
-        "agent says \"» chunk 3\"",
+        "agent calls the tool sparkle.embody_sparkle",
+        "agent thinks \"[sparkle] sparkle.embody_sparkle: You are Sparkle",
+        "(through the conductor's stdio MCP bridge)",
+        "agent says \"Hello! Who are you?\"",
+        "agent calls the tool sparkle.save_insight",
+        r#"agent says "sparkle.save_insight: {\"insights\":1} [over stdio; 0 progress]""#,
+        r#"agent says "sparkle.list_insights: {\"insights\":[{\"topic\":\"chains\",\"insight\":\"proxies compose\""#,
         "agent asks permission to \"write a file\"; editor allows",
-        "agent says \"» permission: allow\"",
-        "agent says \"» read: notes from the editor's buffer\"",
+        "agent says \"permission: allow\"",
         "conductor exited: exit status: 0",
     ] {
         assert!(

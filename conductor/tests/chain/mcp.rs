@@ -15,7 +15,7 @@ fn chain_with_tools(proxies: &[&str]) -> Vec<String> {
     args
 }
 
-/// What the agent said during the last prompt.
+/// What the agent said (its message chunks) during the last prompt.
 pub(crate) fn said(editor: &Editor) -> Vec<String> {
     let start = editor
         .transcript
@@ -25,12 +25,14 @@ pub(crate) fn said(editor: &Editor) -> Vec<String> {
     editor.transcript[start..]
         .iter()
         .filter_map(|l| l.strip_prefix("notification session/update "))
-        .map(|update| {
+        .filter_map(|update| {
             let update: serde_json::Value = serde_json::from_str(update).unwrap();
-            update["update"]["content"]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
+            (update["update"]["sessionUpdate"] == "agent_message_chunk").then(|| {
+                update["update"]["content"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
         })
         .collect()
 }

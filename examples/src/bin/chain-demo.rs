@@ -1,6 +1,8 @@
-//! The README's main job: a scripted editor runs `conductor agent passthrough-proxy
-//! "prefix-proxy '» '" test-agent`, the binaries of this workspace, as its agent, and prints
-//! what it sends and what comes back.
+//! The README's main job: a scripted editor runs `conductor agent sparkle test-agent`, the
+//! binaries of this workspace, as its agent, and prints the conversation: its prompts, what
+//! the agent streams back, its tool calls, and which MCP bridge carried them. The test agent
+//! knows nothing of MCP over ACP, so it reaches Sparkle's tools through the conductor's stdio
+//! bridge (`conductor mcp PORT`, started by the agent's own MCP client, rmcp).
 //!
 //! ```text
 //! cargo run -p sacp-examples --bin chain-demo
@@ -50,25 +52,10 @@ async fn ask<T>(
 }
 
 async fn run() -> Result<(), String> {
-    let dir = sacp_examples::bins::built(&["sacp-conductor", "sacp-examples"])?;
+    let dir = sacp_examples::bins::built(&["sacp-conductor", "sacp-examples", "sparkle"])?;
     let bin = |name: &str| dir.join(name).to_string_lossy().into_owned();
-    let args = [
-        "agent".to_owned(),
-        bin("passthrough-proxy"),
-        format!("{} '» '", bin("prefix-proxy")),
-        bin("test-agent"),
-    ];
-    let shown: Vec<String> = args
-        .iter()
-        .map(|a| {
-            if a.contains(' ') {
-                format!("{a:?}")
-            } else {
-                a.clone()
-            }
-        })
-        .collect();
-    println!("$ conductor {}\n", shown.join(" "));
+    let args = ["agent".to_owned(), bin("sparkle"), bin("test-agent")];
+    println!("$ conductor {}\n", args.join(" "));
     let mut conductor = tokio::process::Command::new(bin("conductor"))
         .args(&args)
         .stdin(Stdio::piped())
@@ -100,22 +87,31 @@ async fn run() -> Result<(), String> {
         editor.request(NewSessionRequest::new("/tmp", vec![])),
     )
     .await?;
-    println!("        <- session {}", session.session_id);
+    println!(
+        "        <- session {} (Sparkle added its `sparkle` MCP server on the way)",
+        session.session_id
+    );
 
-    for text in [
-        "Hello through the chain!",
-        "stream 3",
-        "permission",
-        "read /demo/notes.txt",
+    for (text, why) in [
+        (
+            "Hello! Who are you?",
+            "the session's first prompt: Sparkle embodies the agent first",
+        ),
+        (
+            r#"call sparkle save_insight {"topic":"chains","insight":"proxies compose","tags":["sacp"]}"#,
+            "a tool with a structured input",
+        ),
+        ("call sparkle list_insights {}", "the session's notebook"),
+        ("permission", "the agent asks the editor, through Sparkle"),
     ] {
-        println!("editor -> session/prompt {text:?}");
+        println!("\neditor -> session/prompt {text:?}   ({why})");
         let prompt = vec![ContentBlock::Text(TextContent::new(text))];
         let request = PromptRequest::new(session.session_id.clone(), prompt);
         let done = ask("session/prompt", editor.request(request)).await?;
         println!("        <- stop reason {:?}", done.stop_reason);
     }
 
-    println!("editor closes the conductor's stdin");
+    println!("\neditor closes the conductor's stdin");
     editor.close();
     let status = tokio::time::timeout(PATIENCE, conductor.wait())
         .await
@@ -128,14 +124,46 @@ async fn run() -> Result<(), String> {
         .ok_or_else(|| format!("the conductor failed ({status})"))
 }
 
+/// A content block as the demo prints it; the bridge the agent's MCP client went through shows
+/// at the end of a tool's result (`[over stdio; …]`).
+fn shown(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(text) => {
+            let via = ["stdio", "http"]
+                .into_iter()
+                .find(|via| text.text.contains(&format!("[over {via};")));
+            match via {
+                Some(via) => format!(
+                    "{:?}\n           (through the conductor's {via} MCP bridge)",
+                    text.text
+                ),
+                None => format!("{:?}", text.text),
+            }
+        }
+        other => format!("{other:?}"),
+    }
+}
+
 /// What the scripted editor does when the agent side talks to it.
 fn editor() -> Router {
     Router::new()
         .on_notification(|n: SessionNotification, _| async move {
-            if let SessionUpdate::AgentMessageChunk(chunk) = n.update
-                && let ContentBlock::Text(text) = chunk.content
-            {
-                println!("        <- agent says {:?}", text.text);
+            match n.update {
+                SessionUpdate::AgentMessageChunk(chunk) => {
+                    println!("        <- agent says {}", shown(&chunk.content));
+                }
+                SessionUpdate::AgentThoughtChunk(chunk) => {
+                    println!("        <- agent thinks {}", shown(&chunk.content));
+                }
+                SessionUpdate::ToolCall(call) => {
+                    println!("        <- agent calls the tool {}", call.title);
+                }
+                SessionUpdate::ToolCallUpdate(update) => {
+                    if let Some(status) = update.status {
+                        println!("        <- the tool call is {status:?}");
+                    }
+                }
+                _ => {}
             }
             Ok(())
         })

@@ -20,7 +20,10 @@ use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
-use sacp::acp::{McpServer, SessionId};
+use sacp::acp::{
+    McpServer, SessionId, SessionNotification, SessionUpdate, ToolCall, ToolCallStatus,
+    ToolCallUpdate,
+};
 use sacp::agent::AgentCx;
 use sacp::mcp::McpClient;
 use sacp::schema::mcp::ContentBlock;
@@ -84,6 +87,26 @@ pub(super) struct Servers {
     /// Whether it speaks MCP over ACP itself (`--mcp-acp`).
     pub(super) over_acp: bool,
     by_session: Mutex<HashMap<String, Vec<(String, Server)>>>,
+    /// Tool calls made, to name them.
+    calls: AtomicU64,
+}
+
+/// The tool named by an instruction "Call the `TOOL` tool of the `SERVER` MCP server" in a
+/// prompt — what a model would follow: `(SERVER, TOOL)`.
+pub(super) fn instruction(text: &str) -> Option<(String, String)> {
+    let (_, rest) = text.split_once("Call the `")?;
+    let (tool, rest) = rest.split_once('`')?;
+    let rest = rest.strip_prefix(" tool of the `")?;
+    let (server, rest) = rest.split_once('`')?;
+    rest.starts_with(" MCP server")
+        .then(|| (server.to_owned(), tool.to_owned()))
+}
+
+async fn tell(cx: &AgentCx, session: &SessionId, update: SessionUpdate) {
+    let _ = cx
+        .client()
+        .notify(SessionNotification::new(session.clone(), update))
+        .await;
 }
 
 impl Servers {
@@ -169,7 +192,21 @@ impl Servers {
                     Ok(Value::Object(map)) => map,
                     _ => return vec![format!("the arguments must be a JSON object: {arguments}")],
                 };
-                vec![match call(cx, session, server, tool, arguments).await {
+                // The call shows in the session as a tool call, as agents show theirs.
+                let id = format!("mcp-{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1);
+                let title = format!("{name}.{tool}");
+                let started = ToolCall::new(id.clone(), title)
+                    .status(ToolCallStatus::InProgress)
+                    .raw_input(Value::Object(arguments.clone()));
+                tell(cx, session, SessionUpdate::ToolCall(started)).await;
+                let result = call(cx, session, server, tool, arguments).await;
+                let status = match &result {
+                    Ok(_) => ToolCallStatus::Completed,
+                    Err(_) => ToolCallStatus::Failed,
+                };
+                let ended = ToolCallUpdate::new(id).status(status);
+                tell(cx, session, SessionUpdate::ToolCallUpdate(ended)).await;
+                vec![match result {
                     Ok(said) => format!("{name}.{tool}: {said}"),
                     Err(e) => format!("{name}.{tool} failed: {e}"),
                 }]

@@ -25,8 +25,9 @@
 //! | prompt | what the agent does |
 //! |---|---|
 //! | `tools` | lists the tools of each MCP server of the session: `NAME: tool, tool` |
-//! | `call NAME TOOL JSON` | calls `TOOL` of server `NAME` with the arguments `JSON`, says the result (for stdio and HTTP servers also the transport and the progress notifications it got: `[over stdio; 3 progress]`) |
+//! | `call NAME TOOL JSON` | calls `TOOL` of server `NAME` with the arguments `JSON`, shows it as a `tool_call` of the session and says the result (for stdio and HTTP servers also the transport and the progress notifications it got: `[over stdio; 3 progress]`) |
 //! | `connect URL` | opens an MCP connection over ACP to `URL`, says whether it could |
+//! | … Call the \`TOOL\` tool of the \`SERVER\` MCP server … | follows the instruction, as a model would: `call SERVER TOOL {}` |
 //! | `mcp-request ID METHOD` | sends `_mcp/request` for connection `ID` (which may not exist) to its client, says the answer |
 //!
 //! Handlers run concurrently: a session that waits or sleeps never holds up another.
@@ -212,6 +213,13 @@ impl TestAgent {
                 std::process::exit(code);
             }
             _ => {
+                if let Some((server, tool)) = first.and_then(mcp::instruction) {
+                    let call = format!("call {server} {tool} {{}}");
+                    for line in self.mcp.run(cx, &session, &call).await {
+                        say(line).await?;
+                    }
+                    return Ok(PromptResponse::new(StopReason::EndTurn));
+                }
                 for block in req.prompt {
                     if let ContentBlock::Text(text) = block {
                         say(text.text).await?;
