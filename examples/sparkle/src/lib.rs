@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use sacp::acp::{
     ContentBlock, ContentChunk, PromptRequest, PromptResponse, SessionId, SessionNotification,
-    SessionUpdate, TextContent,
+    SessionUpdate, StopReason, TextContent,
 };
 use sacp::mcp::ToolCx;
 use sacp::proxy::Cx;
@@ -76,6 +76,8 @@ pub struct Insights {
 struct Session {
     /// Set once the embodiment turn is over.
     embodied: OnceCell<()>,
+    /// Held while the embodiment turn runs, so that it runs once.
+    embodying_turn: tokio::sync::Mutex<()>,
     /// While the embodiment turn runs: its updates are Sparkle's, not the answer.
     embodying: AtomicBool,
     insights: Mutex<Vec<Insight>>,
@@ -114,8 +116,14 @@ impl Sparkle {
             .ok_or_else(|| sacp::Error::invalid_params("this tool belongs to a session"))
     }
 
-    /// The embodiment turn of `session`: the embodiment prompt, until the agent ends it.
-    async fn embody(&self, session: &SessionId, state: &Session, cx: &Cx) -> sacp::Result<()> {
+    /// The embodiment turn of `session`: the embodiment prompt, until the agent ends it. Its
+    /// stop reason.
+    async fn embody(
+        &self,
+        session: &SessionId,
+        state: &Session,
+        cx: &Cx,
+    ) -> sacp::Result<StopReason> {
         let prompt = vec![ContentBlock::Text(TextContent::new(EMBODIMENT_PROMPT))];
         state.embodying.store(true, Ordering::SeqCst);
         // The answer comes after every update of the turn was handled (the SDK's ordering),
@@ -126,7 +134,7 @@ impl Sparkle {
             .await;
         state.embodying.store(false, Ordering::SeqCst);
         tracing::info!(session = %session, outcome = ?turn.as_ref().map(|t| &t.stop_reason), "embodied");
-        turn.map(drop)
+        turn.map(|t| t.stop_reason)
     }
 }
 
@@ -159,14 +167,24 @@ impl Sparkle {
         })
     }
 
-    /// The first prompt of a session comes after the embodiment turn; later ones pass on.
+    /// The first prompt of a session comes after the embodiment turn; later ones pass on. A
+    /// cancelled embodiment turn cancels the prompt (the next one tries again).
     #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         let state = self.session(&req.session_id.0);
-        state
-            .embodied
-            .get_or_try_init(|| self.embody(&req.session_id, &state, cx))
-            .await?;
+        if state.embodied.get().is_none() {
+            let _turn = state.embodying_turn.lock().await;
+            if state.embodied.get().is_none() {
+                match self.embody(&req.session_id, &state, cx).await? {
+                    StopReason::Cancelled => {
+                        return Ok(PromptResponse::new(StopReason::Cancelled));
+                    }
+                    _ => {
+                        let _ = state.embodied.set(());
+                    }
+                }
+            }
+        }
         cx.successor().request(req).await
     }
 

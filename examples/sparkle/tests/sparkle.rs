@@ -33,6 +33,10 @@ fn bins() -> PathBuf {
 
 impl Chain {
     async fn start(agent_flags: &str, name: &str) -> Chain {
+        Chain::start_with("", agent_flags, name).await
+    }
+
+    async fn start_with(sparkle_args: &str, agent_flags: &str, name: &str) -> Chain {
         let dir = bins();
         let trace =
             std::env::temp_dir().join(format!("sparkle-{}-{name}.jsonl", std::process::id()));
@@ -42,7 +46,7 @@ impl Chain {
                 "--trace".to_owned(),
                 trace.to_string_lossy().into_owned(),
                 "--trace-payloads".to_owned(),
-                env!("CARGO_BIN_EXE_sparkle").to_owned(),
+                format!("{} {sparkle_args}", env!("CARGO_BIN_EXE_sparkle")),
                 format!("{} {agent_flags}", dir.join("test-agent").display()),
             ])
             .env("SPARKLE_EMBODIMENT", EMBODIMENT)
@@ -272,4 +276,28 @@ async fn sparkle_embodies_each_session_through_the_http_bridge() {
 #[tokio::test]
 async fn sparkle_embodies_each_session_over_acp_without_a_bridge() {
     scenario("--mcp-acp", None, "native").await;
+}
+
+#[tokio::test]
+async fn the_embodiment_can_come_from_a_file() {
+    let file = std::env::temp_dir().join(format!("sparkle-{}.md", std::process::id()));
+    std::fs::write(&file, "You are Sparkle, read from a file.\n").unwrap();
+    let args = format!("--embodiment-file {}", file.display());
+    let chain = Chain::start_with(&args, "--mcp-acp", "file").await;
+    let session = chain.new_session().await;
+    chain.prompt(&session, "hi").await;
+    let thoughts: Vec<_> = chain
+        .seen_in(&session, 0)
+        .into_iter()
+        .filter(|(kind, _)| kind == "thought")
+        .collect();
+    assert_eq!(
+        thoughts,
+        [pair(
+            "thought",
+            "[sparkle] sparkle.embody_sparkle: You are Sparkle, read from a file."
+        )]
+    );
+    chain.end().await;
+    let _ = std::fs::remove_file(file);
 }
