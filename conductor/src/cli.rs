@@ -48,6 +48,60 @@ enum Command {
         /// The port of the conductor's listener for this MCP server.
         port: u16,
     },
+    /// Runs a session router as one ACP agent on stdin/stdout: each session runs on a backend
+    /// of its workspace (by its `cwd`), started from a command template.
+    #[command(after_help = ROUTE_EXAMPLES)]
+    Route(RouteArgs),
+}
+
+const ROUTE_EXAMPLES: &str = "\
+Examples:
+  conductor route --backend 'docker exec -i ws-{workspace} claude-agent-acp'
+  conductor route --config router.toml
+  conductor agent sparkle \"conductor route --backend 'my-agent --acp --cwd {cwd}'\"
+
+Placeholders: {workspace} (the workspace root's name), {root} and {cwd} (as the backend sees
+them). A workspace is the nearest ancestor of the session's cwd with a .git, or a rule's prefix.";
+
+#[derive(Debug, Args)]
+struct RouteArgs {
+    /// A TOML file of rules (cwd prefix → backend, path translation) and the idle timeout.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// The backend command template for sessions no rule covers.
+    #[arg(long, value_name = "TEMPLATE")]
+    backend: Option<String>,
+
+    /// How long a backend without sessions lives on (default 10m).
+    #[arg(long, value_name = "DURATION")]
+    idle_timeout: Option<humantime::Duration>,
+}
+
+impl RouteArgs {
+    fn config(self) -> Result<sacp::router::Config, String> {
+        let mut config = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                toml::from_str::<sacp::router::Config>(&text)
+                    .map_err(|e| format!("{} is not valid: {e}", path.display()))?
+            }
+            None => sacp::router::Config::default(),
+        };
+        if let Some(backend) = self.backend {
+            config.backend = Some(backend);
+        }
+        if let Some(idle) = self.idle_timeout {
+            config.idle_timeout = Some(idle.into());
+        }
+        if config.backend.is_none() && config.rules.iter().all(|r| r.backend.is_none()) {
+            return Err(
+                "conductor route needs a backend: --backend TEMPLATE or a config file".into(),
+            );
+        }
+        Ok(config)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +178,10 @@ pub fn main() -> ExitCode {
     let args = match cli.command {
         Command::Agent(args) => args,
         Command::Mcp { port } => return crate::bridge::relay::run(port),
+        Command::Route(args) => {
+            init_logging();
+            return route(args);
+        }
     };
     init_logging();
     let (chain, options) = match args.chain() {
@@ -159,6 +217,39 @@ pub fn main() -> ExitCode {
     ExitCode::from(exit.code())
 }
 
+/// `conductor route`.
+fn route(args: RouteArgs) -> ExitCode {
+    let config = match args.config() {
+        Ok(config) => config,
+        Err(why) => {
+            tracing::error!("{why}");
+            crate::stderr::finish(std::time::Duration::from_millis(500));
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let launcher = std::env::current_exe().ok();
+    let result = runtime.block_on(crate::sessions::run_stdio(config, launcher));
+    runtime.shutdown_background();
+    crate::stderr::finish(std::time::Duration::from_millis(500));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conductor route: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn init_logging() {
     crate::stderr::init();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -178,7 +269,7 @@ mod tests {
         let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
         match cli.command {
             Command::Agent(args) => args.chain(),
-            Command::Mcp { .. } => Err("not an agent command line".to_owned()),
+            Command::Mcp { .. } | Command::Route(_) => Err("not an agent command line".to_owned()),
         }
     }
 

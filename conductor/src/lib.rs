@@ -38,6 +38,7 @@ mod endpoint;
 mod launch;
 mod process;
 mod route;
+pub mod sessions;
 pub mod stderr;
 mod trace;
 

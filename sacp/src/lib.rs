@@ -44,6 +44,7 @@ mod peer;
 pub mod protocol;
 pub mod proxy;
 mod role;
+pub mod router;
 
 #[doc(hidden)]
 #[path = "private.rs"]

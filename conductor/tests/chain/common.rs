@@ -136,8 +136,22 @@ impl Editor {
         env: &[(&str, &str)],
         read_stderr: bool,
     ) -> Editor {
+        Editor::start_in(program, args, env, read_stderr, None)
+    }
+
+    /// [`Editor::start_with`], in directory `dir` when given.
+    pub(crate) fn start_in(
+        program: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+        read_stderr: bool,
+        dir: Option<&std::path::Path>,
+    ) -> Editor {
         let tag = new_tag();
         let mut command = Command::new(program);
+        if let Some(dir) = dir {
+            command.current_dir(dir);
+        }
         command
             .args(args)
             .envs(env.iter().copied())

@@ -9,5 +9,6 @@ mod faults;
 mod mcp;
 #[path = "../../benches/support/processes.rs"]
 mod processes;
+mod router;
 mod routing;
 mod trace;

@@ -14,6 +14,9 @@
 //! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` |
 //! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3) |
 //! | `noise N` | writes `N` lines to stderr, then echoes |
+//! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
+//!
+//! It forgets a session on `session/close`.
 //!
 //! It is also an MCP client (see the `mcp` module). It connects to the stdio and `http` MCP
 //! servers each session is given while it handles `session/new`, with `rmcp`, as agents people
@@ -35,11 +38,11 @@
 mod mcp;
 
 use sacp::acp::{
-    AgentCapabilities, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
-    PromptRequest, PromptResponse, ReadTextFileRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason, TextContent,
-    ToolCallUpdate,
+    AgentCapabilities, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,
+    InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate,
+    StopReason, TextContent, ToolCallUpdate,
 };
 use sacp::agent::AgentCx;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +55,8 @@ pub struct TestAgent {
     mcp: mcp::Servers,
     /// Whether it declares `mcpCapabilities.http`.
     mcp_http: bool,
+    /// What each session was set up with: `cwd=… servers=…`.
+    setups: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl TestAgent {
@@ -100,8 +105,28 @@ impl TestAgent {
     ) -> sacp::Result<NewSessionResponse> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let session = format!("session-{n}");
+        let servers = serde_json::to_string(&req.mcp_servers).unwrap_or_default();
+        let setup = format!("cwd={} servers={servers}", req.cwd);
+        self.setups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session.clone(), setup);
         self.mcp.keep(&session, &req.mcp_servers).await;
         Ok(NewSessionResponse::new(session))
+    }
+
+    /// Forgets the session.
+    #[on_request]
+    async fn close_session(
+        &self,
+        req: CloseSessionRequest,
+        _cx: &AgentCx,
+    ) -> sacp::Result<CloseSessionResponse> {
+        self.setups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&req.session_id.0);
+        Ok(CloseSessionResponse::new())
     }
 
     #[on_request]
@@ -154,6 +179,15 @@ impl TestAgent {
                 for line in self.mcp.run(cx, &session, first.unwrap_or_default()).await {
                     say(line).await?;
                 }
+            }
+            ["setup"] => {
+                let setup = self
+                    .setups
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&session.0)
+                    .cloned();
+                say(setup.unwrap_or_else(|| "unknown session".to_owned())).await?;
             }
             ["sleep", ms] => {
                 let ms: u64 = ms.parse().map_err(|_| bad_prompt("sleep MS"))?;

@@ -1,0 +1,225 @@
+//! Which backend a session's `cwd` belongs to, and how paths look from there.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::jsonrpc::{Error, RawJson};
+
+/// How the router picks and runs backends.
+///
+/// As TOML (`conductor route --config FILE`):
+///
+/// ```toml
+/// backend = "docker exec -i ws-{workspace} claude-agent-acp"   # the default template
+/// idle_timeout = "10m"
+///
+/// [[rule]]
+/// prefix = "/home/me/work"                 # sessions whose cwd is under it...
+/// backend = "ssh box agent --acp --cwd {cwd}"  # ...run here (optional: the default otherwise)
+/// translate = { host = "/home/me/work", backend = "/workspace" }  # optional
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The command template of backends no rule names. Placeholders: `{workspace}` (the
+    /// workspace's name: its root directory's name), `{root}` (its root, as the backend sees
+    /// it) and `{cwd}` (the session's `cwd`, as the backend sees it).
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// Rules by `cwd` prefix; the longest matching prefix wins.
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<Rule>,
+    /// How long a backend without sessions lives on (default 10 minutes).
+    #[serde(default, with = "humane_duration")]
+    pub idle_timeout: Option<Duration>,
+    /// What `initialize` answers, instead of what the first backend answered.
+    #[serde(skip)]
+    pub capabilities: Option<RawJson>,
+}
+
+/// Where the sessions of a part of the file system run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// The rule applies to sessions whose `cwd` is this directory or under it. It is also the
+    /// workspace root of those sessions.
+    pub prefix: PathBuf,
+    /// Their backend's command template (the config's default when absent).
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// How host paths look from the backend.
+    #[serde(default)]
+    pub translate: Option<PathMap>,
+}
+
+/// A host directory, and where the backend sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathMap {
+    /// The directory on the host (the editor's side).
+    pub host: PathBuf,
+    /// The same directory as the backend sees it.
+    pub backend: PathBuf,
+}
+
+impl PathMap {
+    /// `path` as the backend sees it, when it is under [`PathMap::host`].
+    pub fn to_backend(&self, path: &str) -> Option<String> {
+        let rest = Path::new(path).strip_prefix(&self.host).ok()?;
+        let seen = if rest.as_os_str().is_empty() {
+            self.backend.clone()
+        } else {
+            self.backend.join(rest)
+        };
+        Some(seen.to_string_lossy().into_owned())
+    }
+}
+
+/// One workspace: what runs its sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    /// Its root directory (on the host); one backend per root.
+    pub root: PathBuf,
+    /// Its name: the root's last component.
+    pub name: String,
+    /// The backend's command line, placeholders filled in.
+    pub command: String,
+    /// How host paths look from the backend, if they look different.
+    pub paths: Option<PathMap>,
+}
+
+impl Config {
+    /// The workspace of a session in `cwd`: the longest rule whose prefix holds it, or else
+    /// the nearest ancestor with a `.git` (or `cwd` itself), with the default backend.
+    pub fn workspace_for(&self, cwd: &Path) -> Result<Workspace, Error> {
+        let rule = self
+            .rules
+            .iter()
+            .filter(|rule| cwd.starts_with(&rule.prefix))
+            .max_by_key(|rule| rule.prefix.components().count());
+        let root = match rule {
+            Some(rule) => rule.prefix.clone(),
+            None => cwd
+                .ancestors()
+                .find(|dir| dir.join(".git").exists())
+                .unwrap_or(cwd)
+                .to_path_buf(),
+        };
+        let template = rule
+            .and_then(|r| r.backend.clone())
+            .or_else(|| self.backend.clone())
+            .ok_or_else(|| {
+                Error::invalid_params(format!(
+                    "no backend for {}: give a default backend or a rule for it",
+                    cwd.display()
+                ))
+            })?;
+        let paths = rule.and_then(|r| r.translate.clone());
+        let seen = |path: &Path| {
+            let text = path.to_string_lossy();
+            paths
+                .as_ref()
+                .and_then(|p| p.to_backend(&text))
+                .unwrap_or_else(|| text.into_owned())
+        };
+        let name = root
+            .file_name()
+            .map_or_else(|| "root".to_owned(), |n| n.to_string_lossy().into_owned());
+        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let command = template
+            .replace("{workspace}", &quote(&name))
+            .replace("{root}", &quote(&seen(&root)))
+            .replace("{cwd}", &quote(&seen(cwd)));
+        Ok(Workspace {
+            root,
+            name,
+            command,
+            paths,
+        })
+    }
+
+    /// How long a backend without sessions lives on.
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle_timeout.unwrap_or(Duration::from_secs(600))
+    }
+}
+
+/// Durations in config files: `"90s"`, `"10m"`, `"1h"`, or a number of seconds.
+mod humane_duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Given {
+            Seconds(u64),
+            Text(String),
+        }
+        let parse = |text: &str| -> Option<Duration> {
+            let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
+            let number: u64 = number.parse().ok()?;
+            let scale = match unit.trim() {
+                "ms" => return Some(Duration::from_millis(number)),
+                "s" => 1,
+                "m" => 60,
+                "h" => 3600,
+                _ => return None,
+            };
+            Some(Duration::from_secs(number * scale))
+        };
+        match Option::<Given>::deserialize(d)? {
+            None => Ok(None),
+            Some(Given::Seconds(s)) => Ok(Some(Duration::from_secs(s))),
+            Some(Given::Text(text)) => parse(&text).map(Some).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "{text:?} is not a duration (write \"90s\", \"10m\", \"1h\" or \"500ms\")"
+                ))
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_rule_wins_and_paths_are_translated() {
+        let config = Config {
+            backend: Some("agent --root {root} --cwd {cwd} --name {workspace}".into()),
+            rules: vec![
+                Rule {
+                    prefix: "/home/me".into(),
+                    backend: None,
+                    translate: None,
+                },
+                Rule {
+                    prefix: "/home/me/work/app".into(),
+                    backend: Some("docker exec -i ws-{workspace} agent {cwd}".into()),
+                    translate: Some(PathMap {
+                        host: "/home/me/work/app".into(),
+                        backend: "/workspace".into(),
+                    }),
+                },
+            ],
+            ..Config::default()
+        };
+        let ws = config
+            .workspace_for(Path::new("/home/me/work/app/src"))
+            .unwrap();
+        assert_eq!(ws.name, "app");
+        assert_eq!(ws.command, "docker exec -i ws-'app' agent '/workspace/src'");
+        let ws = config.workspace_for(Path::new("/home/me/notes")).unwrap();
+        assert_eq!(
+            ws.command,
+            "agent --root '/home/me' --cwd '/home/me/notes' --name 'me'"
+        );
+        assert!(Config::default().workspace_for(Path::new("/tmp")).is_err());
+    }
+}

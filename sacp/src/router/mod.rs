@@ -1,0 +1,78 @@
+//! A session router: one ACP agent for the editor that runs every session on an agent process
+//! of the session's own workspace (a *backend*).
+//!
+//! The editor sees one agent. [`serve`] answers `initialize` itself (with what the first
+//! backend answered, or [`Config::capabilities`]) and, for each `session/new`, picks the
+//! workspace of its `cwd` ([`Config::workspace_for`]), starts that workspace's backend through
+//! a [`Launcher`] (or reuses it: one process and one `initialize` per workspace), translates
+//! the paths (`cwd`, stdio MCP servers' `command`, `args` and `cwd`) from the host's to the
+//! backend's, and keeps the session → backend table. Then:
+//!
+//! - every message of the editor with a `sessionId` goes to its session's backend
+//!   (`session/prompt`, `session/cancel`, `session/set_mode`, `session/load`, and methods the
+//!   router does not know), and everything a backend sends (updates, permission and file
+//!   requests, …) comes back to the editor;
+//! - session ids the editor sees are unique across backends: agents commonly number their
+//!   sessions from 1, so a clash gets a new id (`<id>@<workspace>`), rewritten both ways
+//!   wherever a top-level `sessionId` is, and in `session/new` and `session/list` results;
+//! - `session/list` merges every live backend's sessions; `authenticate` goes to every live
+//!   backend;
+//! - backends run side by side: one session's turn never waits for another's, and each
+//!   backend's updates reach the editor before its answers, in order;
+//! - a backend ends when its last session is closed or deleted (`session/close`,
+//!   `session/delete`), after [`Config::idle_timeout`] without sessions, and when the editor
+//!   closes the connection; one that crashes fails its sessions' requests with an error that
+//!   names it and its workspace, and the next `session/new` there starts a fresh one.
+//!
+//! The process side — starting commands, process groups, how a process ended — is the
+//! [`Launcher`]'s: `conductor route` has one.
+
+mod backend;
+mod config;
+mod rewrite;
+mod serve;
+
+pub use self::config::{Config, PathMap, Rule, Workspace};
+pub use self::serve::serve;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::jsonrpc::{ByteStream, Error};
+
+/// The byte streams of a backend (its stdout, its stdin).
+pub type BackendStream = ByteStream<
+    Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+    Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+>;
+
+/// A started backend: its connection, and how to end it.
+pub struct Launched {
+    /// The transport to the backend (say, its stdout and stdin).
+    pub transport: BackendStream,
+    /// The backend's process.
+    pub process: Box<dyn BackendProcess>,
+}
+
+impl std::fmt::Debug for Launched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launched").finish_non_exhaustive()
+    }
+}
+
+/// What the router needs of a backend's process.
+pub trait BackendProcess: Send + Sync + 'static {
+    /// Ends it (and whatever it started).
+    fn stop(&self);
+    /// How it ended, once it did (waits a little for the news): "exited with status 3".
+    fn ended(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>>;
+}
+
+/// Starts backends.
+pub trait Launcher: Send + Sync + 'static {
+    /// Starts the backend of `workspace` (its command is [`Workspace::command`]).
+    fn launch(
+        &self,
+        workspace: &Workspace,
+    ) -> Pin<Box<dyn Future<Output = Result<Launched, Error>> + Send + '_>>;
+}

@@ -1,0 +1,498 @@
+//! The router at work: the editor's side, the backends' side, and the table between them.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Value, json};
+
+use super::backend::Backend;
+use super::rewrite::{list_sessions, session_of, translate_paths, with_session};
+use super::{Config, Launcher, Workspace};
+use crate::jsonrpc::{
+    Connection, Dispatch, Error, Handler, Notification, RawJson, Request, Responder, Transport,
+};
+
+/// A workspace's live backend, if any; locked while one is started.
+type Slot = tokio::sync::Mutex<Option<Arc<Backend>>>;
+
+/// The router's state.
+struct Router {
+    config: Config,
+    launcher: Box<dyn Launcher>,
+    editor: OnceLock<Connection>,
+    /// The editor's `initialize` params, for every backend.
+    init_params: Mutex<Option<RawJson>>,
+    /// What the first backend answered to `initialize`.
+    init_result: Mutex<Option<RawJson>>,
+    /// One slot per workspace root: the live backend, started once.
+    slots: Mutex<HashMap<PathBuf, Arc<Slot>>>,
+    /// Every session: the editor's id → its backend, and the backend's own id.
+    sessions: Mutex<HashMap<String, (Arc<Backend>, String)>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs the router on `transport` (its editor) until the editor closes it; then every backend
+/// is stopped.
+pub async fn serve(
+    config: Config,
+    launcher: impl Launcher,
+    transport: impl Transport,
+) -> Result<(), Error> {
+    let router = Arc::new(Router {
+        config,
+        launcher: Box::new(launcher),
+        editor: OnceLock::new(),
+        init_params: Mutex::default(),
+        init_result: Mutex::default(),
+        slots: Mutex::default(),
+        sessions: Mutex::default(),
+    });
+    let editor = crate::agent::builder()
+        .name("editor")
+        .spawn(transport, EditorSide(router.clone()));
+    let _ = router.editor.set(editor.clone());
+    let closed = editor.closed().await;
+    router.stop_all();
+    closed
+}
+
+impl Router {
+    fn editor(&self) -> Result<&Connection, Error> {
+        self.editor
+            .get()
+            .ok_or_else(|| Error::internal_error("the editor is not connected"))
+    }
+
+    fn live_backends(&self) -> Vec<Arc<Backend>> {
+        let mut seen: Vec<Arc<Backend>> = Vec::new();
+        for (backend, _) in locked(&self.sessions).values() {
+            if !backend.is_dead() && !seen.iter().any(|b| Arc::ptr_eq(b, backend)) {
+                seen.push(backend.clone());
+            }
+        }
+        for slot in locked(&self.slots).values() {
+            if let Ok(slot) = slot.try_lock()
+                && let Some(backend) = slot.as_ref()
+                && !backend.is_dead()
+                && !seen.iter().any(|b| Arc::ptr_eq(b, backend))
+            {
+                seen.push(backend.clone());
+            }
+        }
+        seen
+    }
+
+    fn stop_all(&self) {
+        for backend in self.live_backends() {
+            if let Some(conn) = backend.conn.get() {
+                conn.close();
+            }
+            backend.process.stop();
+        }
+    }
+
+    async fn request(
+        self: Arc<Self>,
+        method: &str,
+        params: Option<RawJson>,
+    ) -> Result<RawJson, Error> {
+        match method {
+            "initialize" => self.initialize(params).await,
+            "authenticate" => self.authenticate(params).await,
+            "session/new" => self.new_session(params).await,
+            "session/list" => self.list(params).await,
+            "session/load" | "session/resume" => self.load(method, params).await,
+            _ => match session_of(params.as_ref()) {
+                Some(id) => self.to_session(method, params, &id).await,
+                None => Err(Error::method_not_found(method)),
+            },
+        }
+    }
+
+    async fn notify(&self, method: &str, params: Option<RawJson>) {
+        let Some(id) = session_of(params.as_ref()) else {
+            tracing::debug!(method, "dropped a notification without a session");
+            return;
+        };
+        let Some((backend, own)) = locked(&self.sessions).get(&id).cloned() else {
+            tracing::debug!(method, session = %id, "dropped a notification for an unknown session");
+            return;
+        };
+        let sent = match (with_session(params, &own), backend.conn()) {
+            (Ok(params), Ok(conn)) => conn.notify_raw(method, params).await,
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        if let Err(e) = sent {
+            tracing::debug!(method, "cannot pass a notification on: {e}");
+        }
+    }
+
+    async fn initialize(self: Arc<Self>, params: Option<RawJson>) -> Result<RawJson, Error> {
+        *locked(&self.init_params) = params.clone();
+        if let Some(answer) = &self.config.capabilities {
+            return Ok(answer.clone());
+        }
+        // The first backend's answer stands for all: start the one of the router's own
+        // directory (it ends after the idle timeout if no session comes to it).
+        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        match self.config.workspace_for(&here) {
+            Ok(workspace) => {
+                self.backend(workspace).await?;
+                locked(&self.init_result)
+                    .clone()
+                    .ok_or_else(|| Error::internal_error("no backend answered initialize"))
+            }
+            Err(_) => {
+                let version = params
+                    .as_ref()
+                    .and_then(|p| p.parse::<Value>().ok())
+                    .and_then(|p| p.get("protocolVersion").cloned())
+                    .unwrap_or(json!(1));
+                RawJson::to_raw(&json!({
+                    "protocolVersion": version,
+                    "agentCapabilities": {"loadSession": true}
+                }))
+            }
+        }
+    }
+
+    async fn authenticate(&self, params: Option<RawJson>) -> Result<RawJson, Error> {
+        let mut answer = RawJson::to_raw(&json!({}))?;
+        for backend in self.live_backends() {
+            answer = backend
+                .conn()?
+                .request_raw("authenticate", params.clone())
+                .await?;
+        }
+        Ok(answer)
+    }
+
+    /// The live backend of `workspace`, started (and initialized) if there is none.
+    async fn backend(self: &Arc<Self>, workspace: Workspace) -> Result<Arc<Backend>, Error> {
+        let slot = locked(&self.slots)
+            .entry(workspace.root.clone())
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        if let Some(backend) = slot.as_ref()
+            && !backend.is_dead()
+        {
+            return Ok(backend.clone());
+        }
+        let launched = self.launcher.launch(&workspace).await?;
+        let backend = Arc::new(Backend::new(workspace, launched.process));
+        let conn = Connection::builder()
+            .name(format!("backend {}", backend.workspace.name))
+            .spawn(
+                launched.transport,
+                BackendSide {
+                    router: Arc::downgrade(self),
+                    backend: backend.clone(),
+                },
+            );
+        let _ = backend.conn.set(conn.clone());
+        let watcher = (Arc::downgrade(self), backend.clone(), conn.clone());
+        tokio::spawn(async move {
+            let (router, backend, conn) = watcher;
+            let _ = conn.closed().await;
+            let how = backend.process.ended().await;
+            tracing::info!(workspace = %backend.workspace.name, "the backend {how}");
+            backend.set_ended(how);
+            if let Some(router) = router.upgrade() {
+                router.forget(&backend);
+            }
+        });
+        let params = locked(&self.init_params).clone();
+        let answer = conn.request_raw("initialize", params).await;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                let failure = if e.is_peer_closed() {
+                    backend.failure().await
+                } else {
+                    e
+                };
+                backend.process.stop();
+                return Err(failure);
+            }
+        };
+        locked(&self.init_result).get_or_insert(answer);
+        *slot = Some(backend.clone());
+        self.idle_check(&backend);
+        Ok(backend)
+    }
+
+    /// Drops a backend that ended, and its sessions.
+    fn forget(&self, backend: &Arc<Backend>) {
+        locked(&self.sessions).retain(|_, (b, _)| !Arc::ptr_eq(b, backend));
+    }
+
+    /// The id the editor sees for `backend`'s session `own`, made up the first time.
+    fn editor_id(&self, backend: &Arc<Backend>, own: &str) -> String {
+        if let Some(id) = backend.sessions().get(own) {
+            return id.clone();
+        }
+        let mut sessions = locked(&self.sessions);
+        let mut id = own.to_owned();
+        let mut n = 1;
+        while sessions.contains_key(&id) {
+            id = if n == 1 {
+                format!("{own}@{}", backend.workspace.name)
+            } else {
+                format!("{own}@{}-{n}", backend.workspace.name)
+            };
+            n += 1;
+        }
+        sessions.insert(id.clone(), (backend.clone(), own.to_owned()));
+        backend.sessions().insert(own.to_owned(), id.clone());
+        backend.epoch.fetch_add(1, Ordering::SeqCst);
+        id
+    }
+
+    /// The session `id` is over: when it was its backend's last, the backend ends.
+    fn session_ended(&self, id: &str) {
+        let Some((backend, own)) = locked(&self.sessions).remove(id) else {
+            return;
+        };
+        let left = {
+            let mut sessions = backend.sessions();
+            sessions.remove(&own);
+            sessions.len()
+        };
+        backend.epoch.fetch_add(1, Ordering::SeqCst);
+        if left == 0 {
+            tracing::info!(workspace = %backend.workspace.name, "its last session ended: stopping the backend");
+            if let Some(conn) = backend.conn.get() {
+                conn.close();
+            }
+            backend.process.stop();
+        }
+    }
+
+    /// Stops `backend` after the idle timeout if it has no session by then.
+    fn idle_check(&self, backend: &Arc<Backend>) {
+        let epoch = backend.epoch.load(Ordering::SeqCst);
+        let backend = backend.clone();
+        let idle = self.config.idle_timeout();
+        tokio::spawn(async move {
+            tokio::time::sleep(idle).await;
+            if backend.epoch.load(Ordering::SeqCst) == epoch
+                && backend.sessions().is_empty()
+                && !backend.is_dead()
+            {
+                tracing::info!(workspace = %backend.workspace.name, "idle: stopping the backend");
+                backend.process.stop();
+            }
+        });
+    }
+
+    async fn new_session(self: Arc<Self>, params: Option<RawJson>) -> Result<RawJson, Error> {
+        let params = params.ok_or_else(|| Error::invalid_params("session/new needs params"))?;
+        let cwd = cwd_of(&params)?;
+        let workspace = self.config.workspace_for(Path::new(&cwd))?;
+        let backend = self.backend(workspace).await?;
+        let params = match &backend.workspace.paths {
+            Some(paths) => translate_paths(params, paths)?,
+            None => params,
+        };
+        let result = self.ask(&backend, "session/new", Some(params)).await?;
+        let own = session_of(Some(&result))
+            .ok_or_else(|| Error::internal_error("the backend's session/new has no sessionId"))?;
+        let id = self.editor_id(&backend, &own);
+        with_session(Some(result), &id)?.ok_or_else(|| Error::internal_error("no result"))
+    }
+
+    async fn load(
+        self: Arc<Self>,
+        method: &str,
+        params: Option<RawJson>,
+    ) -> Result<RawJson, Error> {
+        let params =
+            params.ok_or_else(|| Error::invalid_params(format!("{method} needs params")))?;
+        let id = session_of(Some(&params))
+            .ok_or_else(|| Error::invalid_params(format!("{method} needs a sessionId")))?;
+        let known = locked(&self.sessions)
+            .get(&id)
+            .filter(|(b, _)| !b.is_dead())
+            .cloned();
+        let (backend, own) = match known {
+            Some(known) => known,
+            None => {
+                let cwd = cwd_of(&params)?;
+                let workspace = self.config.workspace_for(Path::new(&cwd))?;
+                let backend = self.backend(workspace).await?;
+                locked(&self.sessions).insert(id.clone(), (backend.clone(), id.clone()));
+                backend.sessions().insert(id.clone(), id.clone());
+                backend.epoch.fetch_add(1, Ordering::SeqCst);
+                (backend, id.clone())
+            }
+        };
+        let mut params = with_session(Some(params), &own)?;
+        if let (Some(paths), Some(raw)) = (&backend.workspace.paths, params.take()) {
+            params = Some(translate_paths(raw, paths)?);
+        }
+        let result = self.ask(&backend, method, params).await?;
+        match session_of(Some(&result)) {
+            Some(_) => {
+                with_session(Some(result), &id)?.ok_or_else(|| Error::internal_error("no result"))
+            }
+            None => Ok(result),
+        }
+    }
+
+    async fn list(&self, params: Option<RawJson>) -> Result<RawJson, Error> {
+        let mut all = Vec::new();
+        for backend in self.live_backends() {
+            let Ok(conn) = backend.conn() else { continue };
+            match conn.request_raw("session/list", params.clone()).await {
+                Ok(result) => all.extend(list_sessions(&result, |own| {
+                    Some(self.editor_id(&backend, own))
+                })?),
+                Err(e) => tracing::debug!(workspace = %backend.workspace.name, "session/list: {e}"),
+            }
+        }
+        RawJson::to_raw(&json!({ "sessions": all }))
+    }
+
+    async fn to_session(
+        &self,
+        method: &str,
+        params: Option<RawJson>,
+        id: &str,
+    ) -> Result<RawJson, Error> {
+        let (backend, own) = locked(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
+        let params = with_session(params, &own)?;
+        let result = self.ask(&backend, method, params).await;
+        if result.is_ok() && matches!(method, "session/close" | "session/delete") {
+            self.session_ended(id);
+        }
+        result
+    }
+
+    /// A request to `backend`; if it ended meanwhile, the error names it.
+    async fn ask(
+        &self,
+        backend: &Backend,
+        method: &str,
+        params: Option<RawJson>,
+    ) -> Result<RawJson, Error> {
+        if backend.is_dead() {
+            return Err(backend.failure().await);
+        }
+        match backend.conn()?.request_raw(method, params).await {
+            Err(e) if e.is_peer_closed() || backend.is_dead() => Err(backend.failure().await),
+            other => other,
+        }
+    }
+}
+
+fn cwd_of(params: &RawJson) -> Result<String, Error> {
+    #[derive(serde::Deserialize)]
+    struct Cwd {
+        cwd: String,
+    }
+    params
+        .parse::<Cwd>()
+        .map(|c| c.cwd)
+        .map_err(|_| Error::invalid_params("the request needs a `cwd`"))
+}
+
+/// What the editor sends.
+struct EditorSide(Arc<Router>);
+
+impl Handler for EditorSide {
+    fn handle_request(
+        &mut self,
+        request: Request,
+        responder: Responder,
+        _cx: &Connection,
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+        let router = self.0.clone();
+        Dispatch::start(async move {
+            let result = router.request(&request.method, request.params).await;
+            responder.respond(result);
+        })
+    }
+
+    fn handle_notification(
+        &mut self,
+        notification: Notification,
+        _cx: &Connection,
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+        let router = self.0.clone();
+        Dispatch::in_turn(async move {
+            router
+                .notify(&notification.method, notification.params)
+                .await;
+        })
+    }
+}
+
+/// What a backend sends: to the editor, with the editor's session ids.
+struct BackendSide {
+    router: std::sync::Weak<Router>,
+    backend: Arc<Backend>,
+}
+
+impl BackendSide {
+    fn to_editor(&self, params: Option<RawJson>) -> Result<(Arc<Router>, Option<RawJson>), Error> {
+        let router = self
+            .router
+            .upgrade()
+            .ok_or_else(|| Error::internal_error("the router has stopped"))?;
+        let params = match session_of(params.as_ref()) {
+            Some(own) => with_session(params, &router.editor_id(&self.backend, &own))?,
+            None => params,
+        };
+        Ok((router, params))
+    }
+}
+
+impl Handler for BackendSide {
+    fn handle_request(
+        &mut self,
+        request: Request,
+        responder: Responder,
+        _cx: &Connection,
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+        let prepared = self.to_editor(request.params);
+        Dispatch::start(async move {
+            let result = match prepared {
+                Ok((router, params)) => match router.editor() {
+                    Ok(editor) => editor.request_raw(request.method, params).await,
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
+            responder.respond(result);
+        })
+    }
+
+    fn handle_notification(
+        &mut self,
+        notification: Notification,
+        _cx: &Connection,
+    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+        let prepared = self.to_editor(notification.params);
+        Dispatch::in_turn(async move {
+            let sent = match prepared {
+                Ok((router, params)) => match router.editor() {
+                    Ok(editor) => editor.notify_raw(notification.method, params).await,
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
+            if let Err(e) = sent {
+                tracing::debug!("cannot pass a notification to the editor: {e}");
+            }
+        })
+    }
+}
