@@ -149,6 +149,27 @@ async fn sessions_of_three_workspaces_run_on_three_backends_at_once_in_order() {
             "{said:?}"
         );
     }
+    // `session/list` merges the backends' sessions, with the editor's ids.
+    let listed = editor.request("session/list", json!({})).await;
+    let mut listed: Vec<(String, String)> = listed["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["sessionId"].as_str().unwrap().to_owned(),
+                s["cwd"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    listed.sort();
+    let mut expected: Vec<(String, String)> = sessions
+        .iter()
+        .map(|(s, dir)| (s.clone(), dir.join("src").display().to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(listed, expected);
+
     // A backend's request to the editor names the editor's session id.
     let (renamed, _) = sessions
         .iter()

@@ -16,7 +16,7 @@
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
 //!
-//! It forgets a session on `session/close`.
+//! It lists its sessions (`session/list`) and forgets one on `session/close`.
 //!
 //! It is also an MCP client (see the `mcp` module). It connects to the stdio and `http` MCP
 //! servers each session is given while it handles `session/new`, with `rmcp`, as agents people
@@ -39,10 +39,11 @@ mod mcp;
 
 use sacp::acp::{
     AgentCapabilities, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,
-    InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate,
-    StopReason, TextContent, ToolCallUpdate,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
+    PromptRequest, PromptResponse, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionInfo, SessionNotification, SessionUpdate, StopReason,
+    TextContent, ToolCallUpdate,
 };
 use sacp::agent::AgentCx;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,6 +114,28 @@ impl TestAgent {
             .insert(session.clone(), setup);
         self.mcp.keep(&session, &req.mcp_servers).await;
         Ok(NewSessionResponse::new(session))
+    }
+
+    /// Lists the sessions it has (with the `cwd` each was created in).
+    #[on_request]
+    async fn list_sessions(
+        &self,
+        _req: ListSessionsRequest,
+        _cx: &AgentCx,
+    ) -> sacp::Result<ListSessionsResponse> {
+        let setups = self.setups.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions: Vec<SessionInfo> = setups
+            .iter()
+            .map(|(id, setup)| {
+                let cwd = setup
+                    .strip_prefix("cwd=")
+                    .and_then(|s| s.split(" servers=").next())
+                    .unwrap_or_default();
+                SessionInfo::new(id.clone(), cwd)
+            })
+            .collect();
+        sessions.sort_by(|a, b| a.session_id.0.cmp(&b.session_id.0));
+        Ok(ListSessionsResponse::new(sessions))
     }
 
     /// Forgets the session.
