@@ -69,7 +69,37 @@ pub enum ChainError {
     },
 }
 
-/// One process of the chain: a proxy, or (the last one) the agent.
+/// An in-process proxy's run, until the conductor closes its channel.
+type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), sacp::Error>> + Send>>;
+
+/// A proxy that runs inside the conductor's process, over an in-memory channel: what
+/// [`Chain::proxy`] adds.
+#[derive(Clone)]
+pub struct InProcess(std::sync::Arc<dyn Fn(sacp::jsonrpc::Channel) -> Serving + Send + Sync>);
+
+impl InProcess {
+    /// Runs the proxy on `channel` until the conductor closes it.
+    pub(crate) fn run(&self, channel: sacp::jsonrpc::Channel) -> Serving {
+        (self.0)(channel)
+    }
+}
+
+impl std::fmt::Debug for InProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InProcess")
+    }
+}
+
+impl PartialEq for InProcess {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for InProcess {}
+
+/// One component of the chain: a proxy, or (the last one) the agent. A process, or a Rust
+/// proxy running in the conductor's own process ([`Chain::proxy`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Component {
     /// The name used in error messages, logs and traces.
@@ -82,6 +112,8 @@ pub struct Component {
     pub env: BTreeMap<String, String>,
     /// Its working directory (the conductor's when `None`).
     pub cwd: Option<PathBuf>,
+    /// Set for a proxy that runs in the conductor's process: then there is no program.
+    pub(crate) in_process: Option<InProcess>,
 }
 
 impl Component {
@@ -97,6 +129,7 @@ impl Component {
             args: words.collect(),
             env: BTreeMap::new(),
             cwd: None,
+            in_process: None,
         })
     }
 
@@ -212,12 +245,74 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// An empty chain, to add components to:
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// #[derive(Default)]
+    /// struct Quiet;
+    /// #[sacp::proxy]
+    /// impl Quiet {}
+    ///
+    /// // One binary: this proxy in-process, any agent as a process.
+    /// let chain = sacp_conductor::Chain::new()
+    ///     .proxy(Quiet)
+    ///     .agent_command("my-agent --acp")?;
+    /// let exit = chain.serve_stdio(sacp_conductor::Options::default()).await;
+    /// std::process::exit(exit.code().into());
+    /// # }
+    /// ```
+    pub fn new() -> Chain {
+        Chain::default()
+    }
+
     /// A chain of these components.
-    pub fn new(components: Vec<Component>) -> Chain {
+    pub fn from_components(components: Vec<Component>) -> Chain {
         Chain {
             components,
             mcp_bridge: None,
         }
+    }
+
+    /// Adds a Rust proxy that runs in the conductor's process, over an in-memory channel:
+    /// the same routing, ordering, handshake and lifecycle as a process, without the pipes.
+    pub fn proxy<P: sacp::proxy::Proxy>(mut self, proxy: P) -> Chain {
+        let name = std::any::type_name::<P>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("proxy")
+            .to_owned();
+        let proxy = std::sync::Arc::new(std::sync::Mutex::new(Some(proxy)));
+        let start = InProcess(std::sync::Arc::new(move |channel| {
+            let proxy = proxy.lock().unwrap_or_else(|e| e.into_inner()).take();
+            Box::pin(async move {
+                match proxy {
+                    Some(proxy) => sacp::proxy::serve(proxy, channel).await,
+                    None => Err(sacp::Error::internal_error("an in-process proxy runs once")),
+                }
+            })
+        }));
+        self.components.push(Component {
+            name,
+            program: String::new(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            in_process: Some(start),
+        });
+        self
+    }
+
+    /// Adds a process component from its command line (the last one added is the agent).
+    pub fn agent_command(mut self, line: &str) -> Result<Chain, ChainError> {
+        self.push_command_lines(&[line])?;
+        Ok(self)
+    }
+
+    /// Runs the chain as one ACP agent on this process's stdin and stdout (see
+    /// [`crate::run_stdio`]).
+    pub async fn serve_stdio(self, options: crate::Options) -> crate::Exit {
+        crate::run_stdio(self, options).await
     }
 
     /// A chain from command lines, one per component.

@@ -168,6 +168,24 @@ impl AgentArgs {
     }
 }
 
+/// For a program that embeds the conductor ([`Chain::proxy`] chains in one binary): runs the
+/// conductor's helper subcommands when this process was started as one — `__launch` (how
+/// components are started so that they die with it) and `mcp PORT` (the stdio MCP bridge the
+/// agent runs) — and returns their exit status; `None` otherwise. Call it first in `main`, and
+/// give the conductor your own executable as [`Options::launcher`](crate::Options::launcher).
+pub fn helper_subcommand() -> Option<ExitCode> {
+    let mut argv = std::env::args_os().skip(1);
+    let first = argv.next()?;
+    if first == launch::SUBCOMMAND {
+        return Some(launch::run(argv.collect()));
+    }
+    if first == crate::bridge::relay::SUBCOMMAND {
+        let port = argv.next()?.to_str()?.parse().ok()?;
+        return Some(crate::bridge::relay::run(port));
+    }
+    None
+}
+
 /// Parses the command line, runs the conductor, and returns its exit status.
 pub fn main() -> ExitCode {
     let mut argv = std::env::args_os().skip(1);

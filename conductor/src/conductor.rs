@@ -163,6 +163,42 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     let down = Arc::new(Account::default());
     for (index, component) in chain.components.iter().enumerate() {
         let position = index + 1;
+        if let Some(proxy) = &component.in_process {
+            // A proxy in this process: a channel instead of pipes, a task instead of a child.
+            let (ours, theirs) = sacp::jsonrpc::channel();
+            let task = tokio::spawn(proxy.run(theirs));
+            let exited = events_tx.clone();
+            tokio::spawn(async move {
+                use std::os::unix::process::ExitStatusExt;
+                let status = match task.await {
+                    Ok(Ok(())) => ExitStatus::from_raw(0),
+                    Ok(Err(e)) => {
+                        tracing::error!(position, "the in-process proxy failed: {e}");
+                        ExitStatus::from_raw(1 << 8)
+                    }
+                    Err(e) => {
+                        tracing::error!(position, "the in-process proxy panicked: {e}");
+                        ExitStatus::from_raw(101 << 8)
+                    }
+                };
+                let _ = exited.send(Event::Exited(position, Ok(status)));
+            });
+            outboxes.push(Some(endpoint::start(
+                position,
+                ours,
+                events_tx.clone(),
+                down.clone(),
+            )));
+            members.push(Member {
+                pid: None,
+                tail: Tail::default(),
+                eof: false,
+                exit: None,
+                deadline: None,
+            });
+            tracing::debug!(position, name = %component.name, "started in-process");
+            continue;
+        }
         let started = match process::spawn(position, component, options.launcher.as_deref()) {
             Ok(started) => started,
             Err(e) => {
@@ -173,7 +209,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
                 );
                 tracing::error!("{why}");
                 for member in &members {
-                    process::signal_group(member.pid, Signal::SIGKILL);
+                    member.signal(Signal::SIGKILL);
                 }
                 return Exit::Failed(why);
             }
@@ -198,7 +234,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             down.clone(),
         )));
         members.push(Member {
-            pid,
+            pid: Some(pid),
             tail,
             eof: false,
             exit: None,
@@ -263,7 +299,8 @@ impl Failing {
 /// A component process, as the loop tracks it.
 #[derive(Debug)]
 struct Member {
-    pid: u32,
+    /// Its process (group) id; `None` for a proxy in the conductor's own process.
+    pid: Option<u32>,
     tail: Tail,
     /// Its output ended (or its input broke).
     eof: bool,
@@ -275,6 +312,13 @@ struct Member {
 impl Member {
     fn alive(&self) -> bool {
         self.exit.is_none()
+    }
+
+    /// Signals its process group (an in-process proxy ends with its connection instead).
+    fn signal(&self, signal: Signal) {
+        if let Some(pid) = self.pid {
+            process::signal_group(pid, signal);
+        }
     }
 }
 
@@ -610,7 +654,7 @@ impl Conductor {
             };
             if let Some(signal) = signal {
                 for member in self.members.iter().filter(|m| m.alive()) {
-                    process::signal_group(member.pid, signal);
+                    member.signal(signal);
                 }
             }
             return;
@@ -627,7 +671,7 @@ impl Conductor {
     async fn finish(mut self) -> Exit {
         // Whatever the components left behind in their groups goes too.
         for member in &self.members {
-            process::signal_group(member.pid, Signal::SIGKILL);
+            member.signal(Signal::SIGKILL);
         }
         if let Some(editor) = self.outboxes[EDITOR].take()
             && tokio::time::timeout(self.flush_timeout, editor.close())

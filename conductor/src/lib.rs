@@ -11,7 +11,10 @@
 //!   backpressure; `process.rs`: process groups and stderr; `trace.rs`: `--trace`;
 //! - `bridge/`: the MCP bridges (§4) that give an agent which knows nothing of `acp:` URLs
 //!   the proxies' MCP servers, over stdio (`conductor mcp PORT`) or HTTP;
-//! - [`Chain`]: the components, from command lines or a TOML chain file;
+//! - [`Chain`]: the components, from command lines or a TOML chain file, or Rust proxies that
+//!   run in this process ([`Chain::proxy`]);
+//! - `sessions.rs`: `conductor route`, the session router of `sacp::router` with backends as
+//!   processes;
 //! - [`cli`]: the `conductor` command line.
 //!
 //! The library runs a conductor over any transport, for instance inside another program:
@@ -43,5 +46,5 @@ pub mod stderr;
 mod trace;
 
 pub use self::bridge::BridgeMode;
-pub use self::chain::{Chain, ChainError, Component};
+pub use self::chain::{Chain, ChainError, Component, InProcess};
 pub use self::conductor::{Exit, Options, run, run_stdio};

@@ -6,6 +6,7 @@ mod common;
 mod concurrency;
 mod failures;
 mod faults;
+mod in_process;
 mod mcp;
 #[path = "../../benches/support/processes.rs"]
 mod processes;

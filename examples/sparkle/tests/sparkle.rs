@@ -40,15 +40,27 @@ impl Chain {
         let dir = bins();
         let trace =
             std::env::temp_dir().join(format!("sparkle-{}-{name}.jsonl", std::process::id()));
-        let mut conductor = tokio::process::Command::new(dir.join("conductor"))
-            .args([
-                "agent".to_owned(),
-                "--trace".to_owned(),
-                trace.to_string_lossy().into_owned(),
-                "--trace-payloads".to_owned(),
-                format!("{} {sparkle_args}", env!("CARGO_BIN_EXE_sparkle")),
-                format!("{} {agent_flags}", dir.join("test-agent").display()),
-            ])
+        let args = vec![
+            "agent".to_owned(),
+            "--trace".to_owned(),
+            trace.to_string_lossy().into_owned(),
+            "--trace-payloads".to_owned(),
+            format!("{} {sparkle_args}", env!("CARGO_BIN_EXE_sparkle")),
+            format!("{} {agent_flags}", dir.join("test-agent").display()),
+        ];
+        Chain::launch(dir.join("conductor"), args, trace).await
+    }
+
+    /// `sparkle-chain "test-agent <agent_flags>"`: Sparkle in-process, one binary.
+    async fn one_binary(agent_flags: &str) -> Chain {
+        let agent = format!("{} {agent_flags}", bins().join("test-agent").display());
+        let program = PathBuf::from(env!("CARGO_BIN_EXE_sparkle-chain"));
+        Chain::launch(program, vec![agent], PathBuf::new()).await
+    }
+
+    async fn launch(program: PathBuf, args: Vec<String>, trace: PathBuf) -> Chain {
+        let mut conductor = tokio::process::Command::new(program)
+            .args(args)
             .env("SPARKLE_EMBODIMENT", EMBODIMENT)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -300,4 +312,25 @@ async fn the_embodiment_can_come_from_a_file() {
     );
     chain.end().await;
     let _ = std::fs::remove_file(file);
+}
+
+#[tokio::test]
+async fn sparkle_and_the_conductor_in_one_binary() {
+    // The agent's MCP client runs `sparkle-chain mcp PORT`: the binary is its own bridge.
+    let chain = Chain::one_binary("").await;
+    let session = chain.new_session().await;
+    assert_eq!(chain.prompt(&session, "Hello").await, StopReason::EndTurn);
+    assert_eq!(
+        chain.seen_in(&session, 0),
+        [
+            pair("tool_call", "sparkle.embody_sparkle"),
+            pair("tool_call_update", "Some(Completed)"),
+            pair(
+                "thought",
+                &format!("[sparkle] sparkle.embody_sparkle: {EMBODIMENT} [over stdio; 0 progress]")
+            ),
+            pair("message", "Hello"),
+        ]
+    );
+    chain.end().await;
 }

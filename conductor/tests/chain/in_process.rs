@@ -1,0 +1,204 @@
+//! Chains with proxies in the conductor's own process (`Chain::proxy`) and the test agent as a
+//! process: the same ordering, handshake, failures and end as process chains.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sacp::acp::{
+    ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
+    SessionUpdate, StopReason, TextContent,
+};
+use sacp::jsonrpc::{ByteStream, Connection, Router};
+use sacp_conductor::{Chain, Component, Exit, Options};
+use sacp_examples::prefix::Prefixer;
+
+use crate::common::*;
+
+/// What the editor heard: `(session, text)` of each agent message chunk, in order.
+type Heard = Arc<Mutex<Vec<(String, String)>>>;
+
+struct Running {
+    editor: Connection,
+    heard: Heard,
+    exit: tokio::task::JoinHandle<Exit>,
+    tag: String,
+}
+
+/// The test agent as a process component, tagged to find it in the process table.
+fn agent_component(tag: &str) -> Component {
+    let mut agent = Component::parse(&quoted(&agent()), 1).unwrap();
+    agent.env.insert("SACP_TEST_TAG".into(), tag.to_owned());
+    agent
+}
+
+fn start(chain: Chain, tag: String) -> Running {
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let exit = tokio::spawn(sacp_conductor::run(
+        chain,
+        Options::default(),
+        ByteStream::duplex(theirs),
+    ));
+    let heard = Heard::default();
+    let record = heard.clone();
+    let handler = Router::new().on_notification(move |n: SessionNotification, _| {
+        let record = record.clone();
+        async move {
+            if let SessionUpdate::AgentMessageChunk(chunk) = n.update
+                && let ContentBlock::Text(text) = chunk.content
+            {
+                record.lock().unwrap().push((n.session_id.0, text.text));
+            }
+            Ok(())
+        }
+    });
+    let editor = Connection::builder()
+        .request_timeout(PATIENCE)
+        .spawn(ByteStream::duplex(ours), handler);
+    Running {
+        editor,
+        heard,
+        exit,
+        tag,
+    }
+}
+
+fn tag(name: &str) -> String {
+    format!("in-process-{}-{name}", std::process::id())
+}
+
+async fn prompt(editor: &Connection, session: &str, text: &str) -> sacp::Result<StopReason> {
+    let prompt = vec![ContentBlock::Text(TextContent::new(text))];
+    let answer = editor
+        .request(PromptRequest::new(session.to_owned(), prompt))
+        .await?;
+    Ok(answer.stop_reason)
+}
+
+async fn ended(running: Running) -> Exit {
+    let exit = tokio::time::timeout(PATIENCE, running.exit)
+        .await
+        .expect("the conductor ends")
+        .unwrap();
+    // Nothing of the chain is left.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !processes_tagged(&running.tag).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "processes left behind"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    exit
+}
+
+#[tokio::test]
+async fn in_process_proxies_keep_every_sessions_updates_in_order() {
+    let tag = tag("order");
+    let mut chain = Chain::new()
+        .proxy(Prefixer::new("a "))
+        .proxy(Prefixer::new("b "));
+    chain.components.push(agent_component(&tag));
+    let running = start(chain, tag);
+    let editor = running.editor.clone();
+    editor.request(InitializeRequest::new(1)).await.unwrap();
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        let session = editor
+            .request(NewSessionRequest::new("/tmp", vec![]))
+            .await
+            .unwrap();
+        sessions.push(session.session_id.0);
+    }
+    let turns = sessions
+        .iter()
+        .map(|session| prompt(&editor, session, "stream 50"));
+    for stop in futures_util::future::join_all(turns).await {
+        assert_eq!(stop.unwrap(), StopReason::EndTurn);
+    }
+    let heard = running.heard.lock().unwrap().clone();
+    for session in &sessions {
+        let texts: Vec<String> = heard
+            .iter()
+            .filter(|(s, _)| s == session)
+            .map(|(_, t)| t.clone())
+            .collect();
+        let expected: Vec<String> = (1..=50).map(|i| format!("a b chunk {i}")).collect();
+        assert_eq!(
+            texts, expected,
+            "{session}: transformed twice, in order, all of them"
+        );
+    }
+    running.editor.close();
+    let start = std::time::Instant::now();
+    assert_eq!(ended(running).await, Exit::Clean);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_process_that_refuses_the_proxy_capability_is_named() {
+    let tag = tag("refusal");
+    let mut chain = Chain::new().proxy(Prefixer::new("a "));
+    chain.components.push(agent_component(&tag));
+    chain.components.push(agent_component(&tag));
+    let running = start(chain, tag);
+    let refused = running
+        .editor
+        .request(InitializeRequest::new(1))
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .message
+            .contains("component 2 (\"test-agent\") did not accept the proxy capability"),
+        "{refused}"
+    );
+    assert!(matches!(ended(running).await, Exit::Failed(_)));
+}
+
+#[tokio::test]
+async fn a_crashed_process_agent_fails_the_prompt_by_name_and_ends_the_chain() {
+    let tag = tag("crash");
+    let mut chain = Chain::new().proxy(Prefixer::new("a "));
+    chain.components.push(agent_component(&tag));
+    let running = start(chain, tag);
+    let editor = running.editor.clone();
+    editor.request(InitializeRequest::new(1)).await.unwrap();
+    let session = editor
+        .request(NewSessionRequest::new("/tmp", vec![]))
+        .await
+        .unwrap()
+        .session_id
+        .0;
+    let failed = prompt(&editor, &session, "crash 7 3").await.unwrap_err();
+    assert!(
+        failed
+            .message
+            .contains("component 2 (\"test-agent\") exited with status 7"),
+        "{failed}"
+    );
+    // What it said before it crashed came first.
+    let heard: Vec<String> = running
+        .heard
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, t)| t.clone())
+        .collect();
+    assert_eq!(
+        heard,
+        [
+            "a chunk 1 before the crash",
+            "a chunk 2 before the crash",
+            "a chunk 3 before the crash",
+            "a crashing"
+        ]
+    );
+    match ended(running).await {
+        Exit::Ended { status, .. } => assert_eq!(status, 7),
+        other => panic!("{other:?}"),
+    }
+}
