@@ -15,7 +15,13 @@
 //!   per second, with 1 open session and with 256 (prompts cycle over all of them); every
 //!   update is checked: `lost` counts updates missing when their prompt's response arrived,
 //!   `late` updates that arrived after it or out of order (both must be 0);
-//! - **peak RSS** (`VmHWM`) of the conductor, the largest pass-through proxy, and the agent.
+//! - **peak RSS** (`VmHWM`) of the conductor, the largest pass-through proxy, the agent, and
+//!   the conductor and its proxies together (the tree);
+//! - **CPU µs and read/write syscalls per update**, per process, while streaming.
+//!
+//! A last row runs N = 3 pass-through proxies *inside* the conductor's process
+//! (`examples/one_binary.rs`, `Chain::proxy`) with the agent as a process. The table ends with
+//! the performance goals (N = 3 against direct) met or not.
 //!
 //! The editor parses every line it reads (the envelope, and each update's text), like a real
 //! editor would; it runs on one thread, as do the conductor and the components.
@@ -52,6 +58,8 @@ struct Figures {
     rss_conductor_kib: Option<u64>,
     rss_proxy_kib: Option<u64>,
     rss_agent_kib: Option<u64>,
+    /// The conductor's and the proxies' peak RSS, summed.
+    rss_tree_kib: Option<u64>,
     /// Per process (name), during the 1-session streaming run: CPU µs and syscalls per update.
     costs: Vec<(String, f64, f64)>,
 }
@@ -77,6 +85,7 @@ async fn run(scale: f64) {
         counts.latency, counts.throughput, counts.streaming
     );
 
+    let one_binary = built_example("one_binary");
     let mut rows = Vec::new();
     let direct = measure(&counts, &agent, &[], None).await;
     rows.push(("direct".to_owned(), direct.clone()));
@@ -87,16 +96,20 @@ async fn run(scale: f64) {
         let figures = measure(&counts, &conductor, &args, Some(n)).await;
         rows.push((format!("N = {n}"), figures));
     }
+    // Three pass-through proxies inside the conductor's process, the agent a process.
+    let args = ["3".to_owned(), agent.to_string_lossy().into_owned()];
+    let figures = measure(&counts, &one_binary, &args, Some(3)).await;
+    rows.push(("N = 3 in-process".to_owned(), figures));
 
     println!(
         "| chain | p50 latency | p99 latency | p50 vs direct | prompts/s (64 in flight) | vs direct \
          | updates/s, 1 session | vs direct | updates/s, 256 sessions | 256 vs 1 | lost / late \
-         | RSS conductor | RSS proxy (max) | RSS agent |"
+         | RSS conductor | RSS proxy (max) | RSS agent | tree RSS (conductor + proxies) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, f) in &rows {
         println!(
-            "| {name} | {} | {} | {:.2}x | {:.0} | {:.0}% | {:.0} | {:.0}% | {:.0} | {:.0}% | {} / {} | {} | {} | {} |",
+            "| {name} | {} | {} | {:.2}x | {:.0} | {:.0}% | {:.0} | {:.0}% | {:.0} | {:.0}% | {} / {} | {} | {} | {} | {} |",
             micros(f.p50),
             micros(f.p99),
             f.p50.as_secs_f64() / direct.p50.as_secs_f64(),
@@ -111,6 +124,7 @@ async fn run(scale: f64) {
             mib(f.rss_conductor_kib),
             mib(f.rss_proxy_kib),
             mib(f.rss_agent_kib),
+            mib(f.rss_tree_kib),
         );
     }
 
@@ -131,6 +145,57 @@ async fn run(scale: f64) {
         .find(|(name, _)| name == "N = 3")
         .expect("N = 3 ran")
         .1;
+    let in_process = &rows
+        .iter()
+        .find(|(name, _)| name == "N = 3 in-process")
+        .expect("the in-process chain ran")
+        .1;
+    let ratio = |f: &Figures| f.p50.as_secs_f64() / direct.p50.as_secs_f64();
+    println!("\nThe performance issue's goals (N = 3, ratios to direct in this run):");
+    let goals = [
+        (
+            "p50 latency <= 8x",
+            ratio(n3) <= 8.0,
+            format!("{:.2}x", ratio(n3)),
+        ),
+        (
+            "prompts/s >= 15%",
+            n3.prompts_per_s >= 0.15 * direct.prompts_per_s,
+            format!("{:.0}%", 100.0 * n3.prompts_per_s / direct.prompts_per_s),
+        ),
+        (
+            "updates/s >= 25%",
+            n3.updates_per_s_1 >= 0.25 * direct.updates_per_s_1,
+            format!(
+                "{:.0}%",
+                100.0 * n3.updates_per_s_1 / direct.updates_per_s_1
+            ),
+        ),
+        (
+            "tree RSS (conductor + 3 proxies) <= 12 MiB",
+            n3.rss_tree_kib.is_some_and(|k| k <= 12 * 1024),
+            mib(n3.rss_tree_kib),
+        ),
+        (
+            "in-process: p50 latency <= 3x",
+            ratio(in_process) <= 3.0,
+            format!("{:.2}x", ratio(in_process)),
+        ),
+        (
+            "in-process: updates/s >= 60%",
+            in_process.updates_per_s_1 >= 0.60 * direct.updates_per_s_1,
+            format!(
+                "{:.0}%",
+                100.0 * in_process.updates_per_s_1 / direct.updates_per_s_1
+            ),
+        ),
+    ];
+    for (what, met, measured) in goals {
+        println!(
+            "{} {what}: {measured}",
+            if met { "met    " } else { "not met" }
+        );
+    }
     let checks = [
         (
             "p50 latency at N = 3 <= 15x direct",
@@ -172,6 +237,42 @@ async fn run(scale: f64) {
     if failed {
         std::process::exit(1);
     }
+}
+
+/// Builds an example of this package with the running bench's profile; its path.
+fn built_example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the bench's own path");
+    let mut dir = exe.parent().expect("a directory").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let profile = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("release")
+        .to_owned();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+        "build",
+        "--quiet",
+        "-p",
+        "sacp-conductor",
+        "--example",
+        name,
+    ]);
+    match profile.as_str() {
+        "debug" => {}
+        "release" => {
+            command.arg("--release");
+        }
+        other => {
+            command.args(["--profile", other]);
+        }
+    }
+    let status = command.status().expect("run cargo");
+    assert!(status.success(), "cannot build the example {name}");
+    dir.join("examples").join(name)
 }
 
 fn micros(d: Duration) -> String {
@@ -283,9 +384,12 @@ async fn measure(
         None => figures.rss_agent_kib = rss(editor.pid()),
         Some(_) => {
             figures.rss_conductor_kib = rss(editor.pid());
+            figures.rss_tree_kib = figures.rss_conductor_kib;
             for (pid, name) in pids {
                 if name.starts_with("passthrough") {
-                    figures.rss_proxy_kib = figures.rss_proxy_kib.max(rss(pid));
+                    let proxy = rss(pid);
+                    figures.rss_proxy_kib = figures.rss_proxy_kib.max(proxy);
+                    figures.rss_tree_kib = figures.rss_tree_kib.zip(proxy).map(|(a, b)| a + b);
                 } else if name.starts_with("test-agent") {
                     figures.rss_agent_kib = rss(pid);
                 }
