@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use sacp_conductor::{Chain, Options};
+use sacp_conductor::Chain;
 
 /// Forwards everything, both ways.
 #[derive(Debug, Default)]
@@ -39,23 +39,5 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let me = std::env::current_exe().ok();
-    let options = Options {
-        launcher: me.clone(),
-        bridge_program: me,
-        ..Options::default()
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("one_binary: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let exit = runtime.block_on(chain.serve_stdio(options));
-    runtime.shutdown_background();
-    ExitCode::from(exit.code())
+    chain.run_as_program()
 }

@@ -315,6 +315,14 @@ impl Chain {
         crate::run_stdio(self, options).await
     }
 
+    /// Runs the chain as this program's whole job, on a runtime of its own, with this
+    /// executable as the components' launcher and as the stdio MCP bridge; the exit status to
+    /// return from `main`. Call [`cli::helper_subcommand`](crate::cli::helper_subcommand)
+    /// first in `main`, so that the executable can be those.
+    pub fn run_as_program(self) -> std::process::ExitCode {
+        crate::cli::run_as_program(self)
+    }
+
     /// A chain from command lines, one per component.
     pub fn from_command_lines<S: AsRef<str>>(lines: &[S]) -> Result<Chain, ChainError> {
         let mut chain = Chain::default();

@@ -210,19 +210,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let exit = match on_runtime(run_stdio(chain, options)) {
+        Ok(exit) => exit,
+        Err(code) => return code,
     };
-    let exit = runtime.block_on(run_stdio(chain, options));
-    // Tasks still blocked on our stdio must not hold the process up.
-    runtime.shutdown_background();
     let dropped = crate::stderr::dropped();
     if dropped > 0 {
         crate::stderr::write_line(
@@ -245,19 +236,11 @@ fn route(args: RouteArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
     let launcher = std::env::current_exe().ok();
-    let result = runtime.block_on(crate::sessions::run_stdio(config, launcher));
-    runtime.shutdown_background();
+    let result = match on_runtime(crate::sessions::run_stdio(config, launcher)) {
+        Ok(result) => result,
+        Err(code) => return code,
+    };
     crate::stderr::finish(std::time::Duration::from_millis(500));
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -265,6 +248,38 @@ fn route(args: RouteArgs) -> ExitCode {
             eprintln!("conductor route: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs `work` on a single-threaded runtime, which is then dropped without waiting for the
+/// tasks still blocked on our stdio (they must not hold the process up).
+fn on_runtime<T>(work: impl std::future::Future<Output = T>) -> Result<T, ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            tracing::error!("cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        })?;
+    let done = runtime.block_on(work);
+    runtime.shutdown_background();
+    Ok(done)
+}
+
+/// A program's whole job: runs `chain` on stdin/stdout, with this executable as the
+/// components' launcher and the stdio MCP bridge (see [`helper_subcommand`], which the
+/// program must call first), and returns the exit status. What
+/// [`Chain::run_as_program`](crate::Chain::run_as_program) does.
+pub(crate) fn run_as_program(chain: Chain) -> ExitCode {
+    let me = std::env::current_exe().ok();
+    let options = crate::Options {
+        launcher: me.clone(),
+        bridge_program: me,
+        ..crate::Options::default()
+    };
+    match on_runtime(run_stdio(chain, options)) {
+        Ok(exit) => ExitCode::from(exit.code()),
+        Err(code) => code,
     }
 }
 

@@ -482,25 +482,26 @@ async fn on_get(
             "the GET stream is text/event-stream",
         );
     }
-    let Some(session) = headers
+    let Some(session) = named_session(&state, &headers) else {
+        return refuse(StatusCode::NOT_FOUND, "no such MCP session");
+    };
+    // What waited for a stream goes first, before anything the owner sends from now on.
+    let mut streams = session.streams();
+    let (tx, rx) = mpsc::channel(STREAM_QUEUE + streams.backlog.len());
+    for line in streams.backlog.drain(..) {
+        let _ = tx.try_send(line);
+    }
+    streams.get = Some(tx);
+    drop(streams);
+    sse(rx)
+}
+
+/// The open MCP session a request names in `Mcp-Session-Id`.
+fn named_session(state: &Shared, headers: &HeaderMap) -> Option<Arc<Session>> {
+    headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .and_then(|id| state.session(id))
-    else {
-        return refuse(StatusCode::NOT_FOUND, "no such MCP session");
-    };
-    let (tx, rx) = mpsc::channel(STREAM_QUEUE);
-    let backlog: Vec<String> = {
-        let mut streams = session.streams();
-        streams.get = Some(tx.clone());
-        streams.backlog.drain(..).collect()
-    };
-    for line in backlog {
-        if tx.try_send(line).is_err() {
-            tracing::warn!(session = %session.id, "dropped an MCP message the client left waiting");
-        }
-    }
-    sse(rx)
 }
 
 async fn on_delete(
@@ -511,11 +512,7 @@ async fn on_delete(
     if let Err((status, why)) = admit(&state, &entry, &headers) {
         return refuse(status, why);
     }
-    let session = headers
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|id| state.session(id));
-    match session {
+    match named_session(&state, &headers) {
         Some(session) => {
             session.closed.cancel();
             StatusCode::OK.into_response()

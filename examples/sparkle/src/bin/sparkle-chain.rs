@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use sacp_conductor::{Chain, Options};
+use sacp_conductor::Chain;
 use sparkle::{DEFAULT_EMBODIMENT, Sparkle};
 
 fn main() -> ExitCode {
@@ -48,23 +48,5 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let me = std::env::current_exe().ok();
-    let options = Options {
-        launcher: me.clone(),
-        bridge_program: me,
-        ..Options::default()
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("sparkle-chain: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let exit = runtime.block_on(chain.serve_stdio(options));
-    runtime.shutdown_background();
-    ExitCode::from(exit.code())
+    chain.run_as_program()
 }
