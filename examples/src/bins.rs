@@ -1,17 +1,44 @@
 //! The workspace's binaries, for the tests, benchmarks and demos that run them as processes.
 //!
 //! Cargo only tells a package about its own binaries (`CARGO_BIN_EXE_<name>`), and a chain needs
-//! binaries of two packages (`conductor` and the example components). [`built`] asks cargo to
-//! build the packages' binaries with the profile of the running executable (a no-op when they
-//! are up to date, as they are after `cargo test --workspace`), and returns the directory they
-//! are in: the one the running executable was built into.
+//! binaries of several packages (`conductor`, the example components, `sparkle`). [`built`] asks
+//! cargo to build the packages' binaries with the profile of the running executable and returns
+//! the directory they are in: the one the running executable was built into.
+//!
+//! Tests call [`built_like_tests`] instead: it asks for what `cargo test --workspace` builds
+//! (every package, binaries and test targets, dev-dependencies on), so cargo resolves the same
+//! features, finds everything up to date and builds nothing, instead of a second copy of every
+//! dependency with the features of a plain `cargo build` (twice the disk, minutes of CPU). A
+//! program that a test starts and that calls [`built`] gets the same when the test sets
+//! [`LIKE_TESTS_ENV`] in its environment.
 
 use std::path::PathBuf;
 use std::process::Command;
 
+/// Set (to any value) in a program's environment, makes its [`built`] behave as
+/// [`built_like_tests`].
+pub const LIKE_TESTS_ENV: &str = "SACP_BUILD_LIKE_TESTS";
+
 /// Builds the binaries of `packages` (with the running executable's profile) and returns the
 /// directory that holds them.
 pub fn built(packages: &[&str]) -> Result<PathBuf, String> {
+    if std::env::var_os(LIKE_TESTS_ENV).is_some() {
+        return built_like_tests();
+    }
+    let mut args = vec!["--bins"];
+    for package in packages {
+        args.extend(["--package", package]);
+    }
+    cargo_build(&args, &format!("{packages:?}"))
+}
+
+/// Builds what `cargo test --workspace` builds (a no-op after it) and returns the directory that
+/// holds the workspace's binaries.
+pub fn built_like_tests() -> Result<PathBuf, String> {
+    cargo_build(&["--workspace", "--bins", "--tests"], "the workspace")
+}
+
+fn cargo_build(args: &[&str], what: &str) -> Result<PathBuf, String> {
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the running executable: {e}"))?;
     let mut dir = exe
@@ -31,7 +58,8 @@ pub fn built(packages: &[&str]) -> Result<PathBuf, String> {
     let mut command = Command::new(cargo);
     command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--quiet", "--bins"]);
+        .args(["build", "--quiet"])
+        .args(args);
     match profile.as_str() {
         "debug" => {}
         "release" => {
@@ -41,14 +69,11 @@ pub fn built(packages: &[&str]) -> Result<PathBuf, String> {
             command.args(["--profile", other]);
         }
     }
-    for package in packages {
-        command.args(["--package", package]);
-    }
     let status = command
         .status()
-        .map_err(|e| format!("cannot run cargo to build {packages:?}: {e}"))?;
+        .map_err(|e| format!("cannot run cargo to build {what}: {e}"))?;
     if !status.success() {
-        return Err(format!("`cargo build` of {packages:?} failed ({status})"));
+        return Err(format!("`cargo build` of {what} failed ({status})"));
     }
     Ok(dir)
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 #[test]
 fn the_chain_demo_runs_the_whole_script() {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chain-demo"))
+        // Find the binaries `cargo test --workspace` built rather than build a second variant.
+        .env(sacp_examples::bins::LIKE_TESTS_ENV, "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

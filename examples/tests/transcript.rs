@@ -16,7 +16,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 
 #[tokio::test]
 async fn the_logger_writes_down_every_message_and_the_context_comes_first() {
-    let dir = sacp_examples::bins::built(&["sacp-conductor", "sacp-examples"]).unwrap();
+    let dir = sacp_examples::bins::built_like_tests().unwrap();
     let log = std::env::temp_dir().join(format!("sacp-transcript-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&log);
     let mut conductor = tokio::process::Command::new(dir.join("conductor"))

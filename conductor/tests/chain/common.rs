@@ -22,7 +22,7 @@ pub(crate) fn conductor() -> &'static str {
 pub(crate) fn example(name: &str) -> String {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        sacp_examples::bins::built(&["sacp-examples"]).expect("build the example binaries")
+        sacp_examples::bins::built_like_tests().expect("build the example binaries")
     });
     let path = dir.join(name);
     assert!(path.exists(), "{} was not built", path.display());

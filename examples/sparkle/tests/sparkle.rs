@@ -28,7 +28,7 @@ struct Chain {
 }
 
 fn bins() -> PathBuf {
-    sacp_examples::bins::built(&["sacp-conductor", "sacp-examples"]).expect("build the binaries")
+    sacp_examples::bins::built_like_tests().expect("build the binaries")
 }
 
 impl Chain {
