@@ -5,6 +5,7 @@
 //! ```text
 //! cargo bench -p sacp-conductor --bench chain            # full run
 //! cargo bench -p sacp-conductor --bench chain -- 0.1     # a tenth of the work (smoke run)
+//! cargo bench -p sacp-conductor --bench chain -- 0.3 runs=3  # 3 interleaved runs, medians
 //! ```
 //!
 //! Every process is real (release builds, cargo-built), talking over pipes. For each chain
@@ -16,7 +17,9 @@
 //!   update is checked: `lost` counts updates missing when their prompt's response arrived,
 //!   `late` updates that arrived after it or out of order (both must be 0);
 //! - **peak RSS** (`VmHWM`) of the conductor, the largest pass-through proxy, the agent, and
-//!   the conductor and its proxies together (the tree);
+//!   the conductor and its proxies together (the tree); and the tree's private memory
+//!   (`RssAnon`, after the run), the part of its RSS that is not the executables' and
+//!   libraries' pages, which every process of the same binary counts again;
 //! - **CPU µs and read/write syscalls per update**, per process, while streaming.
 //!
 //! A last row runs N = 3 pass-through proxies *inside* the conductor's process
@@ -60,6 +63,8 @@ struct Figures {
     rss_agent_kib: Option<u64>,
     /// The conductor's and the proxies' peak RSS, summed.
     rss_tree_kib: Option<u64>,
+    /// The conductor's and the proxies' `RssAnon` after the run, summed.
+    anon_tree_kib: Option<u64>,
     /// Per process (name), during the 1-session streaming run: CPU µs and syscalls per update.
     costs: Vec<(String, f64, f64)>,
 }
@@ -67,7 +72,7 @@ struct Figures {
 #[path = "support/processes.rs"]
 mod processes;
 
-use processes::{peak_rss_kib, process_tree, usage};
+use processes::{peak_rss_kib, process_tree, status_kib, usage};
 
 fn main() {
     processes::block_on(run(processes::scale()));
@@ -79,37 +84,64 @@ async fn run(scale: f64) {
     let proxy = dir.join("passthrough-proxy");
     let conductor = PathBuf::from(env!("CARGO_BIN_EXE_conductor"));
     let counts = Counts::scaled(scale);
+    let runs = runs();
     println!(
         "chain benchmark: {} latency prompts, {} throughput prompts ({IN_FLIGHT} in flight), \
-         {} streaming prompts x {UPDATES_PER_PROMPT} updates\n",
+         {} streaming prompts x {UPDATES_PER_PROMPT} updates; {runs} run(s), medians\n",
         counts.latency, counts.throughput, counts.streaming
     );
 
     let one_binary = built_example("one_binary");
-    let mut rows = Vec::new();
-    let direct = measure(&counts, &agent, &[], None).await;
-    rows.push(("direct".to_owned(), direct.clone()));
-    for n in [0, 1, 3, 5] {
-        let mut args = vec!["agent".to_owned()];
-        args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), n));
-        args.push(agent.to_string_lossy().into_owned());
-        let figures = measure(&counts, &conductor, &args, Some(n)).await;
-        rows.push((format!("N = {n}"), figures));
+    let mut runs_rows: Vec<Vec<(String, Figures)>> = Vec::new();
+    for run in 1..=runs {
+        let mut rows = Vec::new();
+        let direct = measure(&counts, &agent, &[], None).await;
+        rows.push(("direct".to_owned(), direct));
+        for n in [0, 1, 3, 5] {
+            let mut args = vec!["agent".to_owned()];
+            args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), n));
+            args.push(agent.to_string_lossy().into_owned());
+            let figures = measure(&counts, &conductor, &args, Some(n)).await;
+            rows.push((format!("N = {n}"), figures));
+        }
+        // Three pass-through proxies inside the conductor's process, the agent a process.
+        let args = ["3".to_owned(), agent.to_string_lossy().into_owned()];
+        let figures = measure(&counts, &one_binary, &args, Some(3)).await;
+        rows.push(("N = 3 in-process".to_owned(), figures));
+        if runs > 1 {
+            let d = &rows[0].1;
+            let line: Vec<String> = rows
+                .iter()
+                .skip(1)
+                .map(|(name, f)| {
+                    format!(
+                        "{name}: p50 {:.2}x, prompts/s {:.0}%, updates/s {:.0}%",
+                        f.p50.as_secs_f64() / d.p50.as_secs_f64(),
+                        100.0 * f.prompts_per_s / d.prompts_per_s,
+                        100.0 * f.updates_per_s_1 / d.updates_per_s_1
+                    )
+                })
+                .collect();
+            println!("run {run}: {}", line.join("; "));
+        }
+        runs_rows.push(rows);
     }
-    // Three pass-through proxies inside the conductor's process, the agent a process.
-    let args = ["3".to_owned(), agent.to_string_lossy().into_owned()];
-    let figures = measure(&counts, &one_binary, &args, Some(3)).await;
-    rows.push(("N = 3 in-process".to_owned(), figures));
+    if runs > 1 {
+        println!();
+    }
+    let rows = medians(&runs_rows);
+    let direct = rows[0].1.clone();
 
     println!(
         "| chain | p50 latency | p99 latency | p50 vs direct | prompts/s (64 in flight) | vs direct \
          | updates/s, 1 session | vs direct | updates/s, 256 sessions | 256 vs 1 | lost / late \
-         | RSS conductor | RSS proxy (max) | RSS agent | tree RSS (conductor + proxies) |"
+         | RSS conductor | RSS proxy (max) | RSS agent | tree RSS (conductor + proxies) \
+         | tree private (RssAnon) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, f) in &rows {
         println!(
-            "| {name} | {} | {} | {:.2}x | {:.0} | {:.0}% | {:.0} | {:.0}% | {:.0} | {:.0}% | {} / {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {:.2}x | {:.0} | {:.0}% | {:.0} | {:.0}% | {:.0} | {:.0}% | {} / {} | {} | {} | {} | {} | {} |",
             micros(f.p50),
             micros(f.p99),
             f.p50.as_secs_f64() / direct.p50.as_secs_f64(),
@@ -125,6 +157,7 @@ async fn run(scale: f64) {
             mib(f.rss_proxy_kib),
             mib(f.rss_agent_kib),
             mib(f.rss_tree_kib),
+            mib(f.anon_tree_kib),
         );
     }
 
@@ -174,7 +207,11 @@ async fn run(scale: f64) {
         (
             "tree RSS (conductor + 3 proxies) <= 12 MiB",
             n3.rss_tree_kib.is_some_and(|k| k <= 12 * 1024),
-            mib(n3.rss_tree_kib),
+            format!(
+                "{} (private memory: {})",
+                mib(n3.rss_tree_kib),
+                mib(n3.anon_tree_kib)
+            ),
         ),
         (
             "in-process: p50 latency <= 3x",
@@ -273,6 +310,63 @@ fn built_example(name: &str) -> PathBuf {
     let status = command.status().expect("run cargo");
     assert!(status.success(), "cannot build the example {name}");
     dir.join("examples").join(name)
+}
+
+/// How many times to run every chain (`runs=K` on the command line), 1 by default.
+fn runs() -> usize {
+    std::env::args()
+        .find_map(|a| a.strip_prefix("runs=")?.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Row by row, the median of each figure over the runs (the runs measured the same rows, in
+/// the same order).
+fn medians(runs: &[Vec<(String, Figures)>]) -> Vec<(String, Figures)> {
+    fn median<T: Clone + PartialOrd>(mut values: Vec<T>) -> T {
+        values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        values[values.len() / 2].clone()
+    }
+    (0..runs[0].len())
+        .map(|row| {
+            let all: Vec<&Figures> = runs.iter().map(|rows| &rows[row].1).collect();
+            let of = |get: &dyn Fn(&Figures) -> f64| median(all.iter().map(|f| get(f)).collect());
+            let kib = |get: &dyn Fn(&Figures) -> Option<u64>| {
+                median(all.iter().map(|f| get(f)).collect())
+            };
+            let costs = all[0]
+                .costs
+                .iter()
+                .enumerate()
+                .map(|(i, (name, _, _))| {
+                    let cost = |pick: fn(&(String, f64, f64)) -> f64| {
+                        median(
+                            all.iter()
+                                .filter_map(|f| f.costs.get(i).map(pick))
+                                .collect(),
+                        )
+                    };
+                    (name.clone(), cost(|c| c.1), cost(|c| c.2))
+                })
+                .collect();
+            let figures = Figures {
+                p50: median(all.iter().map(|f| f.p50).collect()),
+                p99: median(all.iter().map(|f| f.p99).collect()),
+                prompts_per_s: of(&|f| f.prompts_per_s),
+                updates_per_s_1: of(&|f| f.updates_per_s_1),
+                updates_per_s_256: of(&|f| f.updates_per_s_256),
+                lost: all.iter().map(|f| f.lost).sum(),
+                late: all.iter().map(|f| f.late).sum(),
+                rss_conductor_kib: kib(&|f| f.rss_conductor_kib),
+                rss_proxy_kib: kib(&|f| f.rss_proxy_kib),
+                rss_agent_kib: kib(&|f| f.rss_agent_kib),
+                rss_tree_kib: kib(&|f| f.rss_tree_kib),
+                anon_tree_kib: kib(&|f| f.anon_tree_kib),
+                costs,
+            };
+            (runs[0][row].0.clone(), figures)
+        })
+        .collect()
 }
 
 fn micros(d: Duration) -> String {
@@ -383,13 +477,17 @@ async fn measure(
     match proxies {
         None => figures.rss_agent_kib = rss(editor.pid()),
         Some(_) => {
+            let anon = |pid: u32| status_kib(pid, "RssAnon");
             figures.rss_conductor_kib = rss(editor.pid());
             figures.rss_tree_kib = figures.rss_conductor_kib;
+            figures.anon_tree_kib = anon(editor.pid());
             for (pid, name) in pids {
                 if name.starts_with("passthrough") {
                     let proxy = rss(pid);
                     figures.rss_proxy_kib = figures.rss_proxy_kib.max(proxy);
                     figures.rss_tree_kib = figures.rss_tree_kib.zip(proxy).map(|(a, b)| a + b);
+                    figures.anon_tree_kib =
+                        figures.anon_tree_kib.zip(anon(pid)).map(|(a, b)| a + b);
                 } else if name.starts_with("test-agent") {
                     figures.rss_agent_kib = rss(pid);
                 }

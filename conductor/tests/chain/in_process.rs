@@ -75,13 +75,18 @@ async fn prompt(editor: &Connection, session: &str, text: &str) -> sacp::Result<
 }
 
 async fn ended(running: Running) -> Exit {
-    let exit = tokio::time::timeout(PATIENCE, running.exit)
+    ended_with(running.exit, &running.tag).await
+}
+
+/// Waits for the conductor's end, then for its processes (those tagged `tag`) to be gone.
+async fn ended_with(exit: tokio::task::JoinHandle<Exit>, tag: &str) -> Exit {
+    let exit = tokio::time::timeout(PATIENCE, exit)
         .await
         .expect("the conductor ends")
         .unwrap();
     // Nothing of the chain is left.
     let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !processes_tagged(&running.tag).is_empty() {
+    while !processes_tagged(tag).is_empty() {
         assert!(
             tokio::time::Instant::now() < deadline,
             "processes left behind"
@@ -201,4 +206,48 @@ async fn a_crashed_process_agent_fails_the_prompt_by_name_and_ends_the_chain() {
         Exit::Ended { status, .. } => assert_eq!(status, 7),
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn requests_written_before_the_editor_closes_its_end_are_answered() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let tag = tag("eof");
+    let mut chain = Chain::new().proxy(Prefixer::new("a "));
+    chain.components.push(agent_component(&tag));
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let exit = tokio::spawn(sacp_conductor::run(
+        chain,
+        Options::default(),
+        ByteStream::duplex(theirs),
+    ));
+    let (reading, mut writing) = tokio::io::split(ours);
+    // `printf '<initialize>\n<session/new>\n' | my-one-binary-chain`
+    writing
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{\"cwd\":\"/tmp\",\"mcpServers\":[]}}\n",
+        )
+        .await
+        .unwrap();
+    writing.shutdown().await.unwrap();
+    drop(writing);
+    let mut lines = tokio::io::BufReader::new(reading).lines();
+    let mut answers = std::collections::BTreeMap::new();
+    while answers.len() < 2 {
+        let line = tokio::time::timeout(PATIENCE, lines.next_line())
+            .await
+            .expect("the answers come")
+            .unwrap()
+            .expect("the conductor answers before it ends");
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = message["id"].as_i64() {
+            answers.insert(id, message);
+        }
+    }
+    assert_eq!(answers[&1]["result"]["protocolVersion"], 1, "{answers:?}");
+    assert_eq!(
+        answers[&2]["result"]["sessionId"], "session-1",
+        "{answers:?}"
+    );
+    assert_eq!(ended_with(exit, &tag).await, Exit::Clean);
 }

@@ -1,18 +1,25 @@
 //! The in-process transport: two connections exchanging `Message` values.
+//!
+//! Messages travel in batches (what the writer was given at once, cut into [`BATCH`]es): one
+//! channel operation and at most one wake-up of the reader per batch, not per message.
 
 use tokio::sync::mpsc;
 
 use super::{Inbound, MessageReader, MessageWriter, Transport};
 use crate::jsonrpc::Message;
 
-/// How many messages may be in flight one way before the sender waits.
-const CAPACITY: usize = 1024;
+/// The most messages one batch carries.
+const BATCH: usize = 64;
+
+/// How many batches may be in flight one way before the sender waits: at most
+/// `BATCH * BATCHES` (1,024) messages, plus the one batch the reader is taking apart.
+const BATCHES: usize = 16;
 
 /// One end of an in-process transport pair (see [`channel`]).
 #[derive(Debug)]
 pub struct Channel {
-    tx: mpsc::Sender<Message>,
-    rx: mpsc::Receiver<Message>,
+    tx: mpsc::Sender<Vec<Message>>,
+    rx: mpsc::Receiver<Vec<Message>>,
 }
 
 /// Two connected in-process transports: what one end writes, the other reads, as `Message`
@@ -30,8 +37,8 @@ pub struct Channel {
 /// # drop(server); }
 /// ```
 pub fn channel() -> (Channel, Channel) {
-    let (tx_a, rx_a) = mpsc::channel(CAPACITY);
-    let (tx_b, rx_b) = mpsc::channel(CAPACITY);
+    let (tx_a, rx_a) = mpsc::channel(BATCHES);
+    let (tx_b, rx_b) = mpsc::channel(BATCHES);
     (
         Channel { tx: tx_a, rx: rx_b },
         Channel { tx: tx_b, rx: rx_a },
@@ -44,7 +51,10 @@ impl Transport for Channel {
 
     fn split(self) -> (ChannelReader, ChannelWriter) {
         (
-            ChannelReader { rx: self.rx },
+            ChannelReader {
+                rx: self.rx,
+                batch: Vec::new().into_iter(),
+            },
             ChannelWriter { tx: Some(self.tx) },
         )
     }
@@ -53,28 +63,44 @@ impl Transport for Channel {
 /// The reading half of a [`Channel`].
 #[derive(Debug)]
 pub struct ChannelReader {
-    rx: mpsc::Receiver<Message>,
+    rx: mpsc::Receiver<Vec<Message>>,
+    /// The rest of the batch received last.
+    batch: std::vec::IntoIter<Message>,
 }
 
 impl MessageReader for ChannelReader {
     async fn read(&mut self) -> std::io::Result<Option<Inbound>> {
-        Ok(self.rx.recv().await.map(Inbound::Message))
+        loop {
+            if let Some(message) = self.batch.next() {
+                return Ok(Some(Inbound::Message(message)));
+            }
+            // Cancel-safe: a batch is either still in the channel or already in `self.batch`.
+            match self.rx.recv().await {
+                Some(batch) => self.batch = batch.into_iter(),
+                None => return Ok(None),
+            }
+        }
     }
 }
 
 /// The writing half of a [`Channel`].
 #[derive(Debug)]
 pub struct ChannelWriter {
-    tx: Option<mpsc::Sender<Message>>,
+    tx: Option<mpsc::Sender<Vec<Message>>>,
 }
 
 impl MessageWriter for ChannelWriter {
     async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
         let tx = self.tx.as_ref().ok_or(std::io::ErrorKind::BrokenPipe)?;
-        for m in batch.drain(..) {
-            tx.send(m)
+        let closed = |_| std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        while batch.len() > BATCH {
+            let rest = batch.split_off(BATCH);
+            tx.send(std::mem::replace(batch, rest))
                 .await
-                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+                .map_err(closed)?;
+        }
+        if !batch.is_empty() {
+            tx.send(std::mem::take(batch)).await.map_err(closed)?;
         }
         Ok(())
     }
