@@ -483,7 +483,7 @@ impl Conductor {
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {
             let conn = first.conn;
-            let mut messages = Vec::new();
+            let mut messages = Vec::with_capacity(1 + deliveries.len());
             let (mut up_charge, mut down_charge): (Option<Charge>, Option<Charge>) = (None, None);
             for mut delivery in std::iter::once(first).chain(std::iter::from_fn(|| {
                 deliveries.next_if(|d| d.conn == conn)

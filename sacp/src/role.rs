@@ -23,10 +23,9 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio_util::either::Either;
-
 use crate::acp::Side;
 use crate::incoming::Incoming;
+use crate::jsonrpc::BoxFuture;
 use crate::jsonrpc::Dispatch;
 use crate::ladder::Fallback;
 
@@ -55,11 +54,16 @@ pub(crate) trait Role: Send + Sync + 'static {
 }
 
 /// The work for one message, per the rule in the module docs.
+///
+/// The work is boxed: a handler's future can be kilobytes (a pass-through proxy's: 1.8 KB), and
+/// a `Dispatch` holding it unboxed was copied several times on the way to its lane for every
+/// message, even the ones forwarded at once with no work at all (the lane boxes the work
+/// anyway).
 pub(crate) fn dispatch<R: Role>(
     role: &Arc<R>,
     message: Incoming,
     cx: R::Cx,
-) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+) -> Dispatch<BoxFuture> {
     let lane = lane(message.from);
     if !R::takes(&message.method, message.from) {
         // Nothing of this side waits: forward (or answer) it right here, without a task.
@@ -71,12 +75,12 @@ pub(crate) fn dispatch<R: Role>(
         } else {
             message
         };
-        let work = async move { R::Cx::unhandled(message, &cx).await };
-        return Dispatch::in_turn(Either::Right(work)).on_lane(lane);
+        let work: BoxFuture = Box::pin(async move { R::Cx::unhandled(message, &cx).await });
+        return Dispatch::in_turn(work).on_lane(lane);
     }
     let request = message.is_request();
     let role = role.clone();
-    let work = Either::Left(async move { role.dispatch(message, &cx).await });
+    let work: BoxFuture = Box::pin(async move { role.dispatch(message, &cx).await });
     if request {
         Dispatch::start(work).on_lane(lane)
     } else {

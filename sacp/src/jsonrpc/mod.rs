@@ -25,6 +25,7 @@ mod framing;
 mod handler;
 mod id;
 mod lanes;
+pub(crate) use lanes::BoxFuture;
 mod message;
 mod payload;
 mod pending;

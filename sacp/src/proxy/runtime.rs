@@ -144,7 +144,7 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
 }
 
 /// Work off the hot path: boxed, so that one type covers it all.
-type Boxed = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+type Boxed = crate::jsonrpc::BoxFuture;
 
 /// Answers a request with `error`, in turn in `lane`.
 fn refuse<F>(responder: Responder, error: Error, lane: usize) -> Dispatch<Either<F, Boxed>> {

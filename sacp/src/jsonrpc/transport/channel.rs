@@ -100,7 +100,11 @@ impl MessageWriter for ChannelWriter {
                 .map_err(closed)?;
         }
         if !batch.is_empty() {
-            tx.send(std::mem::take(batch)).await.map_err(closed)?;
+            // The next batch gets a buffer of this one's size: one allocation, no regrowth.
+            let next = Vec::with_capacity(batch.len());
+            tx.send(std::mem::replace(batch, next))
+                .await
+                .map_err(closed)?;
         }
         Ok(())
     }
