@@ -275,7 +275,17 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         eof_grace: options.eof_grace,
         flush_timeout: options.flush_timeout,
     };
-    conductor.run(events).await
+    // The loop runs as a task of its own, not as the caller's future: a current-thread
+    // runtime polls its I/O driver (one `epoll_wait`) each time it comes back to the future it
+    // was given, which would be once per routed batch, per hop of an in-process chain.
+    match tokio::spawn(conductor.run(events)).await {
+        Ok(exit) => exit,
+        Err(e) => {
+            let why = format!("the conductor's event loop failed: {e}");
+            tracing::error!("{why}");
+            Exit::Failed(why)
+        }
+    }
 }
 
 /// A component that failed, while what it sent before passes the proxies in front of it.

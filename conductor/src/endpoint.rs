@@ -113,12 +113,17 @@ async fn read<R: MessageReader>(
             }
         }
         if !batch.is_empty() {
+            let full = batch.len() == BATCH;
             if events.send(Event::Inbound(conn, batch)).is_err() {
                 return;
             }
-            // Let the loop route this batch and the writers send it before reading on, so the
-            // next process in the chain starts on it while this one reads the rest.
-            tokio::task::yield_now().await;
+            if full {
+                // More may be waiting: let the loop route this batch and the writers send it
+                // before reading on, so the next process in the chain starts on it while this
+                // one reads the rest. After a partial batch the next read waits anyway, and a
+                // yield would only cost a poll of the I/O driver (an `epoll_wait`) per hop.
+                tokio::task::yield_now().await;
+            }
         }
         if let Some(error) = end {
             let _ = events.send(Event::Closed(conn, error));
