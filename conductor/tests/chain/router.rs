@@ -330,3 +330,49 @@ async fn the_router_is_the_agent_of_a_chain() {
     editor.close_and_expect_a_clean_exit().await;
     let _ = std::fs::remove_dir_all(ws[0].parent().unwrap());
 }
+
+#[tokio::test]
+async fn a_backend_left_without_sessions_stops_after_the_idle_timeout() {
+    let ws = workspaces(&["idle"]);
+    let mut editor = Editor::start_in(
+        conductor(),
+        &route_args(&["--idle-timeout", "1s"]),
+        &[],
+        true,
+        Some(&ws[0]),
+    );
+    initialize(&mut editor).await;
+    // The backend starts for this `session/new`, then refuses it (its `mcpServers` is not a
+    // list): it lives on with no session.
+    let refused = editor
+        .request("session/new", json!({"cwd": ws[0], "mcpServers": 7}))
+        .await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    let started = std::time::Instant::now();
+    assert_eq!(
+        backends(&editor).len(),
+        1,
+        "the backend is up after the refusal"
+    );
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !backends(&editor).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle backend lives on"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(500),
+        "stopped after {:?}, before its idle timeout",
+        started.elapsed()
+    );
+    // The next session of the workspace gets a fresh backend.
+    let session = new_session(&mut editor, &ws[0]).await;
+    let (answer, said) = ask(&mut editor, &session, "awake").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(said, ["awake"]);
+    assert_eq!(backends(&editor).len(), 1);
+    editor.close_and_expect_a_clean_exit().await;
+    let _ = std::fs::remove_dir_all(ws[0].parent().unwrap());
+}
