@@ -389,7 +389,7 @@ impl Router {
             ..
         } = resolved;
         if self.wraps(to, dir) {
-            let wrapped = envelope::wrap(&method, params.as_ref());
+            let wrapped = envelope::wrap_owned(method, params);
             (envelope.to_owned(), Some(wrapped))
         } else {
             (method, params)

@@ -220,7 +220,7 @@ impl Peer {
         envelope: &str,
     ) -> (String, Option<RawJson>) {
         if self.wrapped() {
-            let wrapped = envelope::wrap(&method, params.as_ref());
+            let wrapped = envelope::wrap_owned(method, params);
             (envelope.to_owned(), Some(wrapped))
         } else {
             (method, params)

@@ -137,7 +137,7 @@ impl Message {
     /// Appends the message as one line (with its trailing `\n`) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         if let Some(payload) = self.encode_head(out) {
-            out.extend_from_slice(payload.as_bytes());
+            payload.write_into(out);
         }
         out.extend_from_slice(Self::TAIL);
     }

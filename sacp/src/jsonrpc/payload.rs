@@ -1,6 +1,7 @@
 //! Raw JSON payloads: `params`, `result` and `error` kept as text until someone asks for a type.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -13,26 +14,98 @@ use super::Error;
 /// A payload read from the wire is a slice of the line it came in (no copy); forwarding it
 /// writes the same bytes out again. It is parsed only when [`RawJson::parse`] is called.
 ///
+/// A successor envelope built by [`crate::protocol::envelope::wrap`] is kept in its parts (the
+/// method and the inner params) until its text is asked for: between neighbours in one process
+/// it is unwrapped again without ever being written out or scanned, and a writer writes its
+/// parts without building the whole text first.
+///
 /// Invariant: the text is one valid JSON value with no line breaks, so it can be written into a
 /// newline-delimited frame as is.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RawJson(Bytes);
+#[derive(Clone)]
+pub struct RawJson(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Text(Bytes),
+    Envelope(Arc<Envelope>),
+}
+
+/// `{"method":<quoted>,"params":<params>}` (without `params` when there are none).
+struct Envelope {
+    method: String,
+    /// The method as a JSON string literal, when that is more than the method in quotes (it
+    /// has characters to escape).
+    escaped: Option<Box<str>>,
+    params: Option<RawJson>,
+    /// The whole text, built the first time it is asked for.
+    text: OnceLock<Bytes>,
+}
+
+const ENVELOPE_HEAD: &[u8] = br#"{"method":"#;
+const ENVELOPE_PARAMS: &[u8] = br#","params":"#;
+
+impl Envelope {
+    /// Appends the text, part by part.
+    fn write_into(&self, out: &mut Vec<u8>) {
+        self.write_head(out);
+        if let Some(params) = &self.params {
+            params.write_into(out);
+        }
+        out.push(b'}');
+    }
+
+    /// Appends what comes before the params.
+    fn write_head(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(ENVELOPE_HEAD);
+        match &self.escaped {
+            Some(escaped) => out.extend_from_slice(escaped.as_bytes()),
+            None => {
+                out.push(b'"');
+                out.extend_from_slice(self.method.as_bytes());
+                out.push(b'"');
+            }
+        }
+        if self.params.is_some() {
+            out.extend_from_slice(ENVELOPE_PARAMS);
+        }
+    }
+
+    fn len(&self) -> usize {
+        let params = self
+            .params
+            .as_ref()
+            .map_or(0, |p| ENVELOPE_PARAMS.len() + p.len());
+        let method = self
+            .escaped
+            .as_ref()
+            .map_or(self.method.len() + 2, |e| e.len());
+        ENVELOPE_HEAD.len() + method + params + 1
+    }
+
+    fn text(&self) -> &Bytes {
+        self.text.get_or_init(|| {
+            let mut out = Vec::with_capacity(self.len());
+            self.write_into(&mut out);
+            Bytes::from(out)
+        })
+    }
+}
 
 impl RawJson {
     /// The JSON `null`.
     pub fn null() -> RawJson {
-        RawJson(Bytes::from_static(b"null"))
+        RawJson::from_trusted(Bytes::from_static(b"null"))
     }
 
     /// The empty JSON object `{}`.
     pub fn empty_object() -> RawJson {
-        RawJson(Bytes::from_static(b"{}"))
+        RawJson::from_trusted(Bytes::from_static(b"{}"))
     }
 
     /// Serializes `value` (compact, so it never contains a line break).
     pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<RawJson, Error> {
         serde_json::to_vec(value)
-            .map(|v| RawJson(Bytes::from(v)))
+            .map(|v| RawJson::from_trusted(Bytes::from(v)))
             .map_err(|e| Error::internal_error(format!("failed to serialize a payload: {e}")))
     }
 
@@ -45,31 +118,89 @@ impl RawJson {
         if text.contains(['\n', '\r']) {
             text = text.replace(['\n', '\r'], " ");
         }
-        Ok(RawJson(Bytes::from(text.into_bytes())))
+        Ok(RawJson::from_trusted(Bytes::from(text.into_bytes())))
     }
 
     /// Wraps bytes already known to be one JSON value without line breaks (a slice of a parsed
     /// line, or serde_json output).
     pub(crate) fn from_trusted(bytes: Bytes) -> RawJson {
         debug_assert!(!bytes.contains(&b'\n'));
-        RawJson(bytes)
+        RawJson(Repr::Text(bytes))
+    }
+
+    /// The envelope `{"method": method, "params": params}`, kept in its parts.
+    pub(crate) fn envelope(method: String, params: Option<RawJson>) -> RawJson {
+        let plain = method.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+        let escaped = (!plain).then(|| {
+            let mut quoted = Vec::with_capacity(method.len() + 8);
+            super::id::write_json_string(&method, &mut quoted);
+            // serde_json writes UTF-8.
+            String::from_utf8(quoted)
+                .unwrap_or_else(|_| "\"\"".to_owned())
+                .into_boxed_str()
+        });
+        RawJson(Repr::Envelope(Arc::new(Envelope {
+            method,
+            escaped,
+            params,
+            text: OnceLock::new(),
+        })))
+    }
+
+    /// The parts of an envelope made by [`RawJson::envelope`]: the method and the params.
+    /// `None` for any other payload (whatever its text).
+    pub(crate) fn envelope_parts(&self) -> Option<(&str, Option<&RawJson>)> {
+        match &self.0 {
+            Repr::Envelope(e) => Some((&e.method, e.params.as_ref())),
+            Repr::Text(_) => None,
+        }
+    }
+
+    /// Appends the text to `out`; an envelope part by part.
+    pub(crate) fn write_into(&self, out: &mut Vec<u8>) {
+        match &self.0 {
+            Repr::Text(bytes) => out.extend_from_slice(bytes),
+            Repr::Envelope(e) => match e.text.get() {
+                Some(text) => out.extend_from_slice(text),
+                None => e.write_into(out),
+            },
+        }
+    }
+
+    /// Appends what an envelope has before its params (`None` for any other payload).
+    pub(crate) fn write_envelope_head(&self, out: &mut Vec<u8>) -> Option<Option<&RawJson>> {
+        match &self.0 {
+            Repr::Envelope(e) => {
+                e.write_head(out);
+                Some(e.params.as_ref())
+            }
+            Repr::Text(_) => None,
+        }
+    }
+
+    fn text(&self) -> &Bytes {
+        match &self.0 {
+            Repr::Text(bytes) => bytes,
+            Repr::Envelope(e) => e.text(),
+        }
     }
 
     /// A part of this payload (a whole JSON value inside it, the caller knows), sharing its
     /// buffer.
     pub(crate) fn slice(&self, range: std::ops::Range<usize>) -> RawJson {
-        RawJson(self.0.slice(range))
+        RawJson::from_trusted(self.text().slice(range))
     }
 
     /// The part of this payload that `part` (a value deserialized from [`RawJson::as_bytes`])
     /// spans, sharing this payload's buffer.
     pub(crate) fn slice_of(&self, part: &serde_json::value::RawValue) -> RawJson {
+        let bytes = self.text();
         let text = part.get().as_bytes();
-        let start = (text.as_ptr() as usize).wrapping_sub(self.0.as_ptr() as usize);
+        let start = (text.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
         match start.checked_add(text.len()) {
-            Some(end) if end <= self.0.len() => RawJson(self.0.slice(start..end)),
+            Some(end) if end <= bytes.len() => RawJson::from_trusted(bytes.slice(start..end)),
             // Not borrowed from this payload after all: copy it.
-            _ => RawJson(Bytes::copy_from_slice(text)),
+            _ => RawJson::from_trusted(Bytes::copy_from_slice(text)),
         }
     }
 
@@ -77,36 +208,51 @@ impl RawJson {
     /// what a handler wants to answer when its params do not fit; a response decoder maps it
     /// to its own error.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        serde_json::from_slice(&self.0).map_err(|e| Error::invalid_params(e.to_string()))
+        serde_json::from_slice(self.as_bytes()).map_err(|e| Error::invalid_params(e.to_string()))
     }
 
     /// The JSON text.
     pub fn as_str(&self) -> &str {
         // Every constructor stores UTF-8: serde_json output, checked strings, or slices of a
         // line that serde_json validated as UTF-8 while parsing it.
-        std::str::from_utf8(&self.0).unwrap_or("null")
+        std::str::from_utf8(self.as_bytes()).unwrap_or("null")
     }
 
     /// The JSON text as bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        self.text()
     }
 
     /// Length of the JSON text in bytes.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match &self.0 {
+            Repr::Text(bytes) => bytes.len(),
+            Repr::Envelope(e) => e.len(),
+        }
     }
 
     /// Whether the text is empty (never true for a valid payload).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 
     /// Whether this is the JSON `null`.
     pub fn is_null(&self) -> bool {
-        &self.0[..] == b"null"
+        match &self.0 {
+            Repr::Text(bytes) => &bytes[..] == b"null",
+            Repr::Envelope(_) => false,
+        }
     }
 }
+
+/// Equal texts are equal payloads, however they are kept.
+impl PartialEq for RawJson {
+    fn eq(&self, other: &RawJson) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for RawJson {}
 
 impl fmt::Debug for RawJson {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -142,7 +288,7 @@ impl<'de> serde::Deserialize<'de> for RawJson {
             // Only between tokens, in valid JSON: spaces do as well, and keep it one line.
             text = text.replace(['\n', '\r'], " ");
         }
-        Ok(RawJson(Bytes::from(text.into_bytes())))
+        Ok(RawJson::from_trusted(Bytes::from(text.into_bytes())))
     }
 }
 
@@ -169,4 +315,14 @@ mod tests {
         let raw = RawJson::to_raw(&serde_json::json!({"k": [1, 2]})).unwrap();
         assert_eq!(raw.as_str(), r#"{"k":[1,2]}"#);
     }
+}
+#[cfg(test)]
+#[test]
+fn zz_size() {
+    eprintln!(
+        "RawJson {} Option<RawJson> {} Message {}",
+        std::mem::size_of::<RawJson>(),
+        std::mem::size_of::<Option<RawJson>>(),
+        std::mem::size_of::<crate::jsonrpc::Message>()
+    );
 }

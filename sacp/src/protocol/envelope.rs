@@ -19,19 +19,16 @@ pub fn is_envelope(method: &str) -> bool {
     method == SUCCESSOR_REQUEST || method == SUCCESSOR_NOTIFICATION
 }
 
-/// Wraps raw params: the result is `{"method":…,"params":…}` with `params` copied as bytes
-/// (and left out when absent).
+/// Wraps raw params: the result is `{"method":…,"params":…}` with `params` as they are (and
+/// left out when absent). It is kept in its parts: a neighbour in the same process unwraps it
+/// without a scan, a writer writes the parts without building the whole text first.
 pub fn wrap(method: &str, params: Option<&RawJson>) -> RawJson {
-    let mut out = Vec::with_capacity(method.len() + params.map_or(0, RawJson::len) + 24);
-    out.extend_from_slice(br#"{"method":"#);
-    // Writing a string into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, method);
-    if let Some(params) = params {
-        out.extend_from_slice(br#","params":"#);
-        out.extend_from_slice(params.as_bytes());
-    }
-    out.push(b'}');
-    RawJson::from_trusted(out.into())
+    RawJson::envelope(method.to_owned(), params.cloned())
+}
+
+/// [`wrap`], taking the method and params it wraps.
+pub fn wrap_owned(method: String, params: Option<RawJson>) -> RawJson {
+    RawJson::envelope(method, params)
 }
 
 /// Wraps a typed message in one serialization.
@@ -63,6 +60,10 @@ pub fn unwrap(params: Option<&RawJson>) -> Result<(String, Option<RawJson>), Err
         ))
     };
     let params = params.ok_or_else(|| invalid("it has no params"))?;
+    if let Some((method, inner)) = params.envelope_parts() {
+        // Wrapped in this process: the parts are at hand.
+        return Ok((method.to_owned(), inner.cloned()));
+    }
     if let Some((method, inner)) = fast::members(params.as_bytes()) {
         let inner = inner.map(|(start, end)| params.slice(start..end));
         return Ok((method.to_owned(), inner));
@@ -262,6 +263,32 @@ mod tests {
             r#"[]"#,
         ] {
             assert!(fast::members(case.as_bytes()).is_none(), "{case}");
+        }
+    }
+
+    #[test]
+    fn an_envelope_kept_in_parts_is_its_text_in_every_way() {
+        let inner = raw(r#"{"x":"\u00e9","y":[1,2]}"#);
+        let nested = wrap("session/update", Some(&inner));
+        for (method, params) in [
+            ("session/update", Some(&inner)),
+            ("we\"ird\\name\u{1}", Some(&inner)),
+            ("no/params", None),
+            ("_proxy/successor/notification", Some(&nested)),
+        ] {
+            let wrapped = wrap(method, params);
+            let mut text = Vec::new();
+            wrapped.write_into(&mut text);
+            let parsed: serde_json::Value = serde_json::from_slice(&text).unwrap();
+            assert_eq!(parsed["method"], method);
+            assert_eq!(wrapped.len(), text.len(), "{method}");
+            assert_eq!(wrapped.as_bytes(), &text[..], "{method}");
+            // Equal to the same text read from the wire, and unwrapped the same way.
+            let read = RawJson::from_string(String::from_utf8(text).unwrap()).unwrap();
+            assert_eq!(wrapped, read);
+            let (m, p) = unwrap(Some(&wrapped)).unwrap();
+            assert_eq!((m.as_str(), p.as_ref()), (method, params), "{method}");
+            assert_eq!(unwrap(Some(&read)).unwrap(), (m, p), "{method}");
         }
     }
 

@@ -140,12 +140,22 @@ impl<W: AsyncWrite + Unpin + Send + 'static> MessageWriter for LineMessageWriter
                 continue;
             };
             if payload.len() < WRITE_IN_PLACE {
-                self.buf.extend_from_slice(payload.as_bytes());
+                payload.write_into(&mut self.buf);
             } else {
-                // A large payload goes out as it is: what is before it, it, then the rest.
+                // A large payload goes out as it is: what is before it, it, then the rest; an
+                // envelope's params likewise, between its head and its closing brace.
+                let (payload, close) = match payload.write_envelope_head(&mut self.buf) {
+                    Some(params) => (params, true),
+                    None => (Some(payload), false),
+                };
                 self.writer.write_all(&self.buf).await?;
                 self.buf.clear();
-                self.writer.write_all(payload.as_bytes()).await?;
+                if let Some(payload) = payload {
+                    self.writer.write_all(payload.as_bytes()).await?;
+                }
+                if close {
+                    self.buf.push(b'}');
+                }
             }
             self.buf.extend_from_slice(Message::TAIL);
         }
@@ -161,5 +171,64 @@ impl<W: AsyncWrite + Unpin + Send + 'static> MessageWriter for LineMessageWriter
     async fn close(&mut self) -> std::io::Result<()> {
         self.writer.flush().await?;
         self.writer.shutdown().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::{Notification, RawJson};
+    use crate::protocol::envelope;
+
+    /// What the writer puts on the wire for `batch`.
+    async fn written(batch: Vec<Message>) -> Vec<u8> {
+        let mut writer = LineMessageWriter {
+            writer: std::io::Cursor::new(Vec::new()),
+            buf: Vec::new(),
+        };
+        let mut batch = batch;
+        writer.write(&mut batch).await.unwrap();
+        assert!(batch.is_empty());
+        writer.writer.into_inner()
+    }
+
+    #[tokio::test]
+    async fn envelopes_are_written_as_their_text_small_or_large() {
+        let small = RawJson::from_string(r#"{"sessionId":"s","n":1}"#).unwrap();
+        let large = RawJson::to_raw(&serde_json::json!({"text": "x".repeat(100_000)})).unwrap();
+        let batch = || -> Vec<Message> {
+            [&small, &large]
+                .into_iter()
+                .flat_map(|params| {
+                    let wrapped = envelope::wrap("session/update", Some(params));
+                    let twice = envelope::wrap("_proxy/successor/notification", Some(&wrapped));
+                    [wrapped, twice]
+                })
+                .map(|params| {
+                    Message::Notification(Notification {
+                        method: envelope::SUCCESSOR_NOTIFICATION.to_owned(),
+                        params: Some(params),
+                    })
+                })
+                .collect()
+        };
+        // Written from the parts (nothing has asked for the envelopes' text yet).
+        let out = written(batch()).await;
+        let mut expected = Vec::new();
+        for message in batch() {
+            // The reference: the text built whole, then framed.
+            let Message::Notification(n) = message else {
+                unreachable!()
+            };
+            let text = n.params.as_ref().unwrap().as_str();
+            expected.extend_from_slice(
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"_proxy/successor/notification","params":{text}}}"#
+                )
+                .as_bytes(),
+            );
+            expected.push(b'\n');
+        }
+        assert_eq!(out, expected);
     }
 }
