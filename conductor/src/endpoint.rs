@@ -97,7 +97,7 @@ async fn read<R: MessageReader>(
             down.below(DOWN_LIMIT).await;
         }
         let mut end = None;
-        let mut batch = Vec::with_capacity(BATCH);
+        let mut batch = Vec::new();
         match reader.read().await {
             Ok(Some(inbound)) => batch.push(inbound),
             Ok(None) => end = Some(None),

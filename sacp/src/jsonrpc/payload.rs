@@ -316,13 +316,3 @@ mod tests {
         assert_eq!(raw.as_str(), r#"{"k":[1,2]}"#);
     }
 }
-#[cfg(test)]
-#[test]
-fn zz_size() {
-    eprintln!(
-        "RawJson {} Option<RawJson> {} Message {}",
-        std::mem::size_of::<RawJson>(),
-        std::mem::size_of::<Option<RawJson>>(),
-        std::mem::size_of::<crate::jsonrpc::Message>()
-    );
-}

@@ -114,3 +114,57 @@ impl MessageWriter for ChannelWriter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::Notification;
+
+    fn numbered(n: usize) -> Message {
+        Message::Notification(Notification {
+            method: format!("m{n}"),
+            params: None,
+        })
+    }
+
+    async fn next_method(reader: &mut ChannelReader) -> Option<String> {
+        match reader.read().await.unwrap()? {
+            Inbound::Message(Message::Notification(n)) => Some(n.method),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn batches_keep_order_and_bound_what_waits_unread() {
+        let (a, b) = channel();
+        let (_, mut writer) = a.split();
+        let (mut reader, _) = b.split();
+        // One write of more than a batch arrives whole and in order.
+        let mut batch: Vec<Message> = (0..200).map(numbered).collect();
+        writer.write(&mut batch).await.unwrap();
+        assert!(batch.is_empty());
+        for n in 0..200 {
+            assert_eq!(next_method(&mut reader).await, Some(format!("m{n}")));
+        }
+        // With nobody reading, the writer waits once 1,024 messages are in flight.
+        let mut full: Vec<Message> = (0..BATCH * BATCHES).map(numbered).collect();
+        writer.write(&mut full).await.unwrap();
+        let mut more = vec![numbered(9999)];
+        let waited = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            writer.write(&mut more),
+        )
+        .await;
+        assert!(waited.is_err(), "the writer did not wait for the reader");
+        // Reading makes room; closing the writer ends the stream after what it sent.
+        assert_eq!(next_method(&mut reader).await, Some("m0".to_owned()));
+        let mut more = vec![numbered(9999)];
+        writer.write(&mut more).await.unwrap();
+        writer.close().await.unwrap();
+        for n in 1..BATCH * BATCHES {
+            assert_eq!(next_method(&mut reader).await, Some(format!("m{n}")));
+        }
+        assert_eq!(next_method(&mut reader).await, Some("m9999".to_owned()));
+        assert_eq!(next_method(&mut reader).await, None);
+    }
+}
