@@ -17,8 +17,9 @@
 //!
 //! Answers need no queue of their own: a handler's answer goes out when it returns, and
 //! whatever it awaited from a peer was delivered only after everything that peer sent before
-//! its response (see the `lanes` module of `jsonrpc`). So a prompt handler's answer never
-//! overtakes the updates streamed before the agent's response, transformed or not.
+//! its response, and holds what the peer sent after it until the handler has acted on it (see
+//! the `lanes` and `hold` modules of `jsonrpc`). So a prompt handler's answer is never
+//! overtaken, transformed or not, and never overtakes.
 
 use std::future::Future;
 use std::sync::Arc;

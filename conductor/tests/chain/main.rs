@@ -1,6 +1,7 @@
 //! The conductor as the process cargo built, with the example components as processes, driven
 //! over real pipes by an editor stand-in (`common::Editor`).
 
+mod answer_order;
 mod bridge;
 mod common;
 mod concurrency;

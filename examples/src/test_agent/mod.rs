@@ -15,6 +15,7 @@
 //! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3) |
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
+//! | `then N` | ends the turn at once, then streams `N` chunks `after 1` … `after N` right behind the answer |
 //!
 //! It lists its sessions (`session/list`) and forgets one on `session/close`.
 //!
@@ -183,6 +184,25 @@ impl TestAgent {
                     }
                     say(text).await?;
                 }
+            }
+            ["then", count] => {
+                let count: u64 = count.parse().map_err(|_| bad_prompt("then N"))?;
+                let (client, session) = (cx.client(), session.clone());
+                cx.after_answer(async move {
+                    for i in 1..=count {
+                        let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(
+                            format!("after {i}"),
+                        )));
+                        let update = SessionNotification::new(
+                            session.clone(),
+                            SessionUpdate::AgentMessageChunk(chunk),
+                        );
+                        if client.notify(update).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                return Ok(PromptResponse::new(StopReason::EndTurn));
             }
             ["noise", lines] => {
                 let lines: u64 = lines.parse().map_err(|_| bad_prompt("noise N"))?;

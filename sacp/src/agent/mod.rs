@@ -97,6 +97,28 @@ pub struct AgentCx {
     turn: Option<Turn>,
     /// The MCP connections the agent opened ([`crate::mcp::McpClient`]).
     clients: Arc<crate::mcp::Clients>,
+    /// Work to start once this handler's request is answered.
+    after: Option<Arc<AfterAnswer>>,
+}
+
+/// Work a request handler leaves for after its answer ([`AgentCx::after_answer`]).
+#[derive(Default)]
+pub(crate) struct AfterAnswer(std::sync::Mutex<Vec<crate::jsonrpc::BoxFuture>>);
+
+impl std::fmt::Debug for AfterAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterAnswer")
+    }
+}
+
+impl AfterAnswer {
+    /// Starts the work left, now that the answer is queued.
+    pub(crate) fn start(&self, conn: &Connection) {
+        let work = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        for work in work {
+            conn.spawn(work);
+        }
+    }
 }
 
 impl AgentCx {
@@ -127,6 +149,24 @@ impl AgentCx {
         match &self.turn {
             Some(turn) if turn.is_of(session) => turn.clone(),
             _ => self.turns.open(&session.0),
+        }
+    }
+
+    /// Runs `work` in the background once this request handler's answer has been queued for
+    /// the client, so that whatever `work` sends goes out after the answer: the updates an
+    /// agent streams after answering a prompt, say. Outside a request handler (or when the
+    /// request was not taken by a handler) it starts at once, like [`AgentCx::spawn`].
+    pub fn after_answer<F>(&self, work: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match &self.after {
+            Some(after) => after
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Box::pin(work)),
+            None => self.conn.spawn(work),
         }
     }
 

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::turns::Turns;
-use super::{Agent, AgentCx};
+use super::{AfterAnswer, Agent, AgentCx};
 use crate::acp::{CancelNotification, PromptRequest, Side};
 use crate::incoming::{Incoming, Reply};
 use crate::jsonrpc::{Connection, Dispatch, Error, Handler, Notification, Request, Responder};
@@ -44,12 +44,18 @@ impl<A: Agent> AgentHandler<A> {
         }
     }
 
-    fn cx(&self, conn: &Connection, turn: Option<super::Turn>) -> AgentCx {
+    fn cx(
+        &self,
+        conn: &Connection,
+        turn: Option<super::Turn>,
+        after: Option<Arc<AfterAnswer>>,
+    ) -> AgentCx {
         AgentCx {
             conn: conn.clone(),
             turns: self.turns.clone(),
             turn,
             clients: self.clients.clone(),
+            after,
         }
     }
 }
@@ -74,7 +80,15 @@ impl<A: Agent> Handler for AgentHandler<A> {
         };
         let reply = Reply::new(responder, Side::Client);
         let message = Incoming::request(request.method, request.params, reply);
-        role::dispatch(&self.agent, message, self.cx(conn, turn)).map(Either::Left)
+        let after = Arc::new(AfterAnswer::default());
+        let cx = self.cx(conn, turn, Some(after.clone()));
+        let conn = conn.clone();
+        role::dispatch(&self.agent, message, cx).map(|work| {
+            Either::Left(async move {
+                work.await;
+                after.start(&conn);
+            })
+        })
     }
 
     fn handle_notification(
@@ -94,7 +108,7 @@ impl<A: Agent> Handler for AgentHandler<A> {
         }
         let message =
             Incoming::notification(Side::Client, notification.method, notification.params);
-        role::dispatch(&self.agent, message, self.cx(conn, None))
+        role::dispatch(&self.agent, message, self.cx(conn, None, None))
     }
 }
 

@@ -289,8 +289,8 @@ impl Connection {
         permit: Option<Permit>,
     ) -> PendingResponse<T> {
         let id = Id::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        if let Err(e) = self.shared.pending.insert(id.clone(), lane, tx) {
+        let slot = PendingResponse::<T>::slot();
+        if let Err(e) = self.shared.pending.insert(id.clone(), lane, slot.clone()) {
             return PendingResponse::failed(e, decode);
         }
         let message = Message::Request(Request {
@@ -302,7 +302,7 @@ impl Connection {
             self.shared.pending.remove(&id);
             return PendingResponse::failed(e, decode);
         }
-        PendingResponse::sent(self, id, method, rx, decode)
+        PendingResponse::sent(self, id, method, slot, decode)
     }
 
     /// Sends a typed notification, once the outgoing queue has room for it.
@@ -345,12 +345,22 @@ impl Connection {
         self.shared.flow.try_take(bytes)
     }
 
-    /// A share of the outgoing budget for a payload of `bytes`, once there is room.
+    /// A share of the outgoing budget for a payload of `bytes`, once there is room. While it
+    /// waits, the task keeps the lanes it holds (see the `hold` module): the writer makes room
+    /// whatever the lanes do.
     pub(crate) async fn room_for(&self, bytes: usize) -> Option<Permit> {
-        match self.shared.flow.try_take(bytes) {
-            Some(permit) => Some(permit),
-            None => self.shared.flow.take(bytes).await,
+        if let Some(permit) = self.shared.flow.try_take(bytes) {
+            return Some(permit);
         }
+        let mut taking = std::pin::pin!(self.shared.flow.take(bytes));
+        std::future::poll_fn(|cx| {
+            let polled = taking.as_mut().poll(cx);
+            if polled.is_pending() {
+                super::hold::waiting_to_send();
+            }
+            polled
+        })
+        .await
     }
 
     /// Queues `message` for the writer with the budget it holds.
@@ -406,12 +416,12 @@ impl Connection {
         F: Future<Output = ()> + Send + 'static,
     {
         let abandon = self.shared.abandon.clone();
-        tokio::spawn(async move {
+        tokio::spawn(super::hold::Marked::new(async move {
             tokio::select! {
                 _ = work => {}
                 _ = abandon.cancelled() => {}
             }
-        });
+        }));
     }
 
     /// Closes the connection: stops reading from the peer, fails the requests awaiting a

@@ -14,25 +14,29 @@
 //! everything queued behind it. Streams of notifications that are forwarded or transformed
 //! without waiting never leave the reader.
 //!
-//! **Barriers.** Each lane counts the items admitted and the items done (an item that is started
-//! counts as done once started). A response that arrives is tagged with its lane's admitted
-//! count at that moment; whoever awaits it gets it only once the lane has done that many, so
-//! what a request handler sends after awaiting a response goes out after everything its peer
-//! sent before the response has been forwarded or handled (spec §2). Work running *in* a lane
-//! (a notification handler) is not held to this: the lane it would wait for cannot move while
-//! it waits, so it gets its responses as they arrive.
+//! **Responses** are items too: a response to a request sent on a lane's behalf is **delivered**
+//! in that lane's turn, so whoever awaits it gets it after everything its peer sent before it
+//! was forwarded or handled (spec §2). A delivered response then **holds** the lane until the
+//! task that got it has acted on it (see the `hold` module): what that task sends meanwhile —
+//! its answer built on the response — goes out before anything its peer sent after the
+//! response. Work running *in* a lane (a notification handler) is not held to this: the lane
+//! cannot move while it waits, so it gets its responses as they arrive, from the reader.
+//!
+//! Each lane counts the items admitted and the items done (an item that is started counts as
+//! done once started; a delivered response once its hold is released).
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
 use super::budget::{Budget, Permit};
 use super::connection::Connection;
-use super::handler::Order;
+use super::pending::Slot;
+use super::{Error, RawJson};
 
 pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -53,10 +57,20 @@ pub(crate) fn scoped(work: impl Future<Output = ()> + Send + 'static) -> BoxFutu
 
 /// One item of a lane.
 pub(crate) struct Item {
-    pub(crate) work: BoxFuture,
-    pub(crate) order: Order,
+    pub(crate) work: Work,
     /// The share of the lane's budget the item holds until it is done.
     pub(crate) permit: Option<Permit>,
+}
+
+/// What an item does when its turn comes.
+pub(crate) enum Work {
+    /// Runs to the end before the next item.
+    InTurn(BoxFuture),
+    /// Starts in a task of its own; the lane goes on at once.
+    Start(BoxFuture),
+    /// Hands a response to the task awaiting it, and holds the lane until that task has acted
+    /// on it.
+    Deliver(Arc<Slot>, Result<RawJson, Error>),
 }
 
 /// The lanes of a connection.
@@ -129,11 +143,6 @@ impl Lanes {
         &self.lane(index).budget
     }
 
-    /// How many items lane `index` has admitted so far: the barrier of a response arriving now.
-    pub(crate) fn admitted(&self, index: usize) -> u64 {
-        self.lane(index).admitted.load(Ordering::SeqCst)
-    }
-
     /// Whether lane `index` has done everything admitted (so nothing waits in it). Exact when
     /// asked by the reader, the only one that admits.
     pub(crate) fn is_idle(&self, index: usize) -> bool {
@@ -161,7 +170,7 @@ impl Lanes {
     }
 
     /// Completes once lane `index` has done `barrier` items.
-    pub(crate) async fn reached(&self, index: usize, barrier: u64) {
+    async fn reached(&self, index: usize, barrier: u64) {
         let lane = self.lane(index);
         let reached =
             || lane.done.load(Ordering::SeqCst) >= barrier || self.abandoned.load(Ordering::SeqCst);
@@ -254,18 +263,14 @@ pub(crate) async fn admit(conn: &Connection, index: usize, item: Item) {
         }
     }
     // Idle, and only the reader admits: nobody else touches the lane until it is marked busy.
-    let Item {
-        mut work,
-        order,
-        permit,
-    } = item;
-    match order {
-        Order::Start => {
+    let Item { work, permit } = item;
+    match work {
+        Work::Start(work) => {
             start(conn, work);
             drop(permit);
             lane.finish_one();
         }
-        Order::InTurn => {
+        Work::InTurn(mut work) => {
             let first =
                 std::future::poll_fn(|cx| std::task::Poll::Ready(work.as_mut().poll(cx))).await;
             if first.is_ready() {
@@ -275,33 +280,81 @@ pub(crate) async fn admit(conn: &Connection, index: usize, item: Item) {
             }
             lock(&lane.state).busy = true;
             let item = Item {
-                work,
-                order,
+                work: Work::InTurn(work),
                 permit,
             };
             tokio::spawn(run(conn.clone(), index, item));
         }
+        Work::Deliver(slot, result) => {
+            // Busy before the hand-over: a hold may be released at once, on another thread.
+            lock(&lane.state).busy = true;
+            if !deliver(conn, index, &slot, result) {
+                drop(permit);
+                lane.finish_one();
+                // Nothing was queued meanwhile: only the reader admits.
+                lock(&lane.state).busy = false;
+            }
+        }
     }
 }
 
-/// A lane's worker: runs `first`, then whatever queued behind it, until the lane is empty.
+/// Hands a response over; `true` when it holds the lane (see the `hold` module).
+fn deliver(conn: &Connection, index: usize, slot: &Slot, result: Result<RawJson, Error>) -> bool {
+    slot.fill(result, || {
+        Box::new(LaneHold {
+            conn: conn.clone(),
+            index,
+        })
+    })
+}
+
+/// A lane held by a delivered response: dropping it lets the lane go on.
+struct LaneHold {
+    conn: Connection,
+    index: usize,
+}
+
+impl Drop for LaneHold {
+    fn drop(&mut self) {
+        let lane = self.conn.shared().lanes.lane(self.index);
+        lane.finish_one();
+        let next = {
+            let mut state = lock(&lane.state);
+            let next = state.queue.pop_front();
+            if next.is_none() {
+                state.busy = false;
+            }
+            next
+        };
+        if let Some(next) = next
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(run(self.conn.clone(), self.index, next));
+        }
+    }
+}
+
+/// A lane's worker: runs `first`, then whatever queued behind it, until the lane is empty or a
+/// delivered response holds it.
 async fn run(conn: Connection, index: usize, first: Item) {
     let shared = conn.shared();
     let lane = shared.lanes.lane(index);
     let mut item = first;
     loop {
-        let Item {
-            work,
-            order,
-            permit,
-        } = item;
-        match order {
-            Order::Start => start(&conn, work),
-            Order::InTurn => {
+        let Item { work, permit } = item;
+        match work {
+            Work::Start(work) => start(&conn, work),
+            Work::InTurn(work) => {
                 tokio::select! {
                     biased;
                     () = shared.abandon.cancelled() => return,
                     () = work => {}
+                }
+            }
+            Work::Deliver(slot, result) => {
+                if deliver(&conn, index, &slot, result) {
+                    // The hold goes on from here when it is released.
+                    return;
                 }
             }
         }
@@ -319,14 +372,14 @@ async fn run(conn: Connection, index: usize, first: Item) {
 }
 
 /// Starts a request handler in a task of its own; it stops when the connection abandons its
-/// work.
+/// work. Its polls are marked (see the `hold` module).
 fn start(conn: &Connection, work: BoxFuture) {
     let abandon = conn.shared().abandon.clone();
-    tokio::spawn(async move {
+    tokio::spawn(super::hold::Marked::new(async move {
         tokio::select! {
             biased;
             () = abandon.cancelled() => {}
             () = work => {}
         }
-    });
+    }));
 }

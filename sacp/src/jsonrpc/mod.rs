@@ -23,6 +23,7 @@ mod connection;
 mod error;
 mod framing;
 mod handler;
+mod hold;
 mod id;
 mod lanes;
 pub(crate) use lanes::BoxFuture;

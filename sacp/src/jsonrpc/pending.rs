@@ -1,37 +1,123 @@
-//! Requests this side sent and is waiting on: the pending table and the response future.
+//! Requests this side sent and is waiting on: the pending table, the slot where a response
+//! meets the task awaiting it, and the response future.
 //!
-//! The table is resolved by the reader task directly, never through a lane, so a handler that
-//! awaits a response from its own peer is never waiting on itself.
+//! The reader takes each response out of the table and delivers it in the turn of the lane
+//! the request was sent for (the lane of the peer's side that answers it; see the `lanes`
+//! module): after everything the peer sent before the response was handled or forwarded, and
+//! — through a hold (see the `hold` module) — before anything it sent after the response is,
+//! until the task that awaits it has acted on it. So a handler's answer built on
+//! `request(..).await` goes out after the updates streamed ahead of the response and ahead of
+//! the ones streamed behind it.
 //!
-//! Ordering: each request is sent on a lane's behalf (the lane of the peer's side that answers
-//! it), and its response is delivered only once that lane has dealt with every message the
-//! peer sent *before* the response (see the `lanes` module). So when `request(..).await`
-//! returns, the `session/update`s streamed ahead of the response have all been handled or
-//! forwarded. Work running in a lane gets its responses as they arrive (the lane cannot move
-//! while it waits), and tells the reader so: the reader then reads on past full lanes, because
-//! the response may be behind what it has not read yet.
+//! Work running *in* a lane (a notification handler) gets its responses as they arrive,
+//! straight from the reader: the lane cannot move while it waits, so a delivery in the lane's
+//! turn would wait for ever. It also tells the reader that it waits, so that the reader reads
+//! on past full lanes: the response may be behind what it has not read yet.
 
 use std::collections::HashMap;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::connection::Connection;
-use super::lanes::{self, Lanes};
+use super::hold::{self, Hold, Marks};
+use super::lanes;
 use super::{Error, Id, RawJson};
 
-/// A response that arrived, with its place in the peer's stream.
-#[derive(Debug)]
-pub(crate) struct Arrived {
-    pub(crate) result: Result<RawJson, Error>,
-    /// The lane whose messages the response must not overtake.
-    pub(crate) lane: usize,
-    /// How many messages that lane had admitted when the response arrived.
-    pub(crate) barrier: u64,
+/// Where one response meets the task that awaits it.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    state: Mutex<SlotState>,
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    arrived: Option<Result<RawJson, Error>>,
+    waker: Option<Waker>,
+    /// The marks of the task that last polled for the response, when that task is marked.
+    awaiter: Option<Arc<Marks>>,
+    /// Whether the response is awaited by work running in a lane: as last polled, or as
+    /// created when it was never polled yet.
+    in_lane: bool,
+    /// Nobody awaits the response any more.
+    dropped: bool,
+}
+
+impl Slot {
+    fn new(in_lane: bool) -> Arc<Slot> {
+        Arc::new(Slot {
+            state: Mutex::new(SlotState {
+                in_lane,
+                ..SlotState::default()
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the response is awaited by work running in a lane (and must be delivered at
+    /// once, not in the lane's turn).
+    pub(crate) fn awaited_in_lane(&self) -> bool {
+        self.lock().in_lane
+    }
+
+    /// Hands the response over. When the awaiting task is marked, `hold()` is kept until that
+    /// task has acted on the response (see the `hold` module): returns whether it was.
+    pub(crate) fn fill(&self, result: Result<RawJson, Error>, hold: impl FnOnce() -> Hold) -> bool {
+        let mut state = self.lock();
+        if state.dropped {
+            return false;
+        }
+        // Taken before the task is woken: the hold then waits for a poll that sees it.
+        let held = match &state.awaiter {
+            Some(marks) => {
+                marks.hold(hold());
+                true
+            }
+            None => false,
+        };
+        state.arrived = Some(result);
+        let waker = state.waker.take();
+        drop(state);
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        held
+    }
+
+    /// Hands the response over with no hold.
+    pub(crate) fn fill_now(&self, result: Result<RawJson, Error>) {
+        let mut state = self.lock();
+        state.arrived = Some(result);
+        let waker = state.waker.take();
+        drop(state);
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Result<RawJson, Error>> {
+        let mut state = self.lock();
+        if let Some(result) = state.arrived.take() {
+            return Poll::Ready(result);
+        }
+        state.waker = Some(cx.waker().clone());
+        state.awaiter = hold::current();
+        state.in_lane = lanes::in_lane();
+        Poll::Pending
+    }
+
+    fn drop_receiver(&self) {
+        let mut state = self.lock();
+        state.dropped = true;
+        state.awaiter = None;
+    }
 }
 
 /// The requests awaiting a response.
@@ -45,7 +131,7 @@ struct PendingInner {
     /// Set once the connection cannot receive responses any more.
     closed: Option<Error>,
     /// Each waiter, with the lane of the request.
-    waiters: HashMap<Id, (oneshot::Sender<Arrived>, usize)>,
+    waiters: HashMap<Id, (Arc<Slot>, usize)>,
 }
 
 impl PendingTable {
@@ -55,37 +141,19 @@ impl PendingTable {
 
     /// Registers `id`, sent on `lane`'s behalf; fails with the closing error when the
     /// connection has ended.
-    pub(crate) fn insert(
-        &self,
-        id: Id,
-        lane: usize,
-        tx: oneshot::Sender<Arrived>,
-    ) -> Result<(), Error> {
+    pub(crate) fn insert(&self, id: Id, lane: usize, slot: Arc<Slot>) -> Result<(), Error> {
         let mut inner = self.lock();
         if let Some(e) = &inner.closed {
             return Err(e.clone());
         }
-        inner.waiters.insert(id, (tx, lane));
+        inner.waiters.insert(id, (slot, lane));
         Ok(())
     }
 
-    /// Hands a response to its waiter, with its place in `lanes`; `false` when nobody waits on
-    /// `id`.
-    pub(crate) fn resolve(&self, id: &Id, result: Result<RawJson, Error>, lanes: &Lanes) -> bool {
-        let waiter = self.lock().waiters.remove(id);
-        match waiter {
-            Some((tx, lane)) => {
-                let arrived = Arrived {
-                    result,
-                    lane,
-                    barrier: lanes.admitted(lane),
-                };
-                // The waiter may have been dropped a moment ago; nothing to do then.
-                let _ = tx.send(arrived);
-                true
-            }
-            None => false,
-        }
+    /// Takes the waiter of `id` out of the table, with the lane of the request; `None` when
+    /// nobody waits on `id`.
+    pub(crate) fn take(&self, id: &Id) -> Option<(Arc<Slot>, usize)> {
+        self.lock().waiters.remove(id)
     }
 
     /// Forgets `id`; `true` when it was still pending.
@@ -100,12 +168,8 @@ impl PendingTable {
             inner.closed.get_or_insert(error.clone());
             std::mem::take(&mut inner.waiters)
         };
-        for (_, (tx, lane)) in waiters {
-            let _ = tx.send(Arrived {
-                result: Err(error.clone()),
-                lane,
-                barrier: 0,
-            });
+        for (_, (slot, _)) in waiters {
+            slot.fill_now(Err(error.clone()));
         }
     }
 
@@ -129,7 +193,6 @@ pub struct PendingResponse<T> {
 struct Sent {
     guard: CancelOnDrop,
     method: String,
-    rx: oneshot::Receiver<Arrived>,
     sent_at: Instant,
     timeout: Option<Duration>,
 }
@@ -144,29 +207,28 @@ impl<T> std::fmt::Debug for PendingResponse<T> {
 }
 
 impl<T: Send + 'static> PendingResponse<T> {
+    /// A new slot for a request about to be sent.
+    pub(crate) fn slot() -> Arc<Slot> {
+        Slot::new(lanes::in_lane())
+    }
+
     pub(crate) fn sent(
         conn: &Connection,
         id: Id,
         method: String,
-        rx: oneshot::Receiver<Arrived>,
+        slot: Arc<Slot>,
         decode: fn(RawJson) -> Result<T, Error>,
     ) -> Self {
-        // Work in a lane that waits for a response must not be left waiting behind a reader
-        // that paused on a full lane.
-        let in_lane = lanes::in_lane();
-        if in_lane {
-            conn.shared().lanes.begin_awaiting();
-        }
         PendingResponse {
             state: Ok(Sent {
                 guard: CancelOnDrop {
                     conn: conn.clone(),
                     id,
+                    slot,
                     armed: true,
-                    in_lane,
+                    counted: false,
                 },
                 method,
-                rx,
                 sent_at: Instant::now(),
                 timeout: conn.shared().default_timeout,
             }),
@@ -211,30 +273,20 @@ impl<T: Send + 'static> IntoFuture for PendingResponse<T> {
             let Sent {
                 mut guard,
                 method,
-                rx,
                 sent_at,
                 timeout,
             } = self.state?;
-            let arrived = match timeout {
-                None => rx.await,
-                Some(after) => match tokio::time::timeout_at(sent_at + after, rx).await {
-                    Ok(arrived) => arrived,
+            let arrived = std::future::poll_fn(|cx| guard.poll_arrived(cx));
+            let result = match timeout {
+                None => arrived.await,
+                Some(after) => match tokio::time::timeout_at(sent_at + after, arrived).await {
+                    Ok(result) => result,
                     // The guard cancels the request at the peer as it drops.
                     Err(_) => return Err(Error::timeout(&method, after)),
                 },
             };
             guard.armed = false;
-            let arrived = arrived
-                .map_err(|_| Error::peer_closed(&guard.conn.shared().name, "connection dropped"))?;
-            if !lanes::in_lane() {
-                guard
-                    .conn
-                    .shared()
-                    .lanes
-                    .reached(arrived.lane, arrived.barrier)
-                    .await;
-            }
-            arrived.result.and_then(decode)
+            result.and_then(decode)
         })
     }
 }
@@ -243,14 +295,29 @@ impl<T: Send + 'static> IntoFuture for PendingResponse<T> {
 struct CancelOnDrop {
     conn: Connection,
     id: Id,
+    slot: Arc<Slot>,
     armed: bool,
     /// Counted as awaited by work in a lane.
-    in_lane: bool,
+    counted: bool,
+}
+
+impl CancelOnDrop {
+    fn poll_arrived(&mut self, cx: &mut Context<'_>) -> Poll<Result<RawJson, Error>> {
+        let polled = self.slot.poll_take(cx);
+        if polled.is_pending() && !self.counted && lanes::in_lane() {
+            // Work in a lane that waits for a response must not be left waiting behind a
+            // reader that paused on a full lane.
+            self.counted = true;
+            self.conn.shared().lanes.begin_awaiting();
+        }
+        polled
+    }
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if self.in_lane {
+        self.slot.drop_receiver();
+        if self.counted {
             self.conn.shared().lanes.end_awaiting();
         }
         if self.armed && self.conn.shared().pending.remove(&self.id) {
@@ -282,15 +349,18 @@ mod tests {
     #[test]
     fn close_fails_current_and_future_requests() {
         let table = PendingTable::default();
-        let (tx, mut rx) = oneshot::channel();
-        table.insert(Id::Number(1), 0, tx).unwrap();
+        let slot = Slot::new(false);
+        table.insert(Id::Number(1), 0, slot.clone()).unwrap();
         assert!(!table.is_empty());
         table.close(Error::peer_closed("peer", "EOF"));
-        assert!(rx.try_recv().unwrap().result.unwrap_err().is_peer_closed());
-        let (tx, _rx) = oneshot::channel();
+        let mut cx = Context::from_waker(Waker::noop());
+        match slot.poll_take(&mut cx) {
+            Poll::Ready(result) => assert!(result.unwrap_err().is_peer_closed()),
+            Poll::Pending => panic!("the closing error was not delivered"),
+        }
         assert!(
             table
-                .insert(Id::Number(2), 0, tx)
+                .insert(Id::Number(2), 0, Slot::new(false))
                 .unwrap_err()
                 .is_peer_closed()
         );
@@ -298,9 +368,15 @@ mod tests {
     }
 
     #[test]
-    fn unknown_ids_are_not_resolved() {
+    fn unknown_ids_are_not_taken() {
         let table = PendingTable::default();
-        let lanes = Lanes::new(1, 1024);
-        assert!(!table.resolve(&Id::Number(9), Ok(RawJson::null()), &lanes));
+        assert!(table.take(&Id::Number(9)).is_none());
+    }
+
+    #[test]
+    fn a_dropped_receiver_takes_no_hold() {
+        let slot = Slot::new(false);
+        slot.drop_receiver();
+        assert!(!slot.fill(Ok(RawJson::null()), || panic!("no hold for nobody")));
     }
 }

@@ -9,10 +9,10 @@ use tokio_util::sync::CancellationToken;
 use super::budget::Permit;
 use super::connection::{Connection, End};
 use super::handler::{Dispatch, Order};
-use super::lanes::{self, BoxFuture, Item};
+use super::lanes::{self, Item, Work};
 use super::responder::{CANCEL_REQUEST_METHOD, cancelled_id};
 use super::transport::{Inbound, MessageReader};
-use super::{Error, Handler, Id, Message, Responder, Response};
+use super::{Error, Handler, Id, Message, RawJson, Responder, Response};
 
 /// How many messages the reader takes from what one read brought in before it lets the other
 /// tasks run: a burst is passed on in slices of this size, so the next process of a chain
@@ -49,8 +49,8 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
                 if id == Id::Null {
                     // The peer could not read something we sent and says so.
                     tracing::error!(peer = %shared.name, response = ?result, "the peer reported an error about a message it could not read");
-                } else if !shared.pending.resolve(&id, result, &shared.lanes) {
-                    tracing::warn!(peer = %shared.name, %id, "dropping a response to an unknown or cancelled request id");
+                } else {
+                    deliver(&conn, &id, result).await;
                 }
                 continue;
             }
@@ -106,7 +106,7 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
             }
             Inbound::BadResponse { id, error } => {
                 tracing::error!(peer = %shared.name, %id, %error, "malformed response from the peer");
-                shared.pending.resolve(&id, Err(error), &shared.lanes);
+                deliver(&conn, &id, Err(error)).await;
                 continue;
             }
         };
@@ -116,6 +116,25 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
     };
     tracing::debug!(peer = %shared.name, reason = ?end, "connection reader ended");
     wind_down(&conn, end).await;
+}
+
+/// Delivers the response to `id` to whoever awaits it: in its lane's turn, or at once to work
+/// running in a lane (see the `pending` module).
+async fn deliver(conn: &Connection, id: &Id, result: Result<RawJson, Error>) {
+    let shared = conn.shared();
+    let Some((slot, lane)) = shared.pending.take(id) else {
+        tracing::warn!(peer = %shared.name, %id, "dropping a response to an unknown or cancelled request id");
+        return;
+    };
+    if slot.awaited_in_lane() {
+        slot.fill_now(result);
+        return;
+    }
+    let item = Item {
+        work: Work::Deliver(slot, result),
+        permit: None,
+    };
+    lanes::admit(conn, lane, item).await;
 }
 
 /// Admits a message's work to its lane, once the lane has room for it. A request's work is
@@ -135,17 +154,13 @@ where
         return Ok(());
     };
     let permit = room(conn, lane, bytes).await?;
-    let work: BoxFuture = match (order, cancel) {
-        (Order::InTurn, None) => lanes::scoped(work),
-        (Order::InTurn, Some(token)) => lanes::scoped(cancellable(token, work)),
-        (Order::Start, None) => Box::pin(work),
-        (Order::Start, Some(token)) => Box::pin(cancellable(token, work)),
+    let work = match (order, cancel) {
+        (Order::InTurn, None) => Work::InTurn(lanes::scoped(work)),
+        (Order::InTurn, Some(token)) => Work::InTurn(lanes::scoped(cancellable(token, work))),
+        (Order::Start, None) => Work::Start(Box::pin(work)),
+        (Order::Start, Some(token)) => Work::Start(Box::pin(cancellable(token, work))),
     };
-    let item = Item {
-        work,
-        order,
-        permit,
-    };
+    let item = Item { work, permit };
     lanes::admit(conn, lane, item).await;
     Ok(())
 }

@@ -48,10 +48,13 @@
 //!   `Mutex`, atomics or another type with interior mutability.
 //! - **Order**: what comes from one side is dealt with in arrival order: notification handlers
 //!   of a side run one after another, a request handler starts after what came before it, and
-//!   forwarding keeps its place. An answer never overtakes what its peer sent before it: when a
-//!   handler's `cx.successor().request(..).await` returns, the updates the agent streamed
-//!   before its response have all been forwarded or handled, so the handler's own answer comes
-//!   after them.
+//!   forwarding keeps its place. An answer keeps its place in its peer's stream both ways: when
+//!   a handler's `cx.successor().request(..).await` returns, the updates the agent streamed
+//!   before its response have all been forwarded or handled, and the ones it streamed after
+//!   the response wait until the handler next waits for something else (other than room to
+//!   send) — so an answer the handler sends on, changed or not, goes out between the two, as
+//!   the agent sent it. (A handler that awaits something else before answering lets them go
+//!   on meanwhile: holding them would hold up every other session.)
 //! - **Bounded memory**: `notify` waits while the conductor reads too slowly, and so does
 //!   forwarding, which makes the proxy stop reading: a slow editor slows the agent down
 //!   instead of filling memory. Limits are set with [`spawn_with`]
