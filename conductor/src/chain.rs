@@ -36,8 +36,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::bridge::BridgeMode;
-
 /// A chain that cannot be run as given.
 #[derive(Debug, thiserror::Error)]
 pub enum ChainError {
@@ -69,13 +67,45 @@ pub enum ChainError {
     },
 }
 
+/// How the conductor bridges MCP servers over ACP for an agent that does not speak it (the
+/// chain file's `mcp_bridge`, the command line's `--mcp-bridge`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BridgeMode {
+    /// HTTP when the agent declared `mcpCapabilities.http`, stdio otherwise.
+    #[default]
+    Auto,
+    /// Always the stdio bridge (`conductor mcp PORT`).
+    Stdio,
+    /// Always the HTTP bridge.
+    Http,
+}
+
+impl std::str::FromStr for BridgeMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(BridgeMode::Auto),
+            "stdio" => Ok(BridgeMode::Stdio),
+            "http" => Ok(BridgeMode::Http),
+            other => Err(format!(
+                "unknown MCP bridge {other:?}: expected stdio, http or auto"
+            )),
+        }
+    }
+}
+
 /// An in-process proxy's run, until the conductor closes its channel.
-type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), sacp::Error>> + Send>>;
+pub(crate) type Serving =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), sacp::Error>> + Send>>;
 
 /// A proxy that runs inside the conductor's process, over an in-memory channel: what
 /// [`Chain::proxy`] adds.
 #[derive(Clone)]
-pub struct InProcess(std::sync::Arc<dyn Fn(sacp::jsonrpc::Channel) -> Serving + Send + Sync>);
+pub struct InProcess(
+    pub(crate) std::sync::Arc<dyn Fn(sacp::jsonrpc::Channel) -> Serving + Send + Sync>,
+);
 
 impl InProcess {
     /// Runs the proxy on `channel` until the conductor closes it.
@@ -274,53 +304,10 @@ impl Chain {
         }
     }
 
-    /// Adds a Rust proxy that runs in the conductor's process, over an in-memory channel:
-    /// the same routing, ordering, handshake and lifecycle as a process, without the pipes.
-    pub fn proxy<P: sacp::proxy::Proxy>(mut self, proxy: P) -> Chain {
-        let name = std::any::type_name::<P>()
-            .rsplit("::")
-            .next()
-            .unwrap_or("proxy")
-            .to_owned();
-        let proxy = std::sync::Arc::new(std::sync::Mutex::new(Some(proxy)));
-        let start = InProcess(std::sync::Arc::new(move |channel| {
-            let proxy = proxy.lock().unwrap_or_else(|e| e.into_inner()).take();
-            Box::pin(async move {
-                match proxy {
-                    Some(proxy) => sacp::proxy::serve(proxy, channel).await,
-                    None => Err(sacp::Error::internal_error("an in-process proxy runs once")),
-                }
-            })
-        }));
-        self.components.push(Component {
-            name,
-            program: String::new(),
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            cwd: None,
-            in_process: Some(start),
-        });
-        self
-    }
-
     /// Adds a process component from its command line (the last one added is the agent).
     pub fn agent_command(mut self, line: &str) -> Result<Chain, ChainError> {
         self.push_command_lines(&[line])?;
         Ok(self)
-    }
-
-    /// Runs the chain as one ACP agent on this process's stdin and stdout (see
-    /// [`crate::run_stdio`]).
-    pub async fn serve_stdio(self, options: crate::Options) -> crate::Exit {
-        crate::run_stdio(self, options).await
-    }
-
-    /// Runs the chain as this program's whole job, on a runtime of its own, with this
-    /// executable as the components' launcher and as the stdio MCP bridge; the exit status to
-    /// return from `main`. Call [`cli::helper_subcommand`](crate::cli::helper_subcommand)
-    /// first in `main`, so that the executable can be those.
-    pub fn run_as_program(self) -> std::process::ExitCode {
-        crate::cli::run_as_program(self)
     }
 
     /// A chain from command lines, one per component.

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::bridge::BridgeMode;
+use crate::chain::BridgeMode;
 use crate::chain::Chain;
 use crate::conductor::{Options, run_stdio};
 use crate::launch;
@@ -79,15 +79,15 @@ struct RouteArgs {
 }
 
 impl RouteArgs {
-    fn config(self) -> Result<sacp::router::Config, String> {
+    fn config(self) -> Result<crate::router::Config, String> {
         let mut config = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                toml::from_str::<sacp::router::Config>(&text)
+                toml::from_str::<crate::router::Config>(&text)
                     .map_err(|e| format!("{} is not valid: {e}", path.display()))?
             }
-            None => sacp::router::Config::default(),
+            None => crate::router::Config::default(),
         };
         if let Some(backend) = self.backend {
             config.backend = Some(backend);
@@ -292,6 +292,16 @@ fn init_logging() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
         .init();
+}
+
+impl Chain {
+    /// Runs the chain as this program's whole job, on a runtime of its own, with this
+    /// executable as the components' launcher and as the stdio MCP bridge; the exit status to
+    /// return from `main`. Call [`helper_subcommand`] first in `main`, so that the executable
+    /// can be those.
+    pub fn run_as_program(self) -> ExitCode {
+        run_as_program(self)
+    }
 }
 
 #[cfg(test)]

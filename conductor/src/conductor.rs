@@ -1,6 +1,6 @@
 //! The conductor's life: start the chain, route until something ends it, end it cleanly.
 //!
-//! One event loop owns the [`Router`] and every forwarding decision. Connection tasks hand it
+//! One event loop owns the [`RoutingTable`] and every forwarding decision. Connection tasks hand it
 //! what they read ([`crate::endpoint`]); it routes each message and queues the result on the
 //! destination's writer, so between any two peers messages keep the order they were sent in.
 //! The MCP bridges ([`crate::bridge`]) are one more connection; the loop shows them the
@@ -43,11 +43,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::account::{Account, Charge};
-use crate::bridge::{BridgeMode, Bridges};
+use crate::bridge::Bridges;
+use crate::chain::BridgeMode;
 use crate::chain::Chain;
 use crate::endpoint::{self, Event, Out, Outbox};
 use crate::process::{self, Tail};
-use crate::route::{Conn, Delivery, Dir, EDITOR, Fatal, Router};
+use crate::route::{Conn, Delivery, Dir, EDITOR, Fatal, RoutingTable};
 use crate::trace::Trace;
 
 /// How long a component that stopped talking (or exited) has to show the other sign.
@@ -262,7 +263,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
     let names = chain.components.iter().map(|c| c.name.clone()).collect();
     let conductor = Conductor {
-        router: Router::new(names),
+        router: RoutingTable::new(names),
         bridges,
         members,
         outboxes,
@@ -342,7 +343,7 @@ struct Ending {
 }
 
 struct Conductor {
-    router: Router,
+    router: RoutingTable,
     bridges: Bridges,
     /// By position - 1.
     members: Vec<Member>,
@@ -752,5 +753,12 @@ impl Signals {
             std::task::Poll::Pending
         })
         .await
+    }
+}
+
+impl Chain {
+    /// Runs the chain as one ACP agent on this process's stdin and stdout (see [`run_stdio`]).
+    pub async fn serve_stdio(self, options: Options) -> Exit {
+        run_stdio(self, options).await
     }
 }

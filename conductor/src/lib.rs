@@ -13,8 +13,9 @@
 //!   the proxies' MCP servers, over stdio (`conductor mcp PORT`) or HTTP;
 //! - [`Chain`]: the components, from command lines or a TOML chain file, or Rust proxies that
 //!   run in this process ([`Chain::proxy`]);
-//! - `sessions.rs`: `conductor route`, the session router of `sacp::router` with backends as
-//!   processes;
+//! - [`router`]: the session router (`conductor route`): one ACP agent for the editor that
+//!   runs each session on an agent process of the session's workspace; `sessions.rs` runs it
+//!   with backends as processes;
 //! - [`cli`]: the `conductor` command line.
 //!
 //! The library runs a conductor over any transport, for instance inside another program:
@@ -38,13 +39,15 @@ mod chain;
 pub mod cli;
 mod conductor;
 mod endpoint;
+mod in_process;
 mod launch;
+mod lock;
 mod process;
 mod route;
+pub mod router;
 pub mod sessions;
 pub mod stderr;
 mod trace;
 
-pub use self::bridge::BridgeMode;
-pub use self::chain::{Chain, ChainError, Component, InProcess};
+pub use self::chain::{BridgeMode, Chain, ChainError, Component, InProcess};
 pub use self::conductor::{Exit, Options, run, run_stdio};

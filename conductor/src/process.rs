@@ -19,6 +19,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::chain::Component;
+use crate::lock::lock;
 use crate::stderr;
 
 /// How many stderr lines are kept for error messages.
@@ -152,7 +153,7 @@ impl Tail {
             text.truncate(cut);
             text.push('…');
         }
-        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut lines = lock(&self.0);
         if lines.len() == TAIL_LINES {
             lines.pop_front();
         }
@@ -161,7 +162,7 @@ impl Tail {
 
     /// The kept lines, joined.
     pub(crate) fn text(&self) -> String {
-        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let lines = lock(&self.0);
         lines
             .iter()
             .map(String::as_str)

@@ -22,7 +22,7 @@
 //! moved as bytes; only `initialize` (the proxy capability, §3) is rewritten, and only a
 //! successor envelope is parsed (its `method`, to unwrap it).
 //!
-//! The [`Router`] is synchronous and owns no I/O: it turns one inbound message into the
+//! The [`RoutingTable`] is synchronous and owns no I/O: it turns one inbound message into the
 //! [`Delivery`]s to make, which the conductor's event loop writes in order. One loop, one
 //! router: no message can overtake another between the same two connections.
 
@@ -138,7 +138,7 @@ struct Ids {
 
 /// The routing state of a chain.
 #[derive(Debug)]
-pub(crate) struct Router {
+pub(crate) struct RoutingTable {
     /// Component names, by position - 1.
     names: Vec<String>,
     /// Whether the conductor runs as a proxy (its `initialize` offered the capability).
@@ -169,12 +169,12 @@ struct Resolved {
     params: Option<RawJson>,
 }
 
-impl Router {
+impl RoutingTable {
     /// A router for components with these names, in chain order.
-    pub(crate) fn new(names: Vec<String>) -> Router {
+    pub(crate) fn new(names: Vec<String>) -> RoutingTable {
         // The editor, the components, and the bridges.
         let conns = (0..names.len() + 2).map(|_| Ids::default()).collect();
-        Router {
+        RoutingTable {
             names,
             proxy_mode: false,
             mode_fixed: false,
@@ -663,7 +663,7 @@ impl Router {
 }
 
 /// A connection's peer, for logs.
-struct PeerName<'a>(&'a Router, Conn);
+struct PeerName<'a>(&'a RoutingTable, Conn);
 
 impl fmt::Display for PeerName<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -10,12 +10,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::router::{BackendProcess, Config, Launched, Launcher, Workspace};
 use nix::sys::signal::Signal;
 use sacp::jsonrpc::{ByteStream, Error};
-use sacp::router::{BackendProcess, Config, Launched, Launcher, Workspace};
 use tokio::sync::watch;
 
 use crate::chain::Component;
+use crate::lock::lock;
 use crate::process;
 
 /// How long a backend has between `SIGTERM` and `SIGKILL`.
@@ -42,12 +43,7 @@ impl ProcessLauncher {
 
     /// Kills every backend's process group (at the router's end).
     pub fn kill_all(&self) {
-        for pid in self
-            .pids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
+        for pid in lock(&self.pids).drain(..) {
             process::signal_group(pid, Signal::SIGKILL);
         }
     }
@@ -75,10 +71,7 @@ impl Launcher for ProcessLauncher {
                     ))
                 })?;
             tracing::info!(workspace = %workspace.name, pid = started.pid, command = %workspace.command, "started a backend");
-            self.pids
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(started.pid);
+            lock(&self.pids).push(started.pid);
             let (status_tx, status) = watch::channel(None);
             let mut child = started.child;
             tokio::spawn(async move {
@@ -136,7 +129,7 @@ impl BackendProcess for BackendGroup {
 /// Runs the router on stdin/stdout until the editor closes it.
 pub async fn run_stdio(config: Config, launcher: Option<PathBuf>) -> Result<(), Error> {
     let launcher = std::sync::Arc::new(ProcessLauncher::new(launcher));
-    let result = sacp::router::serve(
+    let result = crate::router::serve(
         config,
         SharedLauncher(launcher.clone()),
         ByteStream::stdio(),

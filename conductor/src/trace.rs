@@ -20,7 +20,7 @@ use std::time::SystemTime;
 
 use sacp::jsonrpc::{Message, ResponseBody};
 
-use crate::route::{Hop, Node, Router};
+use crate::route::{Hop, Node, RoutingTable};
 
 /// An open trace file.
 #[derive(Debug)]
@@ -41,7 +41,7 @@ impl Trace {
     }
 
     /// Records one hop of `message`.
-    pub(crate) fn record(&mut self, router: &Router, hop: &Hop, message: &Message) {
+    pub(crate) fn record(&mut self, router: &RoutingTable, hop: &Hop, message: &Message) {
         let node = |node: Node| match node {
             Node::Client if router.proxy_mode() => "client".to_owned(),
             Node::Client => "editor".to_owned(),

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::lock::lock;
 use sacp::acp::{
     ContentBlock, PromptRequest, PromptResponse, RequestPermissionRequest,
     RequestPermissionResponse,
@@ -31,7 +32,7 @@ pub struct Auditor {
 
 impl Auditor {
     fn turns(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.turns.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.turns)
     }
 }
 

@@ -7,7 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use sacp::jsonrpc::{Connection, JsonRpcNotification, JsonRpcRequest, Router};
+use crate::lock::lock;
+use sacp::jsonrpc::{Connection, JsonRpcNotification, JsonRpcRequest, Methods};
 use serde::{Deserialize, Serialize};
 
 /// Client → agent: answer a prompt.
@@ -74,8 +75,8 @@ impl JsonRpcNotification for Shout {
 }
 
 /// The agent's side of the protocol.
-pub fn agent() -> Router {
-    Router::new()
+pub fn agent() -> Methods {
+    Methods::new()
         .on_request(|prompt: Prompt, client: Connection| async move {
             let words: Vec<&str> = prompt.text.split_whitespace().collect();
             let question = format!("May I echo {} words?", words.len());
@@ -111,9 +112,9 @@ pub fn agent() -> Router {
 pub type Transcript = Arc<Mutex<Vec<String>>>;
 
 /// The client's side of the protocol: approves every question, records what arrives.
-pub fn client(transcript: Transcript, approve: bool) -> Router {
+pub fn client(transcript: Transcript, approve: bool) -> Methods {
     let chunks = transcript.clone();
-    Router::new()
+    Methods::new()
         .on_request(move |confirm: Confirm, _agent: Connection| {
             let transcript = transcript.clone();
             async move {
@@ -132,13 +133,10 @@ pub fn client(transcript: Transcript, approve: bool) -> Router {
 
 /// Appends a line to a transcript.
 pub fn record(transcript: &Transcript, line: String) {
-    transcript
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(line);
+    lock(transcript).push(line);
 }
 
 /// Takes the lines recorded so far.
 pub fn take(transcript: &Transcript) -> Vec<String> {
-    std::mem::take(&mut *transcript.lock().unwrap_or_else(|e| e.into_inner()))
+    std::mem::take(&mut *lock(transcript))
 }

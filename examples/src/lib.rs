@@ -25,6 +25,7 @@ pub mod guide {}
 pub mod bins;
 pub mod context;
 pub mod demo;
+mod lock;
 pub mod logger;
 pub mod prefix;
 pub mod test_agent;

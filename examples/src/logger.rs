@@ -19,6 +19,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
+use crate::lock::lock;
 use sacp::acp::Side;
 use sacp::jsonrpc::{Error, RawJson};
 use sacp::proxy::{Cx, Incoming, Proxy};
@@ -52,7 +53,7 @@ impl Logger {
             line.push_str(&format!(r#","{key}":{}"#, payload.as_str()));
         }
         line.push_str("}\n");
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = lock(&self.out);
         // A transcript that cannot be written must not stop the chain.
         if let Err(e) = out.write_all(line.as_bytes()).and_then(|()| out.flush()) {
             tracing::warn!("cannot write the transcript: {e}");
@@ -87,6 +88,6 @@ impl Proxy for Logger {
                 self.write(back, "response", &method, "error", error.as_ref());
             }
         }
-        reply.relay(answer);
+        reply.answer_raw(answer);
     }
 }

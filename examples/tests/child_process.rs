@@ -5,7 +5,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sacp::jsonrpc::{ByteStream, Connection, Router};
+use sacp::jsonrpc::{ByteStream, Connection, Methods};
 use sacp_examples::demo::{self, Confirm, Confirmed, Prompt, Shout, Transcript};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
@@ -29,7 +29,7 @@ fn spawn_agent() -> Child {
         .expect("start jsonrpc-demo agent")
 }
 
-fn connect(child: &mut Child, handler: Router) -> Connection {
+fn connect(child: &mut Child, handler: Methods) -> Connection {
     let transport = ByteStream::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
     Connection::builder()
         .name("demo agent")
@@ -118,7 +118,7 @@ async fn a_child_that_dies_fails_the_pending_requests_promptly() {
     // A client that never answers the agent's question, so the prompt stays pending.
     let asked = Arc::new(tokio::sync::Notify::new());
     let notify = asked.clone();
-    let handler = Router::new().on_request(move |_: Confirm, _cx| {
+    let handler = Methods::new().on_request(move |_: Confirm, _cx| {
         let asked = notify.clone();
         async move {
             asked.notify_one();

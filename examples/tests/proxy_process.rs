@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sacp::jsonrpc::{ByteStream, Connection, Error, RawJson, Router};
+use sacp::jsonrpc::{ByteStream, Connection, Error, Methods, RawJson};
 use sacp::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
@@ -68,7 +68,7 @@ fn start(binary: &str, args: &[&str]) -> Running {
             other => Err(Error::method_not_found(other)),
         }
     };
-    let router = Router::new()
+    let router = Methods::new()
         .on_raw_request(SUCCESSOR_REQUEST, move |params, conn| {
             let inner = envelope::unwrap(params.as_ref());
             async move {

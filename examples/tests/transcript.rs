@@ -9,7 +9,7 @@ use sacp::acp::{
     ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
     SessionUpdate, StopReason, TextContent,
 };
-use sacp::jsonrpc::{ByteStream, Connection, Router};
+use sacp::jsonrpc::{ByteStream, Connection, Methods};
 use serde_json::Value;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -36,7 +36,7 @@ async fn the_logger_writes_down_every_message_and_the_context_comes_first() {
         .unwrap();
     let said = Arc::new(Mutex::new(Vec::new()));
     let record = said.clone();
-    let handler = Router::new().on_notification(move |n: SessionNotification, _| {
+    let handler = Methods::new().on_notification(move |n: SessionNotification, _| {
         let record = record.clone();
         async move {
             if let SessionUpdate::AgentMessageChunk(chunk) = n.update

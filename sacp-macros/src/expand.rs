@@ -91,12 +91,19 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
         tools,
         servers,
         mcp_name: args.mcp_name,
+        mcp_over_acp: args.mcp_over_acp,
     })
 }
 
 fn emit(service: &Service) -> TokenStream {
     let item = &service.item;
-    let mut trait_impl = trait_impl(service.role, &service.krate, item, &service.handlers);
+    let mut trait_impl = trait_impl(
+        service.role,
+        &service.krate,
+        item,
+        &service.handlers,
+        service.mcp_over_acp,
+    );
     let servers = mcp_servers(service);
     // The proxy's MCP servers go inside its `impl Proxy` (before the closing brace).
     if !servers.is_empty()
@@ -274,6 +281,7 @@ pub(crate) fn trait_impl(
     krate: &Path,
     item: &ItemImpl,
     handlers: &[Handler],
+    mcp_over_acp: bool,
 ) -> TokenStream {
     let (impl_generics, _, where_clause) = item.generics.split_for_impl();
     let self_ty = &item.self_ty;
@@ -286,7 +294,7 @@ pub(crate) fn trait_impl(
         Role::Agent => (
             quote!(#krate::agent::Agent),
             quote!(#krate::agent),
-            quote!(#krate::agent::AgentCx),
+            quote!(#krate::agent::Cx),
         ),
     };
     let routes: Vec<TokenStream> = handlers.iter().map(|h| route(krate, h)).collect();
@@ -302,9 +310,16 @@ pub(crate) fn trait_impl(
         .iter()
         .zip(&routes)
         .map(|(h, route)| rung(h, route));
+    let mcp_over_acp = mcp_over_acp.then(|| {
+        quote!(
+            const MCP_OVER_ACP: bool = true;
+        )
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics #trait_path for #self_ty #where_clause {
+            #mcp_over_acp
+
             fn takes(method: &str, from: #krate::acp::Side) -> bool {
                 #takes
             }

@@ -104,6 +104,8 @@ pub(crate) struct Service {
     pub(crate) servers: Vec<Ident>,
     /// `mcp_name = …`, if given.
     pub(crate) mcp_name: Option<Expr>,
+    /// `#[agent(mcp_over_acp)]`.
+    pub(crate) mcp_over_acp: bool,
 }
 
 /// The attribute arguments of `#[proxy(...)]` / `#[agent(...)]`.
@@ -111,6 +113,8 @@ pub(crate) struct Service {
 pub(crate) struct ServiceArgs {
     pub(crate) krate: Option<Path>,
     pub(crate) mcp_name: Option<Expr>,
+    /// `#[agent(mcp_over_acp)]`: the agent speaks MCP over ACP itself.
+    pub(crate) mcp_over_acp: bool,
 }
 
 /// The attribute arguments of `#[tool(...)]`.

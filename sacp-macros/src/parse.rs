@@ -87,7 +87,7 @@ fn skip_to_comma(input: ParseStream<'_>) -> syn::Result<TokenStream> {
     Ok(value)
 }
 
-/// `#[proxy(crate = path, mcp_name = expr)]`.
+/// `#[proxy(crate = path, mcp_name = expr)]`, `#[agent(crate = path, mcp_over_acp)]`.
 pub(crate) fn service_args(role: Role, tokens: TokenStream, errors: &mut Errors) -> ServiceArgs {
     let what = role.name();
     let mut args = ServiceArgs::default();
@@ -108,10 +108,23 @@ pub(crate) fn service_args(role: Role, tokens: TokenStream, errors: &mut Errors)
             }
             continue;
         }
+        if key == "mcp_over_acp" && role == Role::Agent {
+            match value {
+                None if args.mcp_over_acp => {
+                    errors.push(key.span(), "`mcp_over_acp` is given twice")
+                }
+                None => args.mcp_over_acp = true,
+                Some(value) => errors.push(
+                    span_of(&value, key.span()),
+                    "`mcp_over_acp` takes no value: write `#[agent(mcp_over_acp)]`",
+                ),
+            }
+            continue;
+        }
         if key != "crate" {
             let expected = match role {
                 Role::Proxy => "`crate = path` or `mcp_name = \"name\"`",
-                Role::Agent => "`crate = path`",
+                Role::Agent => "`crate = path` or `mcp_over_acp`",
             };
             errors.push(
                 key.span(),
@@ -319,7 +332,7 @@ mod tests {
         assert_eq!(
             errors,
             [
-                "unknown `#[agent]` argument `krate`; expected `crate = path`",
+                "unknown `#[agent]` argument `krate`; expected `crate = path` or `mcp_over_acp`",
                 "expected a path after `crate =`, e.g. `crate = ::sacp`",
             ]
         );

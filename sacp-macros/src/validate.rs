@@ -41,11 +41,7 @@ pub(crate) fn handler(
         );
     }
 
-    let cx = match role {
-        Role::Proxy => "cx: &Cx",
-        Role::Agent => "cx: &AgentCx",
-    };
-    let expected = format!("`(&self, message: T, {cx})`");
+    let expected = "`(&self, message: T, cx: &Cx)`";
     let mut inputs = sig.inputs.iter();
     match inputs.next() {
         Some(FnArg::Receiver(receiver)) => {

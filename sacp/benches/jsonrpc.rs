@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use sacp::jsonrpc::{
-    ByteStream, Connection, JsonRpcNotification, JsonRpcRequest, Router, Transport, channel,
+    ByteStream, Connection, JsonRpcNotification, JsonRpcRequest, Methods, Transport, channel,
 };
 use serde::{Deserialize, Serialize};
 
@@ -66,14 +66,16 @@ fn ends<T: Transport, U: Transport>(a: T, b: U) -> Ends {
     let counter = handled.clone();
     let server = Connection::builder().name("server").spawn(
         a,
-        Router::new()
+        Methods::new()
             .on_request(|p: Ping, _cx| async move { Ok(p.n) })
             .on_notification(move |_: Update, _cx| {
                 counter.fetch_add(1, Ordering::Relaxed);
                 async { Ok(()) }
             }),
     );
-    let client = Connection::builder().name("client").spawn(b, Router::new());
+    let client = Connection::builder()
+        .name("client")
+        .spawn(b, Methods::new());
     Ends {
         client,
         handled,

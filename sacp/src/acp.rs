@@ -74,30 +74,13 @@ pub trait AcpNotification: JsonRpcNotification {
     const FROM: Side;
 }
 
-/// The side that sends a message, from the schema's receiver; and the macro support trait for
-/// handlers of it.
+/// The side that sends a message, from the schema's receiver.
 macro_rules! sender {
     (Agent) => {
         Side::Client
     };
     (Client) => {
         Side::Agent
-    };
-    (request, Agent, $params:ty, $response:ty) => {
-        impl crate::ladder::RequestFromClient for $params {
-            type Response = $response;
-        }
-    };
-    (request, Client, $params:ty, $response:ty) => {
-        impl crate::ladder::RequestFromAgent for $params {
-            type Response = $response;
-        }
-    };
-    (notification, Agent, $params:ty) => {
-        impl crate::ladder::NotificationFromClient for $params {}
-    };
-    (notification, Client, $params:ty) => {
-        impl crate::ladder::NotificationFromAgent for $params {}
     };
 }
 
@@ -110,7 +93,6 @@ macro_rules! impl_requests {
         impl AcpRequest for $params {
             const FROM: Side = sender!($receiver);
         }
-        sender!(request, $receiver, $params, $response);
     )*};
 }
 
@@ -131,7 +113,6 @@ macro_rules! impl_notifications {
         impl AcpNotification for $params {
             const FROM: Side = sender!($receiver);
         }
-        sender!(notification, $receiver, $params);
     };
 }
 

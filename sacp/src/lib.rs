@@ -3,20 +3,26 @@
 //! A Rust SDK for composing [Agent Client Protocol](https://agentclientprotocol.com) agents out
 //! of proxies, and the conductor that runs such a chain.
 //!
-//! This crate is built in layers:
+//! This crate is built in layers, each using only the ones before it:
 //! - [`jsonrpc`]: JSON-RPC 2.0 over newline-delimited streams or in-process channels — wire
 //!   messages with raw payloads, framing, transports, and connections with in-order dispatch,
 //!   cancellation and timeouts.
 //! - [`acp`]: the ACP messages as types (generated from the schema, see [`schema`]), with their
 //!   method names and the side that sends them.
-//! - [`protocol`]: SACP's own wire pieces, the successor envelope and the proxy-capability
-//!   handshake (shared with the conductor).
+//! - [`protocol`]: SACP's own wire pieces, the successor envelope, the proxy-capability
+//!   handshake and the `_mcp/*` messages (shared with the conductor).
+//! - a crate-private runtime that both roles stand on: their handler sets and the one rule
+//!   that schedules what they receive onto lanes, their contexts' neighbours, the answer to a
+//!   request ([`proxy::Reply`]).
 //! - [`proxy`](mod@proxy): the runtime every proxy shares — concurrent `&self` handlers, order
 //!   kept per side, default forwarding, bounded queues — and [`macro@proxy`], which turns an
 //!   `impl` block into one.
 //! - [`agent`](mod@agent): the same for agents, with [`macro@agent`].
-//! - [`mcp`]: MCP over ACP — a proxy's `#[tool]` methods served to the agent as an MCP server,
-//!   and the client side for agents that speak it themselves.
+//! - [`mcp`]: MCP over ACP under one path — a proxy's `#[tool]` methods served to the agent
+//!   as an MCP server (the proxy runtime's), and the client side for agents that speak it
+//!   themselves (the agent runtime's).
+//! - `__private`: what the macros' expansions call, on top of everything; nothing in the crate
+//!   uses it.
 //!
 //! A proxy that forwards everything is one line plus `main`:
 //!
@@ -36,18 +42,14 @@
 
 pub mod acp;
 pub mod agent;
-mod incoming;
 pub mod jsonrpc;
-mod ladder;
+mod lock;
 pub mod mcp;
-mod peer;
 pub mod protocol;
 pub mod proxy;
-mod role;
-pub mod router;
+mod runtime;
 
 #[doc(hidden)]
-#[path = "private.rs"]
 pub mod __private;
 
 pub use sacp_macros::{agent, mcp_server, on_notification, on_request, proxy, tool};

@@ -1,3 +1,6 @@
+//! `cargo xtask layers [--graph]` checks the import graph of the workspace's crates (see
+//! [`layers`]).
+//!
 //! `cargo xtask regen-schema [--check]`: generates `sacp-schema`'s protocol types and method
 //! tables from the pinned JSON Schemas.
 //!
@@ -8,6 +11,7 @@
 //! naming each stale file, when the committed output differs from what would be generated.
 
 mod emit_unions;
+mod layers;
 mod passes;
 mod post;
 mod sources;
@@ -71,9 +75,14 @@ fn main() -> ExitCode {
     let result = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["regen-schema"] => regen(false),
         ["regen-schema", "--check"] => regen(true),
-        _ => Err("usage: cargo xtask regen-schema [--check]\n\n  \
-                  Generates sacp-schema/src/generated/ from the pinned schemas in $SACP_SCHEMA_DIR \
-                  (or fetches them when it is unset).\n  --check  write nothing; fail if a generated file is stale"
+        ["layers"] => layers::run(&workspace_root(), false),
+        ["layers", "--graph"] => layers::run(&workspace_root(), true),
+        _ => Err("usage: cargo xtask regen-schema [--check] | cargo xtask layers [--graph]\n\n  \
+                  regen-schema: generates sacp-schema/src/generated/ from the pinned schemas in \
+                  $SACP_SCHEMA_DIR (or fetches them when it is unset).\n    --check  write nothing; \
+                  fail if a generated file is stale\n  \
+                  layers: fails on an import circle between the modules of DESIGN.md's layers\n    \
+                  --graph  print the module graphs too"
             .to_owned()),
     };
     match result {

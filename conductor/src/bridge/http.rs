@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Entry;
 use super::hub::{Hub, Link, ToClient};
+use crate::lock::lock;
 
 /// The MCP session header.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -57,13 +58,13 @@ struct Shared {
 
 impl Shared {
     fn entry(&self, id: &str) -> Option<Arc<Entry>> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = lock(&self.entries);
         entries.retain(|_, entry| !entry.ended.is_cancelled());
         entries.get(id).cloned()
     }
 
     fn session(&self, id: &str) -> Option<Arc<Session>> {
-        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let sessions = lock(&self.sessions);
         sessions
             .get(id)
             .filter(|s| !s.closed.is_cancelled())
@@ -98,11 +99,7 @@ impl Server {
     /// Serves `entry`; its URL.
     pub(super) fn serve(&self, entry: Arc<Entry>) -> String {
         let url = format!("http://127.0.0.1:{}/mcp/{}", self.port, entry.id);
-        self.state
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(entry.id.clone(), entry);
+        lock(&self.state.entries).insert(entry.id.clone(), entry);
         url
     }
 }
@@ -142,12 +139,12 @@ enum Waiter {
 
 impl Session {
     fn streams(&self) -> std::sync::MutexGuard<'_, Streams> {
-        self.streams.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.streams)
     }
 
     /// Sends the owner's messages (and the bridge's answers) to where they belong, until the
     /// session closes.
-    async fn dispatch(self: Arc<Self>, mut from_owner: mpsc::Receiver<ToClient>) {
+    async fn deliver_to_streams(self: Arc<Self>, mut from_owner: mpsc::Receiver<ToClient>) {
         loop {
             let item = tokio::select! {
                 () = self.closed.cancelled() => return,
@@ -401,21 +398,13 @@ async fn open(state: &Arc<Shared>, entry: &Arc<Entry>) -> Result<Arc<Session>, E
         streams: Mutex::default(),
         closed: entry.ended.child_token(),
     });
-    state
-        .sessions
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(session.id.clone(), session.clone());
-    tokio::spawn(session.clone().dispatch(from_owner));
+    lock(&state.sessions).insert(session.id.clone(), session.clone());
+    tokio::spawn(session.clone().deliver_to_streams(from_owner));
     let (state, closing) = (state.clone(), session.clone());
     tokio::spawn(async move {
         closing.closed.cancelled().await;
         closing.close().await;
-        state
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&closing.id);
+        lock(&state.sessions).remove(&closing.id);
     });
     Ok(session)
 }
@@ -424,7 +413,7 @@ async fn open(state: &Arc<Shared>, entry: &Arc<Entry>) -> Result<Arc<Session>, E
 async fn exchange(session: &Arc<Session>, message: Message, stream: bool) -> HttpResponse {
     let Message::Request(request) = &message else {
         if let Some(link) = session.link.lock().await.as_ref() {
-            let _ = link.pass_on(message).await;
+            link.pass_on(message, &session.to_client).await;
         }
         return StatusCode::ACCEPTED.into_response();
     };
@@ -437,23 +426,10 @@ async fn exchange(session: &Arc<Session>, message: Message, stream: bool) -> Htt
         (Reply::Json(rx), Waiter::Json(tx))
     };
     session.streams().waiting.push((id.clone(), waiter));
-    let answer = match session.link.lock().await.as_ref() {
-        Some(link) => link.pass_on(message).await,
-        None => None,
-    };
-    let Some(answer) = answer else {
-        return refuse(StatusCode::NOT_FOUND, "the MCP session has ended");
-    };
-    let to_client = session.to_client.clone();
-    tokio::spawn(async move {
-        let message = Message::Response(answer.await);
-        let _ = to_client
-            .send(ToClient {
-                message,
-                related: None,
-            })
-            .await;
-    });
+    match session.link.lock().await.as_ref() {
+        Some(link) => link.pass_on(message, &session.to_client).await,
+        None => return refuse(StatusCode::NOT_FOUND, "the MCP session has ended"),
+    }
     match reply {
         Reply::Stream(lines) => sse(lines),
         Reply::Json(body) => match body.await {

@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::lock::lock;
 use sacp::jsonrpc::{
-    self, Connection, Error, Id, Message, Notification, RawJson, Request, Response,
+    self, Answer as _, Connection, Error, Id, Message, Notification, RawJson, Request, Response,
 };
 use sacp::protocol::mcp::{
     CONNECT, ConnectParams, ConnectResult, DISCONNECT, DisconnectParams, MessageParams,
@@ -54,17 +55,13 @@ struct Links {
 }
 
 impl Links {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Shared>>> {
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The open connection `id`, waiting a little for one being connected right now: the
     /// owner may speak on a connection as soon as it has answered `_mcp/connect`.
     async fn find(&self, id: &str) -> Option<Arc<Shared>> {
         let deadline = tokio::time::Instant::now() + CONNECTING;
         loop {
             let registered = self.registered.notified();
-            if let Some(shared) = self.lock().get(id) {
+            if let Some(shared) = lock(&self.open).get(id) {
                 return Some(shared.clone());
             }
             if self.connecting.load(Ordering::SeqCst) == 0 {
@@ -90,7 +87,7 @@ impl Hub {
     /// Starts the bridges' connection on `transport` (the other end is the router's).
     pub(crate) fn start(transport: impl jsonrpc::Transport) -> Hub {
         let links = Arc::new(Links::default());
-        let handler = jsonrpc::Router::new()
+        let handler = jsonrpc::Methods::new()
             .on_raw_request(REQUEST, {
                 let links = links.clone();
                 move |params, _cx| {
@@ -133,9 +130,7 @@ impl Hub {
                     asked: Mutex::default(),
                     next: AtomicU64::new(1),
                 });
-                self.links
-                    .lock()
-                    .insert(connected.connection_id.clone(), shared.clone());
+                lock(&self.links.open).insert(connected.connection_id.clone(), shared.clone());
                 Link {
                     hub: self.clone(),
                     id: connected.connection_id,
@@ -166,11 +161,7 @@ async fn ask_client(links: &Links, params: Option<RawJson>) -> Result<RawJson, E
         .into(),
     );
     let (answer, answered) = oneshot::channel();
-    shared
-        .asked
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(id.clone(), answer);
+    lock(&shared.asked).insert(id.clone(), answer);
     let item = ToClient {
         message: Message::Request(Request {
             id,
@@ -217,6 +208,37 @@ fn closed(connection: &str) -> Error {
     ))
 }
 
+/// The way back to the agent's MCP client for the answer to one of its requests, with the
+/// client's own id: it goes out in the connection's order, after what the owner sent before.
+struct ToMcpClient {
+    id: Id,
+    answers: mpsc::Sender<ToClient>,
+}
+
+impl jsonrpc::Answer for ToMcpClient {
+    fn cancelled(&self) -> impl Future<Output = ()> + Send + '_ {
+        // The MCP client cancels with `notifications/cancelled`, passed on to the owner.
+        std::future::pending()
+    }
+
+    fn answer_raw(self, result: Result<RawJson, Error>) -> impl Future<Output = ()> + Send {
+        let message = Message::Response(match result {
+            Ok(result) => Response::ok(self.id, result),
+            Err(error) => Response::error(self.id, &error),
+        });
+        async move {
+            // A client that went away has nobody to read it.
+            let _ = self
+                .answers
+                .send(ToClient {
+                    message,
+                    related: None,
+                })
+                .await;
+        }
+    }
+}
+
 /// One MCP connection a bridge opened for the agent's MCP client.
 #[derive(Debug)]
 pub(crate) struct Link {
@@ -236,27 +258,23 @@ impl Link {
         self.shared.to_client.clone()
     }
 
-    /// Passes on a message of the client. A request's answer (with the client's id) comes
-    /// from the returned future; notifications and answers to the owner need nothing more.
-    pub(crate) async fn pass_on(
-        &self,
-        message: Message,
-    ) -> Option<impl Future<Output = Response> + Send + 'static> {
+    /// Passes on a message of the client, in order. A request's answer (with the client's id)
+    /// is relayed to `answers` when it comes; notifications and answers to the owner need
+    /// nothing more.
+    pub(crate) async fn pass_on(&self, message: Message, answers: &mpsc::Sender<ToClient>) {
         match message {
             Message::Request(request) => {
-                let params = self.params(request.method, request.params, Some(&request.id));
-                let conn = self.hub.conn.clone();
-                let id = request.id;
-                Some(async move {
-                    let result = match params {
-                        Ok(params) => conn.request_raw(REQUEST, Some(params)).await,
-                        Err(e) => Err(e),
-                    };
-                    match result {
-                        Ok(result) => Response::ok(id, result),
-                        Err(error) => Response::error(id, &error),
+                let to = ToMcpClient {
+                    id: request.id.clone(),
+                    answers: answers.clone(),
+                };
+                match self.params(request.method, request.params, Some(&request.id)) {
+                    Ok(params) => {
+                        let pending = self.hub.conn.request_raw(REQUEST, Some(params));
+                        tokio::spawn(jsonrpc::relay(pending, to));
                     }
-                })
+                    Err(e) => to.answer_raw(Err(e)).await,
+                }
             }
             Message::Notification(notification) => {
                 match self.params(notification.method, notification.params, None) {
@@ -267,15 +285,9 @@ impl Link {
                     }
                     Err(e) => tracing::warn!("cannot pass on an MCP notification: {e}"),
                 }
-                None
             }
             Message::Response(response) => {
-                let waiting = self
-                    .shared
-                    .asked
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&response.id);
+                let waiting = lock(&self.shared.asked).remove(&response.id);
                 match waiting {
                     Some(waiting) => {
                         let _ = waiting.send(response);
@@ -285,7 +297,6 @@ impl Link {
                         "the MCP client answered a request nobody is waiting for"
                     ),
                 }
-                None
             }
         }
     }
@@ -309,12 +320,8 @@ impl Link {
     /// Closes the connection (`_mcp/disconnect`): the owner's requests still waiting on the
     /// client fail.
     pub(crate) async fn close(self) {
-        self.hub.links.lock().remove(&self.id);
-        self.shared
-            .asked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        lock(&self.hub.links.open).remove(&self.id);
+        lock(&self.shared.asked).clear();
         let params = RawJson::to_raw(&DisconnectParams {
             connection_id: self.id.clone(),
         });

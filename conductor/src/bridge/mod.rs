@@ -37,33 +37,8 @@ use crate::route::AgentMcp;
 /// The environment variable that carries a stdio bridge's secret.
 pub(crate) const TOKEN_ENV: &str = "SACP_MCP_BRIDGE_TOKEN";
 
-/// How the conductor bridges MCP servers over ACP for an agent that does not speak it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BridgeMode {
-    /// HTTP when the agent declared `mcpCapabilities.http`, stdio otherwise.
-    #[default]
-    Auto,
-    /// Always the stdio bridge (`conductor mcp PORT`).
-    Stdio,
-    /// Always the HTTP bridge.
-    Http,
-}
-
-impl std::str::FromStr for BridgeMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(BridgeMode::Auto),
-            "stdio" => Ok(BridgeMode::Stdio),
-            "http" => Ok(BridgeMode::Http),
-            other => Err(format!(
-                "unknown MCP bridge {other:?}: expected stdio, http or auto"
-            )),
-        }
-    }
-}
+use crate::chain::BridgeMode;
+use crate::lock::lock;
 
 /// One bridged `acp:` entry of one session.
 #[derive(Debug)]
@@ -94,14 +69,11 @@ impl Entry {
 
     /// The ACP session, once known.
     fn session_id(&self) -> Option<String> {
-        self.session
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.session).clone()
     }
 
     fn bind(&self, session: &str) {
-        *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.to_owned());
+        *lock(&self.session) = Some(session.to_owned());
     }
 
     /// Whether `presented` is the secret (in time that does not depend on where they differ).

@@ -114,18 +114,7 @@ async fn connection(socket: TcpStream, entry: Arc<Entry>, hub: Hub) {
                 break;
             }
         };
-        if let Some(answer) = link.pass_on(message).await {
-            let answers = answers.clone();
-            tokio::spawn(async move {
-                let message = Message::Response(answer.await);
-                let _ = answers
-                    .send(ToClient {
-                        message,
-                        related: None,
-                    })
-                    .await;
-            });
-        }
+        link.pass_on(message, &answers).await;
     }
     drop(answers);
     link.close().await;

@@ -2,7 +2,7 @@
 //! own MCP bridges sit, and which `_mcp/*` messages go to them instead of the agent.
 //!
 //! The bridges (see `crate::bridge`) speak for an agent that knows nothing of `acp:` URLs: they
-//! are one more connection of the router, [`Router::bridge_conn`], that sends and receives as if
+//! are one more connection of the router, [`RoutingTable::bridge_conn`], that sends and receives as if
 //! it were the agent — what it sends travels up from the agent's position, and the owner's
 //! `_mcp/request` and `_mcp/notification` for a connection it opened come to it rather than to
 //! the agent. It learns those connections from the answers to its `_mcp/connect`s.
@@ -12,7 +12,7 @@ use serde::Deserialize;
 use sacp::jsonrpc::RawJson;
 use sacp::protocol::mcp;
 
-use super::{Conn, Dir, Router};
+use super::{Conn, Dir, RoutingTable};
 
 /// What the agent said of MCP in its `initialize` result.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -94,7 +94,7 @@ pub(super) fn with_transport_as(
     RawJson::to_raw(&value)
 }
 
-impl Router {
+impl RoutingTable {
     /// The connection of the conductor's MCP bridges (after the components').
     pub(crate) fn bridge_conn(&self) -> Conn {
         self.n() + 1

@@ -38,7 +38,7 @@ proptest! {
         styles in prop::collection::vec(any::<u8>(), 12),
         picks in prop::collection::vec(any::<usize>(), 400),
     ) {
-        let mut router = Router::new((1..=components).map(|i| format!("c{i}")).collect());
+        let mut router = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
         let mut out = Vec::new();
         // Deliveries not yet handled by the component they reach.
         let mut inbox: Vec<(Conn, Message)> = Vec::new();
@@ -115,7 +115,7 @@ proptest! {
         components in 1usize..4,
         lines in prop::collection::vec((0usize..4, "\\PC{0,80}"), 1..40),
     ) {
-        let mut router = Router::new((1..=components).map(|i| format!("c{i}")).collect());
+        let mut router = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
         let mut out = Vec::new();
         for (conn, line) in lines {
             let conn = conn % (components + 1);
@@ -138,7 +138,7 @@ proptest! {
             1..60,
         ),
     ) {
-        let mut router = Router::new((1..=components).map(|i| format!("c{i}")).collect());
+        let mut router = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
         let mut out = Vec::new();
         for (conn, kind, n, style, method) in messages {
             let conn = conn % (components + 1);

@@ -20,7 +20,7 @@ pub(super) fn parse_text(line: &str) -> Inbound {
 }
 
 /// Feeds `line` from `conn` and returns what goes out, as `(conn, json)`.
-fn feed(router: &mut Router, conn: Conn, line: Value) -> (Vec<(Conn, Value)>, Option<Fatal>) {
+fn feed(router: &mut RoutingTable, conn: Conn, line: Value) -> (Vec<(Conn, Value)>, Option<Fatal>) {
     let mut out = Vec::new();
     let fatal = router.inbound(conn, parse(line), &mut out);
     let sent = out
@@ -30,15 +30,15 @@ fn feed(router: &mut Router, conn: Conn, line: Value) -> (Vec<(Conn, Value)>, Op
     (sent, fatal)
 }
 
-fn one(router: &mut Router, conn: Conn, line: Value) -> (Conn, Value) {
+fn one(router: &mut RoutingTable, conn: Conn, line: Value) -> (Conn, Value) {
     let (mut sent, fatal) = feed(router, conn, line);
     assert!(fatal.is_none());
     assert_eq!(sent.len(), 1, "{sent:?}");
     sent.remove(0)
 }
 
-fn chain(n: usize) -> Router {
-    Router::new((1..=n).map(|i| format!("c{i}")).collect())
+fn chain(n: usize) -> RoutingTable {
+    RoutingTable::new((1..=n).map(|i| format!("c{i}")).collect())
 }
 
 #[test]

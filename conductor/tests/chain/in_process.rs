@@ -8,7 +8,7 @@ use sacp::acp::{
     ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
     SessionUpdate, StopReason, TextContent,
 };
-use sacp::jsonrpc::{ByteStream, Connection, Router};
+use sacp::jsonrpc::{ByteStream, Connection, Methods};
 use sacp_conductor::{Chain, Component, Exit, Options};
 use sacp_examples::prefix::Prefixer;
 
@@ -40,7 +40,7 @@ fn start(chain: Chain, tag: String) -> Running {
     ));
     let heard = Heard::default();
     let record = heard.clone();
-    let handler = Router::new().on_notification(move |n: SessionNotification, _| {
+    let handler = Methods::new().on_notification(move |n: SessionNotification, _| {
         let record = record.clone();
         async move {
             if let SessionUpdate::AgentMessageChunk(chunk) = n.update

@@ -11,7 +11,7 @@ use sacp::acp::{
     ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
     SessionUpdate, StopReason, TextContent,
 };
-use sacp::jsonrpc::{ByteStream, Connection, Router};
+use sacp::jsonrpc::{ByteStream, Connection, Methods};
 use serde_json::Value;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -69,7 +69,7 @@ impl Chain {
             .expect("start the conductor");
         let seen: Seen = Arc::default();
         let record = seen.clone();
-        let handler = Router::new().on_notification(move |n: SessionNotification, _| {
+        let handler = Methods::new().on_notification(move |n: SessionNotification, _| {
             let record = record.clone();
             async move {
                 let (kind, text) = match n.update {

@@ -23,7 +23,7 @@ use sacp::acp::{
     RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
     SessionNotification, SessionUpdate, TextContent,
 };
-use sacp::jsonrpc::{ByteStream, Connection, Router};
+use sacp::jsonrpc::{ByteStream, Connection, Methods};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -145,8 +145,8 @@ fn shown(block: &ContentBlock) -> String {
 }
 
 /// What the scripted editor does when the agent side talks to it.
-fn editor() -> Router {
-    Router::new()
+fn editor() -> Methods {
+    Methods::new()
         .on_notification(|n: SessionNotification, _| async move {
             match n.update {
                 SessionUpdate::AgentMessageChunk(chunk) => {

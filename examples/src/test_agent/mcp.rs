@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::lock::lock;
 use rmcp::model::{
     CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken,
     RequestMetaObject,
@@ -24,20 +25,10 @@ use sacp::acp::{
     McpServer, SessionId, SessionNotification, SessionUpdate, ToolCall, ToolCallStatus,
     ToolCallUpdate,
 };
-use sacp::agent::AgentCx;
+use sacp::agent::Cx;
 use sacp::mcp::McpClient;
 use sacp::schema::mcp::ContentBlock;
 use serde_json::{Map, Value};
-
-/// The `_meta` of an `initialize` answer that says the agent speaks MCP over ACP.
-pub(super) fn capability() -> Map<String, Value> {
-    let mut meta = Map::new();
-    meta.insert(
-        sacp::protocol::mcp::TRANSPORT_CAPABILITY.to_owned(),
-        Value::Bool(true),
-    );
-    meta
-}
 
 /// What the agent's `rmcp` client does with what servers send it: counts progress
 /// notifications, and answers `ping` (rmcp's own answer).
@@ -102,7 +93,7 @@ pub(super) fn instruction(text: &str) -> Option<(String, String)> {
         .then(|| (server.to_owned(), tool.to_owned()))
 }
 
-async fn tell(cx: &AgentCx, session: &SessionId, update: SessionUpdate) {
+async fn tell(cx: &Cx, session: &SessionId, update: SessionUpdate) {
     let _ = cx
         .client()
         .notify(SessionNotification::new(session.clone(), update))
@@ -116,10 +107,6 @@ impl Servers {
             over_acp: true,
             ..Servers::default()
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<(String, Server)>>> {
-        self.by_session.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Keeps the servers of a new session: `acp:` ones when it speaks MCP over ACP; stdio and
@@ -163,12 +150,15 @@ impl Servers {
             };
             kept.push((name, connected));
         }
-        self.lock().insert(session.to_owned(), kept);
+        lock(&self.by_session).insert(session.to_owned(), kept);
     }
 
     /// Runs one of the MCP keywords; returns what to say.
-    pub(super) async fn run(&self, cx: &AgentCx, session: &SessionId, prompt: &str) -> Vec<String> {
-        let servers = self.lock().get(&session.0).cloned().unwrap_or_default();
+    pub(super) async fn run(&self, cx: &Cx, session: &SessionId, prompt: &str) -> Vec<String> {
+        let servers = lock(&self.by_session)
+            .get(&session.0)
+            .cloned()
+            .unwrap_or_default();
         let words: Vec<&str> = prompt.splitn(4, ' ').collect();
         match words.as_slice() {
             ["tools"] => {
@@ -259,7 +249,7 @@ where
     }
 }
 
-async fn list(cx: &AgentCx, session: &SessionId, server: &Server) -> Result<Vec<String>, String> {
+async fn list(cx: &Cx, session: &SessionId, server: &Server) -> Result<Vec<String>, String> {
     match server {
         Server::Acp(url) => {
             let client = McpClient::connect(cx, url, Some(session))
@@ -283,7 +273,7 @@ async fn list(cx: &AgentCx, session: &SessionId, server: &Server) -> Result<Vec<
 }
 
 async fn call(
-    cx: &AgentCx,
+    cx: &Cx,
     session: &SessionId,
     server: &Server,
     tool: &str,

@@ -42,11 +42,13 @@ use sacp::acp::{
     AgentCapabilities, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
     McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
-    PromptRequest, PromptResponse, ReadTextFileRequest, RequestPermissionOutcome,
+    PromptRequest, PromptResponse, ProtocolVersion, ReadTextFileRequest, RequestPermissionOutcome,
     RequestPermissionRequest, SessionInfo, SessionNotification, SessionUpdate, StopReason,
     TextContent, ToolCallUpdate,
 };
-use sacp::agent::AgentCx;
+use sacp::agent::Cx;
+
+use crate::lock::lock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The test agent; see the module docs for what it does.
@@ -85,15 +87,19 @@ impl TestAgent {
     async fn initialize(
         &self,
         req: InitializeRequest,
-        _cx: &AgentCx,
+        _cx: &Cx,
     ) -> sacp::Result<InitializeResponse> {
         let mut capabilities = AgentCapabilities::default();
         if self.mcp_http {
             capabilities = capabilities.mcp_capabilities(McpCapabilities::default().http(true));
         }
-        let answer = InitializeResponse::new(req.protocol_version).agent_capabilities(capabilities);
+        // ACP v1 is what it speaks, whatever the client asked for: the client decides whether
+        // it can go on with that.
+        let _ = req;
+        let answer =
+            InitializeResponse::new(ProtocolVersion::from(1)).agent_capabilities(capabilities);
         Ok(if self.mcp.over_acp {
-            answer.meta(mcp::capability())
+            answer.meta(sacp::protocol::mcp::capability_meta())
         } else {
             answer
         })
@@ -103,16 +109,13 @@ impl TestAgent {
     async fn new_session(
         &self,
         req: NewSessionRequest,
-        _cx: &AgentCx,
+        _cx: &Cx,
     ) -> sacp::Result<NewSessionResponse> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let session = format!("session-{n}");
         let servers = serde_json::to_string(&req.mcp_servers).unwrap_or_default();
         let setup = format!("cwd={} servers={servers}", req.cwd);
-        self.setups
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(session.clone(), setup);
+        lock(&self.setups).insert(session.clone(), setup);
         self.mcp.keep(&session, &req.mcp_servers).await;
         Ok(NewSessionResponse::new(session))
     }
@@ -122,9 +125,9 @@ impl TestAgent {
     async fn list_sessions(
         &self,
         _req: ListSessionsRequest,
-        _cx: &AgentCx,
+        _cx: &Cx,
     ) -> sacp::Result<ListSessionsResponse> {
-        let setups = self.setups.lock().unwrap_or_else(|e| e.into_inner());
+        let setups = lock(&self.setups);
         let mut sessions: Vec<SessionInfo> = setups
             .iter()
             .map(|(id, setup)| {
@@ -144,17 +147,14 @@ impl TestAgent {
     async fn close_session(
         &self,
         req: CloseSessionRequest,
-        _cx: &AgentCx,
+        _cx: &Cx,
     ) -> sacp::Result<CloseSessionResponse> {
-        self.setups
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&req.session_id.0);
+        lock(&self.setups).remove(&req.session_id.0);
         Ok(CloseSessionResponse::new())
     }
 
     #[on_request]
-    async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         let session = req.session_id.clone();
         let client = cx.client();
         let say = |text: String| {
@@ -224,12 +224,7 @@ impl TestAgent {
                 }
             }
             ["setup"] => {
-                let setup = self
-                    .setups
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(&session.0)
-                    .cloned();
+                let setup = lock(&self.setups).get(&session.0).cloned();
                 say(setup.unwrap_or_else(|| "unknown session".to_owned())).await?;
             }
             ["sleep", ms] => {

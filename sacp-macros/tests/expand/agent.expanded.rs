@@ -1,15 +1,15 @@
 use sacp::acp::{CancelNotification, PromptRequest, PromptResponse, StopReason};
-use sacp::agent::AgentCx;
+use sacp::agent::Cx;
 struct Echo;
 impl Echo {
     async fn prompt(
         &self,
         _req: PromptRequest,
-        _cx: &AgentCx,
+        _cx: &Cx,
     ) -> sacp::Result<PromptResponse> {
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
-    async fn cancel(&self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
+    async fn cancel(&self, _n: CancelNotification, _cx: &Cx) -> sacp::Result<()> {
         Ok(())
     }
 }
@@ -22,11 +22,7 @@ impl ::sacp::agent::Agent for Echo {
                 from,
             )
     }
-    async fn dispatch(
-        &self,
-        message: ::sacp::agent::Incoming,
-        cx: &::sacp::agent::AgentCx,
-    ) {
+    async fn dispatch(&self, message: ::sacp::agent::Incoming, cx: &::sacp::agent::Cx) {
         let message = match <PromptRequest as ::sacp::__private::RequestFromClient>::take(
             message,
         ) {

@@ -1,17 +1,17 @@
 use sacp::acp::{CancelNotification, PromptRequest, PromptResponse, StopReason};
-use sacp::agent::AgentCx;
+use sacp::agent::Cx;
 
 struct Echo;
 
 #[sacp::agent]
 impl Echo {
     #[on_request]
-    async fn prompt(&self, _req: PromptRequest, _cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, _req: PromptRequest, _cx: &Cx) -> sacp::Result<PromptResponse> {
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
 
     #[on_notification]
-    async fn cancel(&self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
+    async fn cancel(&self, _n: CancelNotification, _cx: &Cx) -> sacp::Result<()> {
         Ok(())
     }
 }

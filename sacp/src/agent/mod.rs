@@ -2,17 +2,20 @@
 //!
 //! `#[sacp::agent]` turns an impl block into an [`Agent`]: each `#[on_request]` or
 //! `#[on_notification]` method handles one message type the client sends. Requests without a
-//! handler are answered `-32601 Method not found`; notifications without one are ignored.
+//! handler are answered `-32601 Method not found`; notifications without one are ignored —
+//! except `initialize`, which the runtime answers itself when the agent has no handler for it:
+//! protocol version 1 (the one the SDK's agents speak), default capabilities, and
+//! `_meta.mcp_acp_transport: true` for an agent that uses [`McpClient`] (declared with
+//! `#[sacp::agent(mcp_over_acp)]`).
 //!
 //! ```no_run
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //!
 //! use sacp::acp::{
-//!     AgentCapabilities, ContentChunk, InitializeRequest, InitializeResponse, NewSessionRequest,
-//!     NewSessionResponse, PromptRequest, PromptResponse, SessionNotification, SessionUpdate,
-//!     StopReason,
+//!     ContentChunk, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+//!     SessionNotification, SessionUpdate, StopReason,
 //! };
-//! use sacp::agent::AgentCx;
+//! use sacp::agent::Cx;
 //!
 //! /// Answers every prompt by repeating it.
 //! #[derive(Default)]
@@ -23,18 +26,13 @@
 //! #[sacp::agent]
 //! impl Echo {
 //!     #[on_request]
-//!     async fn initialize(&self, req: InitializeRequest, _cx: &AgentCx) -> sacp::Result<InitializeResponse> {
-//!         Ok(InitializeResponse::new(req.protocol_version).agent_capabilities(AgentCapabilities::default()))
-//!     }
-//!
-//!     #[on_request]
-//!     async fn new_session(&self, _req: NewSessionRequest, _cx: &AgentCx) -> sacp::Result<NewSessionResponse> {
+//!     async fn new_session(&self, _req: NewSessionRequest, _cx: &Cx) -> sacp::Result<NewSessionResponse> {
 //!         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
 //!         Ok(NewSessionResponse::new(format!("s{n}")))
 //!     }
 //!
 //!     #[on_request]
-//!     async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+//!     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
 //!         for block in req.prompt {
 //!             let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(block));
 //!             cx.client().notify(SessionNotification::new(req.session_id.clone(), update)).await?;
@@ -59,17 +57,21 @@
 use std::future::Future;
 use std::sync::Arc;
 
-pub(crate) mod runtime;
+mod mcp_client;
+mod runtime;
 mod turns;
 
+pub use self::mcp_client::McpClient;
 pub use self::turns::Turn;
-pub use crate::incoming::{Incoming, Reply};
+pub use crate::runtime::{Incoming, Neighbour, Reply};
 
+pub(crate) use self::mcp_client::Clients;
 use self::turns::Turns;
 
 use crate::acp::Side;
-use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
-use crate::peer::Peer;
+use crate::jsonrpc::{BoxFuture, Builder, ByteStream, Connection, Error, Transport};
+use crate::lock::lock;
+use crate::runtime::{Context, Neighbours};
 
 /// An agent: the handlers it has, and how to call them. Written by `#[sacp::agent]`.
 ///
@@ -80,30 +82,40 @@ use crate::peer::Peer;
     note = "write `#[sacp::agent]` on an `impl {Self}` block"
 )]
 pub trait Agent: Send + Sync + 'static {
+    /// Whether the agent speaks MCP over ACP itself (it uses [`McpClient`]): the runtime's own
+    /// answer to `initialize` then says so (`_meta.mcp_acp_transport: true`), and a conductor
+    /// hands it the proxies' `acp:` servers as they are. `#[sacp::agent(mcp_over_acp)]` sets
+    /// it.
+    const MCP_OVER_ACP: bool = false;
+
     /// Whether [`Agent::dispatch`] handles messages of `method` (`from` is always
     /// [`Side::Client`] for an agent).
     fn takes(method: &str, from: Side) -> bool;
 
     /// Handles one message that [`Agent::takes`].
-    fn dispatch(&self, message: Incoming, cx: &AgentCx) -> impl Future<Output = ()> + Send;
+    fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send;
 }
 
 /// An agent handler's context: its client and a place to run background work.
 #[derive(Debug, Clone)]
-pub struct AgentCx {
-    conn: Connection,
+pub struct Cx {
+    neighbours: Neighbours,
     turns: Arc<Turns>,
     /// The turn opened when this handler's `session/prompt` arrived.
     turn: Option<Turn>,
-    /// The MCP connections the agent opened ([`crate::mcp::McpClient`]).
-    clients: Arc<crate::mcp::Clients>,
+    /// The MCP connections the agent opened ([`McpClient`]).
+    clients: Arc<Clients>,
     /// Work to start once this handler's request is answered.
     after: Option<Arc<AfterAnswer>>,
 }
 
-/// Work a request handler leaves for after its answer ([`AgentCx::after_answer`]).
+/// The name `agent::Cx` had before 0.2.
+#[deprecated(since = "0.2.0", note = "renamed `sacp::agent::Cx`")]
+pub type AgentCx = Cx;
+
+/// Work a request handler leaves for after its answer ([`Cx::after_answer`]).
 #[derive(Default)]
-pub(crate) struct AfterAnswer(std::sync::Mutex<Vec<crate::jsonrpc::BoxFuture>>);
+pub(crate) struct AfterAnswer(std::sync::Mutex<Vec<BoxFuture>>);
 
 impl std::fmt::Debug for AfterAnswer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -113,15 +125,14 @@ impl std::fmt::Debug for AfterAnswer {
 
 impl AfterAnswer {
     /// Starts the work left, now that the answer is queued.
-    pub(crate) fn start(&self, conn: &Connection) {
-        let work = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
-        for work in work {
-            conn.spawn(work);
+    pub(crate) fn start(&self, neighbours: &Neighbours) {
+        for work in std::mem::take(&mut *lock(&self.0)) {
+            neighbours.spawn(work);
         }
     }
 }
 
-impl AgentCx {
+impl Cx {
     /// The prompt turn of `session`: [`Turn::cancelled`] completes when the client sends
     /// `session/cancel` for it, as soon as that arrives. In a prompt handler this is the turn
     /// that opened when the prompt arrived, so a cancel sent right after the prompt counts;
@@ -129,12 +140,12 @@ impl AgentCx {
     ///
     /// ```no_run
     /// # use sacp::acp::{PromptRequest, PromptResponse, StopReason};
-    /// # use sacp::agent::AgentCx;
+    /// # use sacp::agent::Cx;
     /// # struct Slow;
     /// #[sacp::agent]
     /// impl Slow {
     ///     #[on_request]
-    ///     async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    ///     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
     ///         let turn = cx.turn(&req.session_id);
     ///         tokio::select! {
     ///             _ = turn.cancelled() => Ok(PromptResponse::new(StopReason::Cancelled)),
@@ -152,27 +163,9 @@ impl AgentCx {
         }
     }
 
-    /// Runs `work` in the background once this request handler's answer has been queued for
-    /// the client, so that whatever `work` sends goes out after the answer: the updates an
-    /// agent streams after answering a prompt, say. Outside a request handler (or when the
-    /// request was not taken by a handler) it starts at once, like [`AgentCx::spawn`].
-    pub fn after_answer<F>(&self, work: F)
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        match &self.after {
-            Some(after) => after
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(Box::pin(work)),
-            None => self.conn.spawn(work),
-        }
-    }
-
     /// The client: the editor, or the conductor's last proxy.
-    pub fn client(&self) -> Peer {
-        Peer::client(self.conn.clone())
+    pub fn client(&self) -> Neighbour {
+        self.neighbours.client()
     }
 
     /// Runs `work` in the background until it finishes or the connection ends.
@@ -180,25 +173,49 @@ impl AgentCx {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        self.conn.spawn(work)
+        self.neighbours.spawn(work)
+    }
+
+    /// Runs `work` in the background once this request handler's answer has been queued for
+    /// the client, so that whatever `work` sends goes out after the answer: the updates an
+    /// agent streams after answering a prompt, say. Outside a request handler (or when the
+    /// request was not taken by a handler) it starts at once, like [`Cx::spawn`].
+    pub fn after_answer<F>(&self, work: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match &self.after {
+            Some(after) => lock(&after.0).push(Box::pin(work)),
+            None => self.neighbours.spawn(work),
+        }
     }
 
     /// The connection to the client, for what the methods above do not cover.
     pub fn connection(&self) -> &Connection {
-        &self.conn
+        self.neighbours.connection()
     }
 
-    pub(crate) fn clients(&self) -> &Arc<crate::mcp::Clients> {
+    pub(crate) fn clients(&self) -> &Arc<Clients> {
         &self.clients
     }
 }
 
+impl Context for Cx {
+    fn unhandled(&self, message: Incoming) -> impl Future<Output = ()> + Send {
+        runtime::unhandled(message);
+        std::future::ready(())
+    }
+
+    fn unhandled_now(&self, message: Incoming) -> Result<(), Incoming> {
+        runtime::unhandled(message);
+        Ok(())
+    }
+}
+
 /// The connection settings an agent runs with by default: the peer is named `client`, and
-/// requests get a 250 ms grace once the client closes the connection.
+/// the requests still being handled get 250 ms once the client closes the connection.
 pub fn builder() -> Builder {
-    Connection::builder()
-        .name("client")
-        .eof_grace(Some(crate::proxy::EOF_GRACE))
+    crate::runtime::builder("client")
 }
 
 /// Runs `agent` on a transport to its client until the connection ends: `Ok` when the client
@@ -220,5 +237,5 @@ pub fn spawn<A: Agent>(agent: A, transport: impl Transport) -> Connection {
 /// [`spawn`] with other connection settings (limits, name, timeouts), starting from
 /// [`builder`].
 pub fn spawn_with<A: Agent>(agent: A, transport: impl Transport, builder: Builder) -> Connection {
-    builder.spawn(transport, runtime::AgentHandler::new(agent))
+    crate::runtime::spawn(runtime::AgentHandler::new(agent), transport, builder)
 }

@@ -1,30 +1,37 @@
-//! The agent runtime: the connection handler every agent runs on, and the default answer to
-//! what no handler takes.
+//! The agent runtime: the connection handler every agent runs on, its own answer to
+//! `initialize`, and the default answer to what no handler takes.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use super::turns::Turns;
-use super::{AfterAnswer, Agent, AgentCx};
-use crate::acp::{CancelNotification, PromptRequest, Side};
-use crate::incoming::{Incoming, Reply};
-use crate::jsonrpc::{Connection, Dispatch, Error, Handler, Notification, Request, Responder};
-use crate::mcp::Clients;
-use crate::protocol::mcp;
-use crate::role::{self, Role};
 use tokio_util::either::Either;
 
-/// An [`Agent`] seen as a [`Role`].
+use super::turns::Turns;
+use super::{AfterAnswer, Agent, Clients, Cx};
+use crate::acp::{
+    AgentCapabilities, CancelNotification, InitializeRequest, InitializeResponse, PromptRequest,
+    ProtocolVersion, Side,
+};
+use crate::jsonrpc::{
+    BoxFuture, Connection, Error, Handler, Notification, Request, Responder, Work,
+};
+use crate::protocol::mcp;
+use crate::runtime::{HandlerSet, Incoming, Neighbours, Reply, schedule};
+
+/// The ACP version the SDK's agents speak.
+const PROTOCOL_VERSION: u16 = 1;
+
+/// An [`Agent`] seen as a [`HandlerSet`].
 pub(crate) struct AsAgent<A>(A);
 
-impl<A: Agent> Role for AsAgent<A> {
-    type Cx = AgentCx;
+impl<A: Agent> HandlerSet for AsAgent<A> {
+    type Cx = Cx;
 
     fn takes(method: &str, from: Side) -> bool {
         A::takes(method, from)
     }
 
-    fn dispatch(&self, message: Incoming, cx: &AgentCx) -> impl Future<Output = ()> + Send {
+    fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
         self.0.dispatch(message, cx)
     }
 }
@@ -49,9 +56,9 @@ impl<A: Agent> AgentHandler<A> {
         conn: &Connection,
         turn: Option<super::Turn>,
         after: Option<Arc<AfterAnswer>>,
-    ) -> AgentCx {
-        AgentCx {
-            conn: conn.clone(),
+    ) -> Cx {
+        Cx {
+            neighbours: Neighbours::new(conn.clone()),
             turns: self.turns.clone(),
             turn,
             clients: self.clients.clone(),
@@ -61,16 +68,26 @@ impl<A: Agent> AgentHandler<A> {
 }
 
 impl<A: Agent> Handler for AgentHandler<A> {
+    /// An agent's one neighbour is its client: everything comes in the client's lane.
+    type Lane = Side;
+
     fn handle_request(
         &mut self,
         request: Request,
         responder: Responder,
         conn: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static, Side> {
         if request.method == mcp::REQUEST && self.clients.owns(request.params.as_ref()) {
             // An MCP server asks the agent's MCP client something.
             let answer = Clients::answer(request.params.as_ref());
-            return Dispatch::in_turn(Either::Right(async move { responder.respond(answer) }));
+            let work: BoxFuture = Box::pin(async move { responder.answer_raw(answer) });
+            return Work::in_turn(Either::Right(work), Side::Client);
+        }
+        if request.method == InitializeRequest::METHOD && !A::takes(&request.method, Side::Client) {
+            // Answered in turn: nothing that came before it is overtaken.
+            let answer = initialize::<A>(request.params.as_ref());
+            let work: BoxFuture = Box::pin(async move { responder.answer(answer) });
+            return Work::in_turn(Either::Right(work), Side::Client);
         }
         // A turn opens as the prompt arrives, so a `session/cancel` right behind it counts.
         let turn = if request.method == PromptRequest::METHOD {
@@ -82,11 +99,11 @@ impl<A: Agent> Handler for AgentHandler<A> {
         let message = Incoming::request(request.method, request.params, reply);
         let after = Arc::new(AfterAnswer::default());
         let cx = self.cx(conn, turn, Some(after.clone()));
-        let conn = conn.clone();
-        role::dispatch(&self.agent, message, cx).map(|work| {
+        let neighbours = Neighbours::new(conn.clone());
+        schedule(&self.agent, message, cx, conn).map(|work| {
             Either::Left(async move {
                 work.await;
-                after.start(&conn);
+                after.start(&neighbours);
             })
         })
     }
@@ -95,12 +112,12 @@ impl<A: Agent> Handler for AgentHandler<A> {
         &mut self,
         notification: Notification,
         conn: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static, Side> {
         if notification.method == mcp::NOTIFICATION
             && self.clients.owns(notification.params.as_ref())
         {
             Clients::note(notification.params.as_ref());
-            return Dispatch::done();
+            return Work::done(Side::Client);
         }
         if notification.method == CancelNotification::METHOD {
             // The turn ends as soon as the cancel arrives, before any handler runs.
@@ -108,8 +125,29 @@ impl<A: Agent> Handler for AgentHandler<A> {
         }
         let message =
             Incoming::notification(Side::Client, notification.method, notification.params);
-        role::dispatch(&self.agent, message, self.cx(conn, None, None))
+        schedule(&self.agent, message, self.cx(conn, None, None), conn)
     }
+}
+
+/// The runtime's answer to `initialize` for an agent without a handler for it: the version the
+/// SDK speaks (whatever was asked: the client decides whether it can go on), default
+/// capabilities, and MCP over ACP when the agent declared it.
+fn initialize<A: Agent>(
+    params: Option<&crate::jsonrpc::RawJson>,
+) -> Result<InitializeResponse, Error> {
+    if let Some(params) = params {
+        // The request must at least be one.
+        params
+            .parse::<InitializeRequest>()
+            .map_err(|e| Error::invalid_params(format!("initialize params: {}", e.message)))?;
+    }
+    let answer = InitializeResponse::new(ProtocolVersion::from(PROTOCOL_VERSION))
+        .agent_capabilities(AgentCapabilities::default());
+    Ok(if A::MCP_OVER_ACP {
+        answer.meta(mcp::capability_meta())
+    } else {
+        answer
+    })
 }
 
 /// What an agent does with a message it has no handler for: `-32601` for a request (or

@@ -3,7 +3,7 @@
 //! A turn opens when a `session/prompt` arrives — in arrival order, before its handler starts —
 //! and ends when its handler finishes. A `session/cancel` that arrives meanwhile cancels it at
 //! once, before any handler runs (the notification then goes to the agent's own handler as
-//! usual). The prompt handler sees it through [`AgentCx::turn`](super::AgentCx::turn). Because
+//! usual). The prompt handler sees it through [`Cx::turn`](super::Cx::turn). Because
 //! the turn opens on arrival, a cancel sent right after the prompt is never missed, however
 //! late the handler's task gets to run.
 
@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acp::SessionId;
 use crate::jsonrpc::RawJson;
+use crate::lock::lock;
 
 /// The open turn of each session.
 #[derive(Debug, Default)]
@@ -30,15 +31,11 @@ struct SessionOf {
 }
 
 impl Turns {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, CancellationToken)>> {
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Opens a new turn for `session` (a turn still open there is left to its own fate).
     pub(crate) fn open(self: &Arc<Self>, session: &str) -> Turn {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let token = CancellationToken::new();
-        self.lock().insert(session.to_owned(), (id, token.clone()));
+        lock(&self.open).insert(session.to_owned(), (id, token.clone()));
         Turn(Arc::new(Inner {
             turns: self.clone(),
             session: session.to_owned(),
@@ -58,13 +55,13 @@ impl Turns {
         let Some(Ok(cancel)) = params.map(RawJson::parse::<SessionOf>) else {
             return;
         };
-        if let Some((_, token)) = self.lock().remove(&cancel.session_id) {
+        if let Some((_, token)) = lock(&self.open).remove(&cancel.session_id) {
             token.cancel();
         }
     }
 }
 
-/// One prompt turn of a session, from [`AgentCx::turn`](super::AgentCx::turn). Cheap to clone.
+/// One prompt turn of a session, from [`Cx::turn`](super::Cx::turn). Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Turn(Arc<Inner>);
 
@@ -95,7 +92,7 @@ impl Turn {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let mut open = self.turns.lock();
+        let mut open = lock(&self.turns.open);
         if open
             .get(&self.session)
             .is_some_and(|(id, _)| *id == self.id)

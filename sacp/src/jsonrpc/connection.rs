@@ -1,11 +1,11 @@
-//! The connection: a reader task and a writer task around one transport, and the handle that
-//! sends requests and notifications through it.
+//! [`Connection`]: the handle to a running connection, and the state its tasks share.
 //!
-//! - The **reader** reads the transport. Responses resolve the pending table directly;
-//!   `$/cancel_request` cancels an in-flight request directly; requests and notifications are
-//!   handed to the [`Handler`] in arrival order and their work is admitted to its lane (see the
-//!   `lanes` module); invalid input is answered with an error.
-//! - The **writer** sends whatever was queued for the peer, in queue order, one batch per write.
+//! A connection is a reader task and a writer task around one transport (see the `builder`,
+//! `reader` and `writer` modules); this handle is how everything else reaches it: it sends
+//! requests and notifications (through one send primitive, [`Connection::send`]), answers the
+//! peer's requests ([`Responder`](super::Responder)), spawns work tied to the connection, and
+//! closes it. The tables it owns — the requests awaiting a response, the peer's requests in
+//! flight, the lanes, the outgoing budget — are reached through its methods only.
 //!
 //! **Bounded memory.** Every queue is bounded by a byte budget ([`Limits`]):
 //! - requests and notifications queued for the peer: [`Connection::notify`] waits while the
@@ -21,9 +21,10 @@
 //! **Ending.** At the end of the peer's stream (or a read error, or [`Connection::close`]) the
 //! pending requests fail with a "peer closed" error. At a clean end of stream the requests the
 //! peer sent before it are still handled and answered (its reading side may well be open, as
-//! with `printf '...' | agent`) — for [`Limits::eof_grace`] at most, if set; then, or at once
-//! after [`Connection::close`] or a failure, the work still running is cancelled (open requests
-//! are answered `-32800`), the writer flushes and closes, and [`Connection::closed`] completes.
+//! with `printf '...' | agent`) — for the EOF grace at most, if one is set
+//! ([`Builder::eof_grace`](super::Builder::eof_grace)); then, or at once after
+//! [`Connection::close`] or a failure, the work still running is cancelled (open requests are
+//! answered `-32800`), the writer flushes and closes, and [`Connection::closed`] completes.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -34,17 +35,16 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{Budget, Permit};
-use super::lanes::Lanes;
-use super::pending::{PendingResponse, PendingTable, decode_typed, keep_raw};
-use super::responder::{CANCEL_REQUEST_METHOD, InFlight};
-use super::transport::Transport;
+use super::in_flight::{CANCEL_REQUEST_METHOD, InFlight};
+use super::lanes::{Lane, Lanes};
+use super::pending::{PendingTable, Slot};
+use super::response::{PendingResponse, decode_typed, keep_raw};
 use super::{
-    Error, Handler, Id, JsonRpcNotification, JsonRpcRequest, Message, Notification, RawJson,
-    Request, Response, reader, writer,
+    Error, Id, JsonRpcNotification, JsonRpcRequest, Message, Notification, RawJson, Request,
+    Response,
 };
 
-/// The limits that keep a connection's memory bounded, and how long it lets work finish once
-/// the peer's stream has ended.
+/// The limits that keep a connection's memory bounded.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Bytes of requests and notifications queued for the peer before
@@ -60,10 +60,6 @@ pub struct Limits {
     /// (reached only while a notification handler awaits a response and the peer floods on).
     /// Default 65,536.
     pub max_backlog: usize,
-    /// After the peer's stream ended, how long the requests it sent may still be handled before
-    /// they are cancelled. `None` (the default) waits for them; the proxy and agent runtimes
-    /// use 250 ms.
-    pub eof_grace: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -73,7 +69,6 @@ impl Default for Limits {
             lane_bytes: 1 << 20,
             max_in_flight: 4096,
             max_backlog: 65_536,
-            eof_grace: None,
         }
     }
 }
@@ -94,22 +89,21 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-pub(crate) struct Shared {
-    pub(crate) name: String,
+/// What the handles and the connection's tasks share.
+struct Shared {
+    name: String,
     outgoing: mpsc::UnboundedSender<Outgoing>,
     /// What the requests and notifications waiting to be written may add up to.
     flow: Budget,
     next_id: AtomicI64,
-    pub(crate) pending: PendingTable,
-    pub(crate) in_flight: InFlight,
-    pub(crate) lanes: Lanes,
-    pub(crate) default_timeout: Option<Duration>,
-    pub(crate) limits: Limits,
+    pending: PendingTable,
+    in_flight: InFlight,
+    lanes: Arc<Lanes>,
+    default_timeout: Option<Duration>,
+    limits: Limits,
+    eof_grace: Option<Duration>,
     /// Asks the reader to stop.
-    pub(crate) shutdown: CancellationToken,
-    /// Fired when the connection gives up on the work still running: handlers, lanes,
-    /// background work.
-    pub(crate) abandon: CancellationToken,
+    shutdown: CancellationToken,
     /// Fired once the reader and the writer have ended.
     done: CancellationToken,
     ended: OnceLock<End>,
@@ -146,111 +140,103 @@ impl End {
     }
 }
 
-/// Configures and starts a [`Connection`].
-#[derive(Debug, Clone)]
-pub struct Builder {
-    name: String,
-    default_timeout: Option<Duration>,
-    limits: Limits,
+/// A request or notification on its way out (see [`Connection::send`]).
+#[derive(Debug)]
+pub(crate) enum Outbound {
+    /// A request whose response is delivered in the turn of lane `lane` (see the `lanes`
+    /// module).
+    Request {
+        method: String,
+        params: Option<RawJson>,
+        lane: usize,
+    },
+    /// A notification.
+    Notification {
+        method: String,
+        params: Option<RawJson>,
+    },
 }
 
-impl Default for Builder {
-    fn default() -> Self {
-        Builder {
-            name: "peer".into(),
-            default_timeout: None,
-            limits: Limits::default(),
+impl Outbound {
+    /// What it costs in the outgoing budget, besides the fixed overhead.
+    pub(crate) fn payload_len(&self) -> usize {
+        match self {
+            Outbound::Request { method, params, .. }
+            | Outbound::Notification { method, params } => {
+                method.len() + params.as_ref().map_or(0, RawJson::len)
+            }
         }
     }
 }
 
-impl Builder {
-    /// Names the peer in logs and errors (default `"peer"`).
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
+/// How a message gets its place in the outgoing queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// At once, whatever is queued: requests (bounded by the answers they wait for).
+    Now,
+    /// At once if the outgoing budget has room; otherwise it is given back.
+    Try,
+}
 
-    /// A timeout for every request sent on this connection (each request can set its own
-    /// with [`PendingResponse::timeout`]). Default: none.
-    pub fn request_timeout(mut self, after: Duration) -> Self {
-        self.default_timeout = Some(after);
-        self
-    }
+/// A message [`Connection::send`] did not queue.
+#[derive(Debug)]
+pub(crate) enum Unsent {
+    /// No room in the outgoing budget ([`Admission::Try`]): here it is back.
+    NoRoom(Outbound),
+    /// The connection cannot send any more.
+    Failed(Error),
+}
 
-    /// Sets every limit at once.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// See [`Limits::max_backlog`].
-    pub fn max_backlog(mut self, messages: usize) -> Self {
-        self.limits.max_backlog = messages.max(1);
-        self
-    }
-
-    /// See [`Limits::eof_grace`].
-    pub fn eof_grace(mut self, grace: Option<Duration>) -> Self {
-        self.limits.eof_grace = grace;
-        self
-    }
-
-    /// The limits this builder will use.
-    pub fn current_limits(&self) -> &Limits {
-        &self.limits
-    }
-
-    /// Starts the connection's tasks on the current Tokio runtime (call it from within one).
-    pub fn spawn<T: Transport, H: Handler>(self, transport: T, handler: H) -> Connection {
-        let (reader, writer) = transport.split();
-        let (out_tx, out_rx) = mpsc::unbounded_channel();
+impl Connection {
+    /// A connection whose tasks are still to start: the handle, and the writer's queue.
+    pub(crate) fn new(
+        name: String,
+        limits: Limits,
+        eof_grace: Option<Duration>,
+        default_timeout: Option<Duration>,
+        lanes: usize,
+    ) -> (Connection, mpsc::UnboundedReceiver<Outgoing>) {
+        let (outgoing, queue) = mpsc::unbounded_channel();
         let conn = Connection {
             shared: Arc::new(Shared {
-                name: self.name,
-                outgoing: out_tx,
-                flow: Budget::new(self.limits.outgoing_bytes),
+                name,
+                outgoing,
+                flow: Budget::new(limits.outgoing_bytes),
                 next_id: AtomicI64::new(1),
                 pending: PendingTable::default(),
                 in_flight: InFlight::default(),
-                lanes: Lanes::new(H::LANES, self.limits.lane_bytes),
-                default_timeout: self.default_timeout,
-                limits: self.limits,
+                lanes: Arc::new(Lanes::new(lanes, limits.lane_bytes)),
+                default_timeout,
+                limits,
+                eof_grace,
                 shutdown: CancellationToken::new(),
-                abandon: CancellationToken::new(),
                 done: CancellationToken::new(),
                 ended: OnceLock::new(),
             }),
         };
-        let reader = tokio::spawn(reader::run(reader, handler, conn.clone()));
-        let writer = tokio::spawn(writer::run(writer, conn.clone(), out_rx));
-        let done = conn.shared.done.clone();
-        let name = conn.shared.name.clone();
-        tokio::spawn(async move {
-            for (task, result) in [("reader", reader.await), ("writer", writer.await)] {
-                if let Err(e) = result {
-                    tracing::error!(peer = %name, task, error = %e, "connection task failed");
-                }
-            }
-            done.cancel();
-        });
-        conn
-    }
-}
-
-impl Connection {
-    /// Configures a new connection.
-    pub fn builder() -> Builder {
-        Builder::default()
+        (conn, queue)
     }
 
-    /// The peer's name, as given to [`Builder::name`].
+    /// The peer's name, as given to [`Builder::name`](super::Builder::name).
     pub fn name(&self) -> &str {
         &self.shared.name
     }
 
-    pub(crate) fn shared(&self) -> &Shared {
-        &self.shared
+    /// The connection's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.shared.limits
+    }
+
+    pub(crate) fn eof_grace(&self) -> Option<Duration> {
+        self.shared.eof_grace
+    }
+
+    pub(crate) fn default_timeout(&self) -> Option<Duration> {
+        self.shared.default_timeout
+    }
+
+    pub(crate) fn lanes(&self) -> &Arc<Lanes> {
+        &self.shared.lanes
     }
 
     /// Sends a typed request. Await the result for the response.
@@ -259,13 +245,9 @@ impl Connection {
     /// in the outgoing queue (requests are bounded by the answers they wait for).
     pub fn request<R: JsonRpcRequest>(&self, request: R) -> PendingResponse<R::Response> {
         match RawJson::to_raw(&request) {
-            Ok(params) => self.start_request(
-                0,
-                R::METHOD.to_owned(),
-                Some(params),
-                decode_typed::<R::Response>,
-                None,
-            ),
+            Ok(params) => self
+                .request_raw(R::METHOD, Some(params))
+                .decoded(decode_typed::<R::Response>),
             Err(e) => PendingResponse::failed(e, decode_typed::<R::Response>),
         }
     }
@@ -276,33 +258,13 @@ impl Connection {
         method: impl Into<String>,
         params: Option<RawJson>,
     ) -> PendingResponse<RawJson> {
-        self.start_request(0, method.into(), params, keep_raw, None)
-    }
-
-    /// Sends a request whose response must not overtake lane `lane`'s messages.
-    pub(crate) fn start_request<T: Send + 'static>(
-        &self,
-        lane: usize,
-        method: String,
-        params: Option<RawJson>,
-        decode: fn(RawJson) -> Result<T, Error>,
-        permit: Option<Permit>,
-    ) -> PendingResponse<T> {
-        let id = Id::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
-        let slot = PendingResponse::<T>::slot();
-        if let Err(e) = self.shared.pending.insert(id.clone(), lane, slot.clone()) {
-            return PendingResponse::failed(e, decode);
-        }
-        let message = Message::Request(Request {
-            id: id.clone(),
-            method: method.clone(),
+        let outbound = Outbound::Request {
+            method: method.into(),
             params,
-        });
-        if let Err(e) = self.send_with(message, permit) {
-            self.shared.pending.remove(&id);
-            return PendingResponse::failed(e, decode);
-        }
-        PendingResponse::sent(self, id, method, slot, decode)
+            lane: 0,
+        };
+        self.send_request(outbound, Admission::Now)
+            .unwrap_or_else(|e| PendingResponse::failed(e, keep_raw))
     }
 
     /// Sends a typed notification, once the outgoing queue has room for it.
@@ -321,73 +283,183 @@ impl Connection {
         method: impl Into<String>,
         params: Option<RawJson>,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        let message = Message::Notification(Notification {
+        let outbound = Outbound::Notification {
             method: method.into(),
             params,
-        });
-        async move {
-            let permit = self.room_for(message.payload_len()).await;
-            self.send_with(message, permit)
-        }
+        };
+        async move { self.send_when_room(outbound).await.map(drop) }
     }
 
-    /// Whether everything received in lane `lane` has been dealt with, so that a message of
-    /// that lane may be dealt with at once, in the handler's call ([`Dispatch::done`]).
-    /// Meaningful inside [`Handler`] calls, which the reader makes in arrival order.
-    ///
-    /// [`Dispatch::done`]: super::Dispatch::done
-    pub fn lane_is_idle(&self, lane: usize) -> bool {
-        self.shared.lanes.is_idle(lane)
+    /// The one way a request or notification goes out: admitted to the outgoing queue as
+    /// `admission` says, then queued for the writer, in order. A request is registered first,
+    /// so its response finds its [`PendingResponse`] (given back here).
+    pub(crate) fn send(
+        &self,
+        outbound: Outbound,
+        admission: Admission,
+    ) -> Result<Option<PendingResponse<RawJson>>, Unsent> {
+        let permit = match admission {
+            Admission::Now => None,
+            Admission::Try => match self.shared.flow.try_take(outbound.payload_len()) {
+                Some(permit) => Some(permit),
+                None => return Err(Unsent::NoRoom(outbound)),
+            },
+        };
+        self.queue(outbound, permit).map_err(Unsent::Failed)
     }
 
-    /// A share of the outgoing budget for a payload of `bytes`, if there is room now.
-    pub(crate) fn try_room_for(&self, bytes: usize) -> Option<Permit> {
-        self.shared.flow.try_take(bytes)
-    }
-
-    /// A share of the outgoing budget for a payload of `bytes`, once there is room. While it
-    /// waits, the task keeps the lanes it holds (see the `hold` module): the writer makes room
-    /// whatever the lanes do.
-    pub(crate) async fn room_for(&self, bytes: usize) -> Option<Permit> {
-        if let Some(permit) = self.shared.flow.try_take(bytes) {
-            return Some(permit);
-        }
-        let mut taking = std::pin::pin!(self.shared.flow.take(bytes));
-        std::future::poll_fn(|cx| {
+    /// [`Connection::send`], waiting for room in the outgoing queue when there is none. While
+    /// it waits, the task keeps the lanes it holds (see the `hold` module): the writer makes
+    /// room whatever the lanes do.
+    pub(crate) async fn send_when_room(
+        &self,
+        outbound: Outbound,
+    ) -> Result<Option<PendingResponse<RawJson>>, Error> {
+        let outbound = match self.send(outbound, Admission::Try) {
+            Ok(sent) => return Ok(sent),
+            Err(Unsent::Failed(e)) => return Err(e),
+            Err(Unsent::NoRoom(outbound)) => outbound,
+        };
+        let mut taking = std::pin::pin!(self.shared.flow.take(outbound.payload_len()));
+        let permit = std::future::poll_fn(|cx| {
             let polled = taking.as_mut().poll(cx);
             if polled.is_pending() {
                 super::hold::waiting_to_send();
             }
             polled
         })
-        .await
+        .await;
+        self.queue(outbound, permit)
+    }
+
+    /// [`Connection::send`] of a request, which always gives back its [`PendingResponse`].
+    pub(crate) fn send_request(
+        &self,
+        outbound: Outbound,
+        admission: Admission,
+    ) -> Result<PendingResponse<RawJson>, Error> {
+        match self.send(outbound, admission) {
+            Ok(Some(pending)) => Ok(pending),
+            Ok(None) => Err(Error::internal_error(
+                "a request was sent as a notification",
+            )),
+            Err(Unsent::Failed(e)) => Err(e),
+            Err(Unsent::NoRoom(_)) => Err(Error::internal_error("no room to send a request")),
+        }
+    }
+
+    fn queue(
+        &self,
+        outbound: Outbound,
+        permit: Option<Permit>,
+    ) -> Result<Option<PendingResponse<RawJson>>, Error> {
+        match outbound {
+            Outbound::Notification { method, params } => {
+                self.write(
+                    Message::Notification(Notification { method, params }),
+                    permit,
+                )?;
+                Ok(None)
+            }
+            Outbound::Request {
+                method,
+                params,
+                lane,
+            } => {
+                let id = Id::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+                let slot = Slot::for_request();
+                self.shared.pending.insert(id.clone(), lane, slot.clone())?;
+                let request = Request {
+                    id: id.clone(),
+                    method: method.clone(),
+                    params,
+                };
+                if let Err(e) = self.write(Message::Request(request), permit) {
+                    self.shared.pending.remove(&id);
+                    return Err(e);
+                }
+                Ok(Some(PendingResponse::sent(
+                    self, id, method, slot, keep_raw,
+                )))
+            }
+        }
     }
 
     /// Queues `message` for the writer with the budget it holds.
-    pub(crate) fn send_with(&self, message: Message, permit: Option<Permit>) -> Result<(), Error> {
+    fn write(&self, message: Message, permit: Option<Permit>) -> Result<(), Error> {
         self.shared
             .outgoing
             .send(Outgoing::Message(message, permit))
             .map_err(|_| self.closed_error())
     }
 
-    /// Queues a response or a cancellation: these never wait for room.
-    pub(crate) fn send_now(&self, message: Message) -> Result<(), Error> {
-        self.send_with(message, None)
+    /// Answers a request of the peer, unless it was answered (or cancelled) already: the
+    /// answer never waits for room.
+    pub(crate) fn answer(&self, response: Response) -> Result<(), Error> {
+        if self.shared.in_flight.finish(&response.id) {
+            self.write(Message::Response(response), None)
+        } else {
+            Ok(())
+        }
     }
 
-    pub(crate) fn send_cancel(&self, id: &Id) {
+    /// Writes an answer to a message that never became a request in flight (refused, or
+    /// invalid).
+    pub(crate) fn answer_unregistered(&self, response: Response) {
+        let _ = self.write(Message::Response(response), None);
+    }
+
+    /// Registers a request of the peer: its cancellation token, or why it is refused.
+    pub(crate) fn register_request(&self, id: &Id) -> Result<CancellationToken, Error> {
+        self.shared
+            .in_flight
+            .register(id, self.shared.limits.max_in_flight)
+    }
+
+    /// The peer cancelled its request `id`: answered `-32800` if it was still in flight.
+    pub(crate) fn peer_cancelled(&self, id: Id) -> bool {
+        if !self.shared.in_flight.cancel(&id) {
+            return false;
+        }
+        let response = Response::error(id, &Error::request_cancelled());
+        let _ = self.write(Message::Response(response), None);
+        true
+    }
+
+    /// Forgets a request of ours nobody awaits any more, and cancels it at the peer if it
+    /// was still pending.
+    pub(crate) fn withdraw(&self, id: &Id) {
+        if !self.shared.pending.remove(id) {
+            return;
+        }
         #[derive(serde::Serialize)]
         #[serde(rename_all = "camelCase")]
         struct CancelParams<'a> {
             request_id: &'a Id,
         }
         if let Ok(params) = RawJson::to_raw(&CancelParams { request_id: id }) {
-            let _ = self.send_now(Message::Notification(Notification {
+            let cancel = Notification {
                 method: CANCEL_REQUEST_METHOD.to_owned(),
                 params: Some(params),
-            }));
+            };
+            let _ = self.write(Message::Notification(cancel), None);
         }
+    }
+
+    /// Takes the request `id` awaiting a response out of the table, with its slot and the
+    /// lane of its delivery.
+    pub(crate) fn take_pending(&self, id: &Id) -> Option<(Arc<Slot>, usize)> {
+        self.shared.pending.take(id)
+    }
+
+    /// Whether everything received in `lane` has been dealt with, so that a message of that
+    /// lane may be dealt with at once, in the handler's call ([`Work::done`]). Meaningful
+    /// inside [`Handler`] calls, which the reader makes in arrival order.
+    ///
+    /// [`Work::done`]: super::Work::done
+    /// [`Handler`]: super::Handler
+    pub fn lane_is_idle(&self, lane: impl Lane) -> bool {
+        self.shared.lanes.is_idle(lane.index())
     }
 
     /// Completes once everything queued for the peer before this call has been written to the
@@ -400,6 +472,7 @@ impl Connection {
         }
     }
 
+    /// Asks the writer to flush and close the transport's sending side.
     pub(crate) fn close_writer(&self) {
         let _ = self.shared.outgoing.send(Outgoing::Close);
     }
@@ -415,13 +488,7 @@ impl Connection {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let abandon = self.shared.abandon.clone();
-        tokio::spawn(super::hold::Marked::new(async move {
-            tokio::select! {
-                _ = work => {}
-                _ = abandon.cancelled() => {}
-            }
-        }));
+        self.shared.lanes.spawn(work);
     }
 
     /// Closes the connection: stops reading from the peer, fails the requests awaiting a
@@ -433,19 +500,48 @@ impl Connection {
         self.cancel_requests();
     }
 
+    /// Completes when the reader is asked to stop.
+    pub(crate) fn shutdown_requested(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.shared.shutdown.cancelled()
+    }
+
     /// Cancels every request of the peer still being handled, answering it `-32800`.
-    pub(crate) fn cancel_requests(&self) {
+    fn cancel_requests(&self) {
         for id in self.shared.in_flight.cancel_all() {
-            let _ = self.send_now(Message::Response(Response::error(
-                id,
-                &Error::request_cancelled(),
-            )));
+            let _ = self.write(
+                Message::Response(Response::error(id, &Error::request_cancelled())),
+                None,
+            );
         }
+    }
+
+    /// Completes once every request of the peer has been answered.
+    pub(crate) async fn all_answered(&self) {
+        self.shared.in_flight.all_answered().await
+    }
+
+    /// Gives up on the work still running: open requests are answered `-32800`, lanes stop,
+    /// tasks tied to the connection end.
+    pub(crate) fn abandon(&self) {
+        self.cancel_requests();
+        self.shared.lanes.abandon();
+    }
+
+    /// The writer could not write: nothing reaches the peer any more.
+    pub(crate) fn write_failed(&self, why: String) {
+        self.end(End::Failed(why));
+        self.shared.shutdown.cancel();
+        self.abandon();
     }
 
     /// Whether the connection has fully ended.
     pub fn is_closed(&self) -> bool {
         self.shared.done.is_cancelled()
+    }
+
+    /// Says that the reader and the writer have ended.
+    pub(crate) fn set_done(&self) {
+        self.shared.done.cancel();
     }
 
     /// Completes once the connection has fully ended: `Ok` when the peer's stream ended or the

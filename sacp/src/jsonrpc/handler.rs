@@ -1,27 +1,29 @@
 //! What a connection does with the requests and notifications it receives.
 //!
 //! The connection's reader calls the [`Handler`] once per message, **in arrival order**, with
-//! `&mut self`. The handler answers with a [`Dispatch`]: the rest of the work as a `'static`
-//! future, the lane it belongs to, and how the lane runs it (see the `lanes` module docs):
-//! - [`Dispatch::in_turn`]: the lane runs it to the end before the next item, so notification
+//! `&mut self`. The handler answers with the [`Work`] it made of the message: the rest of the
+//! work as a `'static` future, the [`Lane`] it belongs to, and how the lane runs it (see the
+//! `lanes` module docs):
+//! - [`Work::in_turn`]: the lane runs it to the end before the next item, so notification
 //!   handlers of one lane run one after another, in order;
-//! - [`Dispatch::start`]: started when the lane reaches it, then it runs in a task of its own,
+//! - [`Work::start`]: started when the lane reaches it, then it runs in a task of its own,
 //!   so a request handler that waits — for a response from the peer, say, even while the
 //!   peer's handler waits for this side — never holds anything else up.
 //!
-//! [`Router`] is the ready-made handler: typed closures looked up by method name (a map lookup,
-//! whatever the number of routes), unknown requests answered `-32601`, unknown notifications
-//! ignored.
+//! [`Methods`] is the ready-made handler: typed closures looked up by method name (a map
+//! lookup, whatever the number of methods), unknown requests answered `-32601`, unknown
+//! notifications ignored.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 
 use serde::de::DeserializeOwned;
 
 use super::connection::Connection;
+use super::lanes::Lane;
 use super::{
-    Error, JsonRpcNotification, JsonRpcRequest, Notification, RawJson, Request, Responder,
+    BoxFuture, Error, JsonRpcNotification, JsonRpcRequest, Notification, RawJson, Request,
+    Responder,
 };
 
 /// Handles what the peer sends. Both methods have defaults: an unknown request is answered
@@ -31,9 +33,9 @@ use super::{
 /// it needs from `self` and `cx`). A request is answered through its [`Responder`]; if the peer
 /// cancels it, its work is dropped.
 pub trait Handler: Send + 'static {
-    /// How many lanes the connection keeps for this handler's work (at least one): messages of
+    /// The lanes the connection keeps for this handler's work (`()` for one): messages of
     /// different lanes never wait for each other.
-    const LANES: usize = 1;
+    type Lane: Lane;
 
     /// Handles one request.
     fn handle_request(
@@ -41,11 +43,12 @@ pub trait Handler: Send + 'static {
         request: Request,
         responder: Responder,
         cx: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static, Self::Lane> {
         let _ = cx;
-        Dispatch::in_turn(async move {
-            responder.respond_error(Error::method_not_found(&request.method))
-        })
+        Work::in_turn(
+            async move { responder.answer_error(Error::method_not_found(&request.method)) },
+            Self::Lane::FIRST,
+        )
     }
 
     /// Handles one notification. Notifications are never answered.
@@ -53,23 +56,26 @@ pub trait Handler: Send + 'static {
         &mut self,
         notification: Notification,
         cx: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static, Self::Lane> {
         let _ = cx;
-        Dispatch::in_turn(async move {
-            tracing::debug!(method = %notification.method, "ignoring a notification nobody handles");
-        })
+        Work::in_turn(
+            async move {
+                tracing::debug!(method = %notification.method, "ignoring a notification nobody handles");
+            },
+            Self::Lane::FIRST,
+        )
     }
 }
 
-/// How the connection runs the work of one received message: in its lane's turn, or started
-/// in its lane's turn and then on its own.
+/// The work a handler made of one received message: a future, the lane it belongs to, and how
+/// the lane runs it — in its turn, or started in its turn and then on its own.
 #[derive(Debug)]
-#[must_use = "a Dispatch does nothing until the connection runs it"]
-pub struct Dispatch<F> {
-    pub(crate) lane: usize,
+#[must_use = "Work does nothing until the connection runs it"]
+pub struct Work<F, L: Lane = ()> {
+    pub(crate) lane: L,
     pub(crate) order: Order,
     /// `None` when the handler already did everything.
-    pub(crate) work: Option<F>,
+    pub(crate) future: Option<F>,
 }
 
 /// How a lane runs an item.
@@ -81,59 +87,51 @@ pub(crate) enum Order {
     Start,
 }
 
-impl<F> Dispatch<F> {
-    /// Runs `work` to the end before anything that arrived after it in the same lane: for
-    /// notifications (their handlers run one after another, in arrival order) and for answers
-    /// that must not overtake what arrived before them.
-    pub fn in_turn(work: F) -> Self {
-        Dispatch {
-            lane: 0,
+impl<F, L: Lane> Work<F, L> {
+    /// Runs `future` in `lane`, to the end before anything that arrived after it in that lane:
+    /// for notifications (their handlers run one after another, in arrival order) and for
+    /// answers that must not overtake what arrived before them.
+    pub fn in_turn(future: F, lane: L) -> Self {
+        Work {
+            lane,
             order: Order::InTurn,
-            work: Some(work),
+            future: Some(future),
         }
     }
 
-    /// Nothing left to do: the handler dealt with the message while it was called. Only right
-    /// when nothing of the same lane is still waiting ([`Connection::lane_is_idle`]), or the
-    /// message would overtake it.
-    pub fn done() -> Self {
-        Dispatch {
-            lane: 0,
+    /// Nothing left to do in `lane`: the handler dealt with the message while it was called.
+    /// Only right when nothing of that lane is still waiting ([`Connection::lane_is_idle`]), or
+    /// the message would overtake it.
+    pub fn done(lane: L) -> Self {
+        Work {
+            lane,
             order: Order::InTurn,
-            work: None,
+            future: None,
         }
     }
 
-    /// Starts `work` once everything that arrived before it in the same lane was dealt with,
-    /// then lets it run in a task of its own: for request handlers, which may wait for as long
-    /// as they like without holding anything up.
-    pub fn start(work: F) -> Self {
-        Dispatch {
-            lane: 0,
+    /// Starts `future` once everything that arrived before it in `lane` was dealt with, then
+    /// lets it run in a task of its own: for request handlers, which may wait for as long as
+    /// they like without holding anything up.
+    pub fn start(future: F, lane: L) -> Self {
+        Work {
+            lane,
             order: Order::Start,
-            work: Some(work),
+            future: Some(future),
         }
     }
 
-    /// Puts the work in lane `lane` (`0` by default; a lane the handler does not have means
-    /// `0`).
-    pub fn on_lane(mut self, lane: usize) -> Self {
-        self.lane = lane;
-        self
-    }
-
-    /// The same dispatch of other work (say, `work` wrapped in a type shared with other
-    /// dispatches).
-    pub fn map<G>(self, f: impl FnOnce(F) -> G) -> Dispatch<G> {
-        Dispatch {
+    /// The same work with another future (say, `future` wrapped in a type shared with other
+    /// work).
+    pub fn map<G>(self, f: impl FnOnce(F) -> G) -> Work<G, L> {
+        Work {
             lane: self.lane,
             order: self.order,
-            work: self.work.map(f),
+            future: self.future.map(f),
         }
     }
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 type RequestFn =
     Box<dyn FnMut(Option<RawJson>, Connection) -> BoxFuture<Result<RawJson, Error>> + Send>;
 type NotificationFn =
@@ -143,26 +141,26 @@ type NotificationFn =
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> sacp::jsonrpc::Result<()> {
-/// use sacp::jsonrpc::{Connection, JsonRpcRequest, Router, channel};
+/// use sacp::jsonrpc::{Connection, JsonRpcRequest, Methods, channel};
 /// # #[derive(serde::Serialize, serde::Deserialize)] struct Add { a: i64, b: i64 }
 /// # impl JsonRpcRequest for Add { const METHOD: &'static str = "math/add"; type Response = i64; }
 /// let (a, b) = channel();
-/// let _server = Connection::builder().spawn(a, Router::new().on_request(|req: Add, _cx| async move {
+/// let _server = Connection::builder().spawn(a, Methods::new().on_request(|req: Add, _cx| async move {
 ///     Ok(req.a + req.b)
 /// }));
-/// let client = Connection::builder().spawn(b, Router::new());
+/// let client = Connection::builder().spawn(b, Methods::new());
 /// assert_eq!(client.request(Add { a: 2, b: 3 }).await?, 5);
 /// # Ok(()) }
 /// ```
 #[derive(Default)]
-pub struct Router {
+pub struct Methods {
     requests: HashMap<String, RequestFn>,
     notifications: HashMap<String, NotificationFn>,
 }
 
-impl std::fmt::Debug for Router {
+impl std::fmt::Debug for Methods {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Router")
+        f.debug_struct("Methods")
             .field("requests", &self.requests.keys().collect::<Vec<_>>())
             .field(
                 "notifications",
@@ -172,10 +170,10 @@ impl std::fmt::Debug for Router {
     }
 }
 
-impl Router {
-    /// A router with no routes.
+impl Methods {
+    /// No methods yet.
     pub fn new() -> Self {
-        Router::default()
+        Methods::default()
     }
 
     /// Handles requests of type `R`. Params that do not deserialize are answered `-32602`;
@@ -240,13 +238,15 @@ pub(crate) fn parse_params<T: DeserializeOwned>(params: Option<RawJson>) -> Resu
     }
 }
 
-impl Handler for Router {
+impl Handler for Methods {
+    type Lane = ();
+
     fn handle_request(
         &mut self,
         request: Request,
         responder: Responder,
         cx: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
         let work = match self.requests.get_mut(request.method.as_str()) {
             Some(f) => Ok(f(request.params, cx.clone())),
             None => Err(Error::method_not_found(&request.method)),
@@ -254,15 +254,15 @@ impl Handler for Router {
         let known = work.is_ok();
         let work = async move {
             match work {
-                Ok(work) => responder.respond(work.await),
-                Err(e) => responder.respond_error(e),
+                Ok(work) => responder.answer_raw(work.await),
+                Err(e) => responder.answer_error(e),
             }
         };
         if known {
-            Dispatch::start(work)
+            Work::start(work, ())
         } else {
             // Answered in turn: the error does not overtake what arrived before the request.
-            Dispatch::in_turn(work)
+            Work::in_turn(work, ())
         }
     }
 
@@ -270,13 +270,13 @@ impl Handler for Router {
         &mut self,
         notification: Notification,
         cx: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
         let method = notification.method;
         let work = self
             .notifications
             .get_mut(method.as_str())
             .map(|f| f(notification.params, cx.clone()));
-        Dispatch::in_turn(async move {
+        let work = async move {
             match work {
                 Some(work) => {
                     if let Err(e) = work.await {
@@ -285,6 +285,7 @@ impl Handler for Router {
                 }
                 None => tracing::debug!(%method, "ignoring a notification nobody handles"),
             }
-        })
+        };
+        Work::in_turn(work, ())
     }
 }

@@ -1,4 +1,6 @@
-//! Holds: how a response keeps its place in its peer's stream after it was delivered.
+//! Holds: how a response keeps its place in its peer's stream after it was delivered; and what
+//! the task being polled is (marked, or work running in a lane), which decides how a response
+//! reaches it.
 //!
 //! A response is delivered in its lane's turn (see the `lanes` module), so it never overtakes
 //! what its peer sent before it. The other half of spec §2 is that nothing its peer sent
@@ -18,6 +20,7 @@
 //!
 //! [`Connection::spawn`]: super::Connection::spawn
 
+use crate::lock::lock;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
@@ -55,14 +58,10 @@ struct MarksState {
 }
 
 impl Marks {
-    fn lock(&self) -> std::sync::MutexGuard<'_, MarksState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Keeps `hold` until the end of this task's first poll that begins after this call.
     /// Call it before waking the task with what the hold is for.
     pub(crate) fn hold(&self, hold: Hold) {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         if state.ended {
             drop(state);
             drop(hold);
@@ -78,7 +77,7 @@ impl Marks {
             return;
         }
         let released: Vec<_> = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let (due, kept) = std::mem::take(&mut state.holds)
                 .into_iter()
                 .partition(|(taken, _)| *taken < poll);
@@ -93,13 +92,29 @@ impl Marks {
 
     fn end(&self) {
         let released = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             state.ended = true;
             self.holding.store(false, Ordering::SeqCst);
             std::mem::take(&mut state.holds)
         };
         drop(released);
     }
+}
+
+tokio::task_local! {
+    /// Set while work runs in a lane (see the `lanes` module).
+    static IN_LANE: ();
+}
+
+/// Whether the calling code runs as an in-turn item of a lane: work that a response must reach
+/// at once, since its lane cannot move while it waits.
+pub(crate) fn in_lane() -> bool {
+    IN_LANE.try_with(|_| ()).is_ok()
+}
+
+/// Marks `work` as running in a lane, wherever it is polled.
+pub(crate) fn scoped(work: impl Future<Output = ()> + Send + 'static) -> super::BoxFuture {
+    Box::pin(IN_LANE.scope((), work))
 }
 
 thread_local! {

@@ -2,8 +2,9 @@
 //! handler that waits hold up anything it should not.
 //!
 //! A connection has one lane or more (a proxy has two: what comes from its client and what
-//! comes from its successor). Each received request or notification is admitted to one lane,
-//! in arrival order, as a [`Dispatch`](super::Dispatch):
+//! comes from its successor), named by the handler's [`Lane`] type. Each received request or
+//! notification is admitted to one lane, in arrival order, as the [`Work`](super::Work) its
+//! handler made of it:
 //! - **in turn** (notifications, forwarding): the lane runs it to the end before it starts the
 //!   next item, so notification handlers of one lane run one after another, in order;
 //! - **started** (request handlers): when the lane reaches it, it starts in a task of its own and
@@ -27,47 +28,50 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::budget::{Budget, Permit};
-use super::connection::Connection;
+use super::hold::Marked;
+pub(crate) use super::hold::scoped;
 use super::pending::Slot;
-use super::{Error, RawJson};
+use super::{BoxFuture, Error, RawJson};
+use crate::lock::lock;
 
-pub(crate) type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// The lanes a handler sorts what it receives into: a small `Copy` type with one value per
+/// lane. Messages of different lanes never wait for each other; messages of one lane are dealt
+/// with in arrival order.
+///
+/// `()` is the one lane of a handler that keeps a single order.
+pub trait Lane: Copy + Send + Sync + 'static {
+    /// How many lanes there are (at least one).
+    const COUNT: usize;
 
-tokio::task_local! {
-    /// Set while work runs in a lane.
-    static IN_LANE: ();
+    /// The first lane: where a handler's defaults put what they do.
+    const FIRST: Self;
+
+    /// This lane's index, below [`Lane::COUNT`].
+    fn index(self) -> usize;
 }
 
-/// Whether the calling code runs as an in-turn item of a lane.
-pub(crate) fn in_lane() -> bool {
-    IN_LANE.try_with(|_| ()).is_ok()
+impl Lane for () {
+    const COUNT: usize = 1;
+    const FIRST: Self = ();
+
+    fn index(self) -> usize {
+        0
+    }
 }
 
-/// Marks `work` as running in a lane, wherever it is polled.
-pub(crate) fn scoped(work: impl Future<Output = ()> + Send + 'static) -> BoxFuture {
-    Box::pin(IN_LANE.scope((), work))
-}
-
-/// One item of a lane.
-pub(crate) struct Item {
-    pub(crate) work: Work,
-    /// The share of the lane's budget the item holds until it is done.
-    pub(crate) permit: Option<Permit>,
-}
-
-/// What an item does when its turn comes.
-pub(crate) enum Work {
+/// One item of a lane, with the share of the lane's budget it holds until it is done.
+pub(crate) enum Item {
     /// Runs to the end before the next item.
-    InTurn(BoxFuture),
+    InTurn(BoxFuture, Option<Permit>),
     /// Starts in a task of its own; the lane goes on at once.
-    Start(BoxFuture),
+    Start(BoxFuture, Option<Permit>),
     /// Hands a response to the task awaiting it, and holds the lane until that task has acted
     /// on it.
     Deliver(Arc<Slot>, Result<RawJson, Error>),
@@ -76,28 +80,29 @@ pub(crate) enum Work {
 /// The lanes of a connection.
 #[derive(Debug)]
 pub(crate) struct Lanes {
-    lanes: Box<[Lane]>,
+    lanes: Box<[LaneState]>,
     /// Requests awaited by work running in a lane: while there are any, the reader reads on
     /// past full lanes (their responses may be behind what it has not read).
     awaited_in_lanes: AtomicUsize,
     awaited: Notify,
-    /// Set when the connection gave up on its lanes: nobody waits for them any more.
-    abandoned: std::sync::atomic::AtomicBool,
+    /// Fired when the connection gives up on its lanes and on the tasks tied to them: nobody
+    /// waits for them any more.
+    abandon: CancellationToken,
 }
 
-struct Lane {
+struct LaneState {
     state: Mutex<State>,
     /// Items admitted; written by the reader only.
     admitted: AtomicU64,
     /// Items done (or started).
     done: AtomicU64,
-    /// Tasks waiting for `done` to reach a barrier.
+    /// Tasks waiting for `done` to reach a count.
     waiters: AtomicUsize,
     progress: Notify,
     budget: Budget,
 }
 
-impl std::fmt::Debug for Lane {
+impl std::fmt::Debug for LaneState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lane")
             .field("admitted", &self.admitted)
@@ -108,7 +113,7 @@ impl std::fmt::Debug for Lane {
 
 #[derive(Default)]
 struct State {
-    /// A worker task runs the lane.
+    /// A worker task runs the lane, or a delivered response holds it.
     busy: bool,
     queue: VecDeque<Item>,
 }
@@ -117,7 +122,7 @@ impl Lanes {
     /// `count` lanes (at least one), each with a budget of `bytes`.
     pub(crate) fn new(count: usize, bytes: usize) -> Lanes {
         let lanes = (0..count.max(1))
-            .map(|_| Lane {
+            .map(|_| LaneState {
                 state: Mutex::new(State::default()),
                 admitted: AtomicU64::new(0),
                 done: AtomicU64::new(0),
@@ -130,13 +135,20 @@ impl Lanes {
             lanes,
             awaited_in_lanes: AtomicUsize::new(0),
             awaited: Notify::new(),
-            abandoned: std::sync::atomic::AtomicBool::new(false),
+            abandon: CancellationToken::new(),
         }
     }
 
-    /// The lane `index` (an index past the last names the first lane).
-    fn lane(&self, index: usize) -> &Lane {
-        self.lanes.get(index).unwrap_or(&self.lanes[0])
+    /// The lane `index`. A handler's [`Lane`] type names only its own lanes; an index past the
+    /// last (a lane of another handler type) is a bug in the caller, reported in debug builds
+    /// and taken as the last lane otherwise.
+    fn lane(&self, index: usize) -> &LaneState {
+        debug_assert!(
+            index < self.lanes.len(),
+            "lane {index} of {}",
+            self.lanes.len()
+        );
+        &self.lanes[index.min(self.lanes.len() - 1)]
     }
 
     pub(crate) fn budget(&self, index: usize) -> &Budget {
@@ -169,11 +181,10 @@ impl Lanes {
             .sum()
     }
 
-    /// Completes once lane `index` has done `barrier` items.
-    async fn reached(&self, index: usize, barrier: u64) {
+    /// Completes once lane `index` has done `count` items (or the lanes were abandoned).
+    async fn reached(&self, index: usize, count: u64) {
         let lane = self.lane(index);
-        let reached =
-            || lane.done.load(Ordering::SeqCst) >= barrier || self.abandoned.load(Ordering::SeqCst);
+        let reached = || lane.done.load(Ordering::SeqCst) >= count || self.abandon.is_cancelled();
         if reached() {
             return;
         }
@@ -204,14 +215,20 @@ impl Lanes {
         }
     }
 
-    /// Gives up on everything queued: the connection is ending. Waiters are released.
+    /// Gives up on everything queued and running: the connection is ending. Waiters are
+    /// released, work in lanes and started from them stops.
     pub(crate) fn abandon(&self) {
-        self.abandoned.store(true, Ordering::SeqCst);
+        self.abandon.cancel();
         for lane in self.lanes.iter() {
             let dropped = std::mem::take(&mut lock(&lane.state).queue);
             drop(dropped);
             lane.progress.notify_waiters();
         }
+    }
+
+    /// Fired by [`Lanes::abandon`].
+    pub(crate) fn abandoned(&self) -> &CancellationToken {
+        &self.abandon
     }
 
     /// Records that work in a lane awaits a response (until [`Lanes::end_awaiting`]).
@@ -235,9 +252,119 @@ impl Lanes {
     pub(crate) fn awaited(&self) -> tokio::sync::futures::Notified<'_> {
         self.awaited.notified()
     }
+
+    /// Admits `item` to lane `index`. Called by the reader only, in arrival order.
+    pub(crate) async fn admit(self: &Arc<Self>, index: usize, item: Item) {
+        let lane = self.lane(index);
+        lane.admitted.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut state = lock(&lane.state);
+            if state.busy {
+                state.queue.push_back(item);
+                return;
+            }
+        }
+        // Idle, and only the reader admits: nobody else touches the lane until it is marked
+        // busy.
+        match item {
+            Item::Start(work, permit) => {
+                self.spawn(work);
+                drop(permit);
+                lane.finish_one();
+            }
+            Item::InTurn(mut work, permit) => {
+                let first =
+                    std::future::poll_fn(|cx| std::task::Poll::Ready(work.as_mut().poll(cx))).await;
+                if first.is_ready() {
+                    drop(permit);
+                    lane.finish_one();
+                    return;
+                }
+                lock(&lane.state).busy = true;
+                tokio::spawn(self.clone().run(index, Item::InTurn(work, permit)));
+            }
+            Item::Deliver(slot, result) => {
+                // Busy before the hand-over: a hold may be released at once, on another thread.
+                lock(&lane.state).busy = true;
+                if !self.deliver(index, &slot, result) {
+                    lane.finish_one();
+                    // Nothing was queued meanwhile: only the reader admits.
+                    lock(&lane.state).busy = false;
+                }
+            }
+        }
+    }
+
+    /// Hands a response over; `true` when it holds the lane (see the `hold` module).
+    fn deliver(
+        self: &Arc<Self>,
+        index: usize,
+        slot: &Slot,
+        result: Result<RawJson, Error>,
+    ) -> bool {
+        slot.fill(result, || {
+            Box::new(LaneHold {
+                lanes: self.clone(),
+                index,
+            })
+        })
+    }
+
+    /// A lane's worker: runs `first`, then whatever queued behind it, until the lane is empty
+    /// or a delivered response holds it.
+    async fn run(self: Arc<Self>, index: usize, first: Item) {
+        let lane = self.lane(index);
+        let mut item = first;
+        loop {
+            let permit = match item {
+                Item::Start(work, permit) => {
+                    self.spawn(work);
+                    permit
+                }
+                Item::InTurn(work, permit) => {
+                    tokio::select! {
+                        biased;
+                        () = self.abandon.cancelled() => return,
+                        () = work => {}
+                    }
+                    permit
+                }
+                Item::Deliver(slot, result) => {
+                    if self.deliver(index, &slot, result) {
+                        // The hold goes on from here when it is released.
+                        return;
+                    }
+                    None
+                }
+            };
+            drop(permit);
+            lane.finish_one();
+            let mut state = lock(&lane.state);
+            match state.queue.pop_front() {
+                Some(next) => item = next,
+                None => {
+                    state.busy = false;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs `work` (a request handler, background work) in a task of its own, whose polls are
+    /// marked (see the `hold` module), until it ends or the lanes are abandoned.
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let abandon = self.abandon.clone();
+        tokio::spawn(Marked::new(async move {
+            tokio::select! {
+                biased;
+                () = abandon.cancelled() => {}
+                () = work => {}
+            }
+        }));
+    }
 }
 
-impl Lane {
+impl LaneState {
     fn finish_one(&self) {
         self.done.fetch_add(1, Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
@@ -246,77 +373,15 @@ impl Lane {
     }
 }
 
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Admits `item` to lane `index` of `conn`. Called by the reader only, in arrival order.
-pub(crate) async fn admit(conn: &Connection, index: usize, item: Item) {
-    let lanes = &conn.shared().lanes;
-    let lane = lanes.lane(index);
-    lane.admitted.fetch_add(1, Ordering::SeqCst);
-    {
-        let mut state = lock(&lane.state);
-        if state.busy {
-            state.queue.push_back(item);
-            return;
-        }
-    }
-    // Idle, and only the reader admits: nobody else touches the lane until it is marked busy.
-    let Item { work, permit } = item;
-    match work {
-        Work::Start(work) => {
-            start(conn, work);
-            drop(permit);
-            lane.finish_one();
-        }
-        Work::InTurn(mut work) => {
-            let first =
-                std::future::poll_fn(|cx| std::task::Poll::Ready(work.as_mut().poll(cx))).await;
-            if first.is_ready() {
-                drop(permit);
-                lane.finish_one();
-                return;
-            }
-            lock(&lane.state).busy = true;
-            let item = Item {
-                work: Work::InTurn(work),
-                permit,
-            };
-            tokio::spawn(run(conn.clone(), index, item));
-        }
-        Work::Deliver(slot, result) => {
-            // Busy before the hand-over: a hold may be released at once, on another thread.
-            lock(&lane.state).busy = true;
-            if !deliver(conn, index, &slot, result) {
-                drop(permit);
-                lane.finish_one();
-                // Nothing was queued meanwhile: only the reader admits.
-                lock(&lane.state).busy = false;
-            }
-        }
-    }
-}
-
-/// Hands a response over; `true` when it holds the lane (see the `hold` module).
-fn deliver(conn: &Connection, index: usize, slot: &Slot, result: Result<RawJson, Error>) -> bool {
-    slot.fill(result, || {
-        Box::new(LaneHold {
-            conn: conn.clone(),
-            index,
-        })
-    })
-}
-
 /// A lane held by a delivered response: dropping it lets the lane go on.
 struct LaneHold {
-    conn: Connection,
+    lanes: Arc<Lanes>,
     index: usize,
 }
 
 impl Drop for LaneHold {
     fn drop(&mut self) {
-        let lane = self.conn.shared().lanes.lane(self.index);
+        let lane = self.lanes.lane(self.index);
         lane.finish_one();
         let next = {
             let mut state = lock(&lane.state);
@@ -329,57 +394,7 @@ impl Drop for LaneHold {
         if let Some(next) = next
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
-            runtime.spawn(run(self.conn.clone(), self.index, next));
+            runtime.spawn(self.lanes.clone().run(self.index, next));
         }
     }
-}
-
-/// A lane's worker: runs `first`, then whatever queued behind it, until the lane is empty or a
-/// delivered response holds it.
-async fn run(conn: Connection, index: usize, first: Item) {
-    let shared = conn.shared();
-    let lane = shared.lanes.lane(index);
-    let mut item = first;
-    loop {
-        let Item { work, permit } = item;
-        match work {
-            Work::Start(work) => start(&conn, work),
-            Work::InTurn(work) => {
-                tokio::select! {
-                    biased;
-                    () = shared.abandon.cancelled() => return,
-                    () = work => {}
-                }
-            }
-            Work::Deliver(slot, result) => {
-                if deliver(&conn, index, &slot, result) {
-                    // The hold goes on from here when it is released.
-                    return;
-                }
-            }
-        }
-        drop(permit);
-        lane.finish_one();
-        let mut state = lock(&lane.state);
-        match state.queue.pop_front() {
-            Some(next) => item = next,
-            None => {
-                state.busy = false;
-                return;
-            }
-        }
-    }
-}
-
-/// Starts a request handler in a task of its own; it stops when the connection abandons its
-/// work. Its polls are marked (see the `hold` module).
-fn start(conn: &Connection, work: BoxFuture) {
-    let abandon = conn.shared().abandon.clone();
-    tokio::spawn(super::hold::Marked::new(async move {
-        tokio::select! {
-            biased;
-            () = abandon.cancelled() => {}
-            () = work => {}
-        }
-    }));
 }

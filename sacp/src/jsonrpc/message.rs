@@ -122,18 +122,6 @@ impl Message {
         }
     }
 
-    /// The size of the payload (`params`, `result` or `error`) in bytes: what the message
-    /// costs against a budget, besides its envelope.
-    pub(crate) fn payload_len(&self) -> usize {
-        match self {
-            Message::Request(r) => r.params.as_ref().map_or(0, RawJson::len),
-            Message::Notification(n) => n.params.as_ref().map_or(0, RawJson::len),
-            Message::Response(r) => match &r.body {
-                ResponseBody::Result(raw) | ResponseBody::Error(raw) => raw.len(),
-            },
-        }
-    }
-
     /// Appends the message as one line (with its trailing `\n`) to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         if let Some(payload) = self.encode_head(out) {

@@ -1,6 +1,6 @@
-//! The connection's reader task: reads the transport, resolves responses, cancels what the peer
-//! cancels, hands requests and notifications to the handler in arrival order and admits their
-//! work to its lane; and, once the peer's stream has ended, winds the connection down.
+//! The connection's reader task: reads the transport, delivers responses, cancels what the
+//! peer cancels, hands requests and notifications to the handler in arrival order and admits
+//! their work to its lane; and, once the peer's stream has ended, winds the connection down.
 
 use std::future::Future;
 
@@ -8,9 +8,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::Permit;
 use super::connection::{Connection, End};
-use super::handler::{Dispatch, Order};
-use super::lanes::{self, Item, Work};
-use super::responder::{CANCEL_REQUEST_METHOD, cancelled_id};
+use super::handler::{Order, Work};
+use super::in_flight::{CANCEL_REQUEST_METHOD, cancelled_id};
+use super::lanes::{self, Item, Lane};
 use super::transport::{Inbound, MessageReader};
 use super::{Error, Handler, Id, Message, RawJson, Responder, Response};
 
@@ -24,7 +24,6 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
     mut handler: H,
     conn: Connection,
 ) {
-    let shared = conn.shared();
     let mut slice = 0;
     let end = loop {
         slice += 1;
@@ -34,7 +33,7 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
         }
         let read = tokio::select! {
             biased;
-            _ = shared.shutdown.cancelled() => break End::Closed,
+            _ = conn.shutdown_requested() => break End::Closed,
             read = reader.read() => read,
         };
         let inbound = match read {
@@ -48,7 +47,7 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
                 let result = Response { id: Id::Null, body }.into_result();
                 if id == Id::Null {
                     // The peer could not read something we sent and says so.
-                    tracing::error!(peer = %shared.name, response = ?result, "the peer reported an error about a message it could not read");
+                    tracing::error!(peer = %conn.name(), response = ?result, "the peer reported an error about a message it could not read");
                 } else {
                     deliver(&conn, &id, result).await;
                 }
@@ -56,36 +55,27 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
             }
             Inbound::Message(Message::Notification(n)) if n.method == CANCEL_REQUEST_METHOD => {
                 match cancelled_id(n.params.as_ref()) {
-                    Some(id) if shared.in_flight.cancel(&id) => {
-                        let _ = conn.send_now(Message::Response(Response::error(
-                            id,
-                            &Error::request_cancelled(),
-                        )));
-                    }
+                    Some(id) if conn.peer_cancelled(id.clone()) => {}
                     Some(id) => {
-                        tracing::debug!(peer = %shared.name, %id, "cancel for a request that is already answered")
+                        tracing::debug!(peer = %conn.name(), %id, "cancel for a request that is already answered")
                     }
                     None => {
-                        tracing::warn!(peer = %shared.name, params = ?n.params, "malformed $/cancel_request")
+                        tracing::warn!(peer = %conn.name(), params = ?n.params, "malformed $/cancel_request")
                     }
                 }
                 continue;
             }
             Inbound::Message(Message::Notification(n)) => {
                 let bytes = n.params.as_ref().map_or(0, |p| p.len());
-                let dispatch = handler.handle_notification(n, &conn);
-                admit(&conn, dispatch, bytes, None).await
+                let work = handler.handle_notification(n, &conn);
+                admit(&conn, work, bytes, None).await
             }
             Inbound::Message(Message::Request(request)) => {
-                let token = match shared
-                    .in_flight
-                    .register(&request.id, shared.limits.max_in_flight)
-                {
+                let token = match conn.register_request(&request.id) {
                     Ok(token) => token,
                     Err(error) => {
-                        tracing::warn!(peer = %shared.name, %error, "refusing a request");
-                        let _ =
-                            conn.send_now(Message::Response(Response::error(request.id, &error)));
+                        tracing::warn!(peer = %conn.name(), %error, "refusing a request");
+                        conn.answer_unregistered(Response::error(request.id, &error));
                         continue;
                     }
                 };
@@ -96,16 +86,16 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
                     conn.clone(),
                     token.clone(),
                 );
-                let dispatch = handler.handle_request(request, responder, &conn);
-                admit(&conn, dispatch, bytes, Some(token)).await
+                let work = handler.handle_request(request, responder, &conn);
+                admit(&conn, work, bytes, Some(token)).await
             }
             Inbound::Invalid { id, error } => {
-                tracing::error!(peer = %shared.name, %id, %error, "invalid message from the peer");
-                let _ = conn.send_now(Message::Response(Response::error(id, &error)));
+                tracing::error!(peer = %conn.name(), %id, %error, "invalid message from the peer");
+                conn.answer_unregistered(Response::error(id, &error));
                 continue;
             }
             Inbound::BadResponse { id, error } => {
-                tracing::error!(peer = %shared.name, %id, %error, "malformed response from the peer");
+                tracing::error!(peer = %conn.name(), %id, %error, "malformed response from the peer");
                 deliver(&conn, &id, Err(error)).await;
                 continue;
             }
@@ -114,54 +104,56 @@ pub(crate) async fn run<R: MessageReader, H: Handler>(
             break end;
         }
     };
-    tracing::debug!(peer = %shared.name, reason = ?end, "connection reader ended");
+    tracing::debug!(peer = %conn.name(), reason = ?end, "connection reader ended");
     wind_down(&conn, end).await;
 }
 
 /// Delivers the response to `id` to whoever awaits it: in its lane's turn, or at once to work
 /// running in a lane (see the `pending` module).
 async fn deliver(conn: &Connection, id: &Id, result: Result<RawJson, Error>) {
-    let shared = conn.shared();
-    let Some((slot, lane)) = shared.pending.take(id) else {
-        tracing::warn!(peer = %shared.name, %id, "dropping a response to an unknown or cancelled request id");
+    let Some((slot, lane)) = conn.take_pending(id) else {
+        tracing::warn!(peer = %conn.name(), %id, "dropping a response to an unknown or cancelled request id");
         return;
     };
     if slot.awaited_in_lane() {
         slot.fill_now(result);
         return;
     }
-    let item = Item {
-        work: Work::Deliver(slot, result),
-        permit: None,
-    };
-    lanes::admit(conn, lane, item).await;
+    conn.lanes().admit(lane, Item::Deliver(slot, result)).await;
 }
 
 /// Admits a message's work to its lane, once the lane has room for it. A request's work is
 /// dropped when the peer cancels the request.
-async fn admit<F>(
+async fn admit<F, L>(
     conn: &Connection,
-    dispatch: Dispatch<F>,
+    work: Work<F, L>,
     bytes: usize,
     cancel: Option<CancellationToken>,
 ) -> Result<(), End>
 where
     F: Future<Output = ()> + Send + 'static,
+    L: Lane,
 {
-    let Dispatch { lane, order, work } = dispatch;
-    let Some(work) = work else {
-        conn.shared().lanes.count_done(lane);
+    let Work {
+        lane,
+        order,
+        future,
+    } = work;
+    let lane = lane.index();
+    let Some(future) = future else {
+        conn.lanes().count_done(lane);
         return Ok(());
     };
     let permit = room(conn, lane, bytes).await?;
-    let work = match (order, cancel) {
-        (Order::InTurn, None) => Work::InTurn(lanes::scoped(work)),
-        (Order::InTurn, Some(token)) => Work::InTurn(lanes::scoped(cancellable(token, work))),
-        (Order::Start, None) => Work::Start(Box::pin(work)),
-        (Order::Start, Some(token)) => Work::Start(Box::pin(cancellable(token, work))),
+    let item = match (order, cancel) {
+        (Order::InTurn, None) => Item::InTurn(lanes::scoped(future), permit),
+        (Order::InTurn, Some(token)) => {
+            Item::InTurn(lanes::scoped(cancellable(token, future)), permit)
+        }
+        (Order::Start, None) => Item::Start(Box::pin(future), permit),
+        (Order::Start, Some(token)) => Item::Start(Box::pin(cancellable(token, future)), permit),
     };
-    let item = Item { work, permit };
-    lanes::admit(conn, lane, item).await;
+    conn.lanes().admit(lane, item).await;
     Ok(())
 }
 
@@ -182,8 +174,7 @@ async fn cancellable(token: CancellationToken, work: impl Future<Output = ()>) {
 /// awaits a response, which may be behind what is still unread: then it goes on without one,
 /// up to [`Limits::max_backlog`](super::Limits::max_backlog).
 async fn room(conn: &Connection, lane: usize, bytes: usize) -> Result<Option<Permit>, End> {
-    let shared = conn.shared();
-    let lanes = &shared.lanes;
+    let lanes = conn.lanes();
     if let Some(permit) = lanes.budget(lane).try_take(bytes) {
         return Ok(Some(permit));
     }
@@ -193,18 +184,18 @@ async fn room(conn: &Connection, lane: usize, bytes: usize) -> Result<Option<Per
         awaited.as_mut().enable();
         if lanes.awaited_in_lanes() {
             let backlog = lanes.backlog();
-            if backlog >= shared.limits.max_backlog as u64 {
+            let limit = conn.limits().max_backlog;
+            if backlog >= limit as u64 {
                 return Err(End::Failed(format!(
                     "the peer sent {backlog} messages that the handlers have not taken yet \
-                     (the limit is {})",
-                    shared.limits.max_backlog
+                     (the limit is {limit})",
                 )));
             }
             return Ok(None);
         }
         tokio::select! {
             biased;
-            _ = shared.shutdown.cancelled() => return Err(End::Closed),
+            _ = conn.shutdown_requested() => return Err(End::Closed),
             permit = lanes.budget(lane).take(bytes) => return Ok(permit),
             _ = awaited => {}
         }
@@ -215,17 +206,16 @@ async fn room(conn: &Connection, lane: usize, bytes: usize) -> Result<Option<Per
 /// (within the grace at the end of the peer's stream, not at all otherwise), give up on what is
 /// left, and close the writer.
 async fn wind_down(conn: &Connection, end: End) {
-    let shared = conn.shared();
     let grace = match &end {
-        End::Eof => shared.limits.eof_grace,
+        End::Eof => conn.eof_grace(),
         End::Closed | End::Failed(_) => Some(std::time::Duration::ZERO),
     };
     conn.end(end);
     let settled = async {
-        shared.lanes.idle().await;
-        shared.in_flight.all_answered().await;
+        conn.lanes().idle().await;
+        conn.all_answered().await;
     };
-    let abandoned = shared.abandon.cancelled();
+    let abandoned = conn.lanes().abandoned().cancelled();
     match grace {
         None => {
             tokio::select! {
@@ -240,14 +230,6 @@ async fn wind_down(conn: &Connection, end: End) {
             }
         }
     }
-    abandon(conn);
+    conn.abandon();
     conn.close_writer();
-}
-
-/// Gives up on the work still running: open requests are answered `-32800`, lanes stop, tasks
-/// tied to the connection end.
-pub(crate) fn abandon(conn: &Connection) {
-    conn.cancel_requests();
-    conn.shared().lanes.abandon();
-    conn.shared().abandon.cancel();
 }

@@ -3,8 +3,7 @@
 
 use tokio::sync::mpsc;
 
-use super::connection::{Connection, End, Outgoing};
-use super::reader;
+use super::connection::{Connection, Outgoing};
 use super::transport::MessageWriter;
 
 /// The most messages one write takes.
@@ -44,10 +43,8 @@ pub(crate) async fn run<W: MessageWriter>(
             && let Err(e) = writer.write(&mut batch).await
         {
             tracing::debug!(peer = %conn.name(), error = %e, "write failed; ending the connection");
-            conn.end(End::Failed(format!("write error: {e}")));
-            conn.shared().shutdown.cancel();
             // Nothing can reach the peer any more: stop the work still going on for it.
-            reader::abandon(&conn);
+            conn.write_failed(format!("write error: {e}"));
             batch.clear();
             permits.clear();
             // Keep draining so the reader's final Close is seen and senders do not pile up.

@@ -4,7 +4,7 @@
 //! hop-local `_meta` that is never copied into the unwrapped message. Wrapping and unwrapping
 //! move the inner params as bytes: they are neither parsed nor re-serialized.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{Error, RawJson};
@@ -29,16 +29,6 @@ pub fn wrap(method: &str, params: Option<&RawJson>) -> RawJson {
 /// [`wrap`], taking the method and params it wraps.
 pub fn wrap_owned(method: String, params: Option<RawJson>) -> RawJson {
     RawJson::envelope(method, params)
-}
-
-/// Wraps a typed message in one serialization.
-pub(crate) fn wrap_typed<T: Serialize>(method: &str, params: &T) -> Result<RawJson, Error> {
-    #[derive(Serialize)]
-    struct Wrapped<'a, T> {
-        method: &'a str,
-        params: &'a T,
-    }
-    RawJson::to_raw(&Wrapped { method, params })
 }
 
 /// Unwraps envelope params into the inner method and params (a slice of the same buffer).

@@ -24,6 +24,19 @@ pub const NOTIFICATION: &str = "_mcp/notification";
 /// The `_meta` key with which an agent says it speaks MCP over ACP itself.
 pub const TRANSPORT_CAPABILITY: &str = "mcp_acp_transport";
 
+/// The `_meta` of an `initialize` result that says the agent speaks MCP over ACP itself.
+pub fn capability_meta() -> serde_json::Map<String, serde_json::Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        TRANSPORT_CAPABILITY.to_owned(),
+        serde_json::Value::Bool(true),
+    );
+    meta
+}
+
+/// The MCP versions the SDK's MCP servers and client speak, newest first.
+pub const PROTOCOL_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
+
 /// The URL scheme of MCP servers reached over ACP.
 pub const SCHEME: &str = "acp:";
 

@@ -3,23 +3,26 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use super::mcp::McpServers;
+use super::mcp::registry::Registry;
 use crate::jsonrpc::Connection;
-use crate::mcp::McpServers;
-use crate::mcp::registry::Registry;
-use crate::peer::Peer;
+use crate::runtime::{Context, Incoming, Neighbour, Neighbours};
 
 /// A proxy handler's context: its two neighbours and a place to run background work.
 ///
 /// Cheap to clone; a clone can be moved into [`Cx::spawn`]ed work.
 #[derive(Debug, Clone)]
 pub struct Cx {
-    conn: Connection,
+    neighbours: Neighbours,
     mcp: Arc<Registry>,
 }
 
 impl Cx {
     pub(crate) fn new(conn: Connection, mcp: Arc<Registry>) -> Cx {
-        Cx { conn, mcp }
+        Cx {
+            neighbours: Neighbours::new(conn),
+            mcp,
+        }
     }
 
     /// The proxy's MCP servers: to give a server to one session (see [`McpServers`]).
@@ -28,13 +31,21 @@ impl Cx {
     }
 
     /// The client side: the editor, or the proxy in front of this one.
-    pub fn client(&self) -> Peer {
-        Peer::client(self.conn.clone())
+    pub fn client(&self) -> Neighbour {
+        self.neighbours.client()
     }
 
     /// The successor: the next proxy, or the agent.
-    pub fn successor(&self) -> Peer {
-        Peer::successor(self.conn.clone())
+    pub fn successor(&self) -> Neighbour {
+        self.neighbours.successor()
+    }
+
+    /// Passes `message` on unchanged to the other side — from the client to the successor, or
+    /// back — exactly as the runtime does with what no handler takes: the params as bytes,
+    /// the answer relayed back, a cancel passed on. For a hand-written [`Proxy`](super::Proxy)
+    /// that looks at a message and lets it go.
+    pub async fn forward(&self, message: Incoming) {
+        super::runtime::forward(message, self).await
     }
 
     /// Runs `work` in the background until it finishes or the connection ends.
@@ -42,11 +53,25 @@ impl Cx {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        self.conn.spawn(work)
+        self.neighbours.spawn(work)
     }
 
     /// The connection to the conductor, for what the methods above do not cover.
     pub fn connection(&self) -> &Connection {
-        &self.conn
+        self.neighbours.connection()
+    }
+
+    pub(crate) fn neighbours(&self) -> &Neighbours {
+        &self.neighbours
+    }
+}
+
+impl Context for Cx {
+    fn unhandled(&self, message: Incoming) -> impl Future<Output = ()> + Send {
+        super::runtime::forward(message, self)
+    }
+
+    fn unhandled_now(&self, message: Incoming) -> Result<(), Incoming> {
+        super::runtime::forward_now(message, self)
     }
 }

@@ -59,6 +59,8 @@
 //!   forwarding, which makes the proxy stop reading: a slow editor slows the agent down
 //!   instead of filling memory. Limits are set with [`spawn_with`]
 //!   ([`Limits`](crate::jsonrpc::Limits)).
+//! - **MCP servers**: the servers a proxy gives agents — its `#[tool]` methods, attached `rmcp`
+//!   servers — are served by this runtime too (see [`crate::mcp`]).
 //! - **The end**: when the conductor closes the connection, the requests still being handled
 //!   get a short grace (250 ms) to finish, then are cancelled, and [`serve`] returns.
 //!
@@ -67,24 +69,40 @@
 //! notifications are never answered.
 
 mod cx;
-pub(crate) mod runtime;
+pub(crate) mod mcp;
+mod runtime;
 
 pub use self::cx::Cx;
-pub use crate::incoming::{Incoming, Reply};
-pub use crate::peer::Peer;
+pub use crate::runtime::{Incoming, Neighbour, Reply};
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
+use self::mcp::McpServer;
 use crate::acp::Side;
 use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
-use crate::mcp::McpServer;
 
-/// How long the requests still being handled get when the conductor closes the connection.
-pub(crate) const EOF_GRACE: Duration = Duration::from_millis(250);
-
-/// A proxy: the handlers it has, and how to call them. Written by `#[sacp::proxy]`.
+/// A proxy: the handlers it has, and how to call them. Written by `#[sacp::proxy]`, or by hand:
+///
+/// ```no_run
+/// use sacp::acp::Side;
+/// use sacp::proxy::{Cx, Incoming, Proxy};
+///
+/// /// Counts the messages it sees, and passes every one on unchanged.
+/// #[derive(Default)]
+/// struct Counter(std::sync::atomic::AtomicU64);
+///
+/// impl Proxy for Counter {
+///     fn takes(_method: &str, _from: Side) -> bool {
+///         true
+///     }
+///
+///     async fn dispatch(&self, message: Incoming, cx: &Cx) {
+///         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///         cx.forward(message).await
+///     }
+/// }
+/// ```
 ///
 /// [`Proxy::takes`] says which messages [`Proxy::dispatch`] handles, before it is called: the
 /// runtime forwards everything else itself. Handlers take `&self` and run concurrently, so a
@@ -97,8 +115,8 @@ pub trait Proxy: Send + Sync + 'static {
     /// Whether [`Proxy::dispatch`] handles messages of `method` sent from `from`.
     fn takes(method: &str, from: Side) -> bool;
 
-    /// Handles one message that [`Proxy::takes`]; anything it does not answer after all is
-    /// forwarded by the default path.
+    /// Handles one message that [`Proxy::takes`]; what it does not answer after all it passes
+    /// on with [`Cx::forward`].
     fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send;
 
     /// The MCP servers the proxy gives every session: `#[sacp::proxy]` returns the server of
@@ -110,11 +128,9 @@ pub trait Proxy: Send + Sync + 'static {
 }
 
 /// The connection settings a proxy runs with by default: the peer is named `conductor`, and
-/// requests get [`EOF_GRACE`] once the conductor closes the connection.
+/// the requests still being handled get 250 ms once the conductor closes the connection.
 pub fn builder() -> Builder {
-    Connection::builder()
-        .name("conductor")
-        .eof_grace(Some(EOF_GRACE))
+    crate::runtime::builder("conductor")
 }
 
 /// Runs `proxy` on a transport to its conductor until the connection ends: `Ok` when the
@@ -137,5 +153,5 @@ pub fn spawn<P: Proxy>(proxy: P, transport: impl Transport) -> Connection {
 /// [`spawn`] with other connection settings (limits, name, timeouts), starting from
 /// [`builder`].
 pub fn spawn_with<P: Proxy>(proxy: P, transport: impl Transport, builder: Builder) -> Connection {
-    builder.spawn(transport, runtime::ProxyHandler::new(proxy))
+    crate::runtime::spawn(runtime::ProxyHandler::new(proxy), transport, builder)
 }

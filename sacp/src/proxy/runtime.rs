@@ -5,32 +5,31 @@
 //! `_proxy/successor/*` ones from the successor), performs the capability handshake on
 //! `initialize`, declares the proxy's MCP servers in the sessions the client opens and serves
 //! the `_mcp/*` messages addressed to them (see [`crate::mcp`]), and hands every other message
-//! to [`role::dispatch`]: a lane per side, handlers started or run in turn, everything else
+//! to [`schedule`]: a lane per side, handlers started or run in turn, everything else
 //! forwarded in turn by [`forward`].
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::sync::Arc;
 
 use tokio_util::either::Either;
 
+use super::mcp::registry::Registry;
 use super::{Cx, Proxy};
 use crate::acp::Side;
-use crate::incoming::{Incoming, Reply};
 use crate::jsonrpc::{
-    Connection, Dispatch, Error, Handler, Notification, PendingResponse, RawJson, Request,
-    Responder,
+    Admission, BoxFuture, Connection, Error, Handler, Notification, Outbound, RawJson, Request,
+    Responder, Unsent, Work, relay,
 };
-use crate::mcp::registry::Registry;
 use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use crate::protocol::handshake;
-use crate::role::{self, AGENT_LANE, CLIENT_LANE, Role};
+use crate::runtime::{HandlerSet, Incoming, Kind, Reply, schedule};
 
 const INITIALIZE: &str = "initialize";
 
-/// A [`Proxy`] seen as a [`Role`].
+/// A [`Proxy`] seen as a [`HandlerSet`].
 pub(crate) struct AsProxy<P>(Arc<P>);
 
-impl<P: Proxy> Role for AsProxy<P> {
+impl<P: Proxy> HandlerSet for AsProxy<P> {
     type Cx = Cx;
 
     fn takes(method: &str, from: Side) -> bool {
@@ -64,14 +63,14 @@ impl<P: Proxy> ProxyHandler<P> {
 
 impl<P: Proxy> Handler for ProxyHandler<P> {
     /// One lane for what comes from the client, one for what comes from the successor.
-    const LANES: usize = 2;
+    type Lane = Side;
 
     fn handle_request(
         &mut self,
         request: Request,
         responder: Responder,
         conn: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static, Side> {
         let Request { method, params, .. } = request;
         let message = if method == SUCCESSOR_REQUEST {
             match envelope::unwrap(params.as_ref()) {
@@ -84,74 +83,76 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "refused a malformed successor request");
-                    return refuse(responder, e, AGENT_LANE);
+                    return refuse(responder, e, Side::Agent);
                 }
             }
         } else if method == INITIALIZE {
             match handshake::accept_offer(params.as_ref()) {
-                Ok(params) => Incoming::request(
-                    method,
-                    Some(params),
-                    Reply::new(responder, Side::Client).accepting_proxy(),
-                ),
+                Ok(params) => {
+                    let reply = Reply::new(responder, Side::Client)
+                        .finishing(Box::new(|result| result.and_then(handshake::mark_accepted)));
+                    Incoming::request(method, Some(params), reply)
+                }
                 Err(e) => {
                     tracing::error!("{}", e.message);
-                    return refuse(responder, e, CLIENT_LANE);
+                    return refuse(responder, e, Side::Client);
                 }
             }
         } else {
             match self.mcp.on_client_request(&method, params.as_ref()) {
                 Ok(None) => Incoming::request(method, params, Reply::new(responder, Side::Client)),
-                // A new session: the proxy's MCP servers are declared in it.
+                // A new session: the proxy's MCP servers are declared in it, and learn its id
+                // from the answer.
                 Ok(Some((params, urls))) => {
+                    let registry = self.mcp.clone();
                     let reply =
-                        Reply::new(responder, Side::Client).binding_session(self.mcp.clone(), urls);
+                        Reply::new(responder, Side::Client).finishing(Box::new(move |result| {
+                            if let Ok(answer) = &result {
+                                registry.bind_from_result(&urls, answer);
+                            }
+                            result
+                        }));
                     Incoming::request(method, Some(params), reply)
                 }
                 Err(e) => {
                     let e = Error::invalid_params(format!("{method} params: {}", e.message));
-                    return refuse(responder, e, CLIENT_LANE);
+                    return refuse(responder, e, Side::Client);
                 }
             }
         };
-        role::dispatch(&self.proxy, message, self.cx(conn)).map(Either::Left)
+        schedule(&self.proxy, message, self.cx(conn), conn).map(Either::Left)
     }
 
     fn handle_notification(
         &mut self,
         notification: Notification,
         conn: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static, Side> {
         let Notification { method, params } = notification;
         let message = if method == SUCCESSOR_NOTIFICATION {
             match envelope::unwrap(params.as_ref()) {
                 Ok((method, params)) if self.mcp.owns(&method, params.as_ref()) => {
                     self.mcp.notify(&method, params.as_ref());
-                    return Dispatch::done().on_lane(AGENT_LANE);
+                    return Work::done(Side::Agent);
                 }
                 Ok((method, params)) => Incoming::notification(Side::Agent, method, params),
                 Err(e) => {
                     // Notifications are never answered, not even with an error.
                     tracing::warn!(error = %e, "dropped a malformed successor notification");
-                    return Dispatch::done().on_lane(AGENT_LANE);
+                    return Work::done(Side::Agent);
                 }
             }
         } else {
             Incoming::notification(Side::Client, method, params)
         };
-        role::dispatch(&self.proxy, message, self.cx(conn)).map(Either::<_, Boxed>::Left)
+        schedule(&self.proxy, message, self.cx(conn), conn).map(Either::<_, BoxFuture>::Left)
     }
 }
 
-/// Work off the hot path: boxed, so that one type covers it all.
-type Boxed = crate::jsonrpc::BoxFuture;
-
-/// Answers a request with `error`, in turn in `lane`.
-fn refuse<F>(responder: Responder, error: Error, lane: usize) -> Dispatch<Either<F, Boxed>> {
-    Dispatch::in_turn(Either::Right(
-        Box::pin(async move { responder.respond_error(error) }) as Boxed,
-    ))
-    .on_lane(lane)
+/// Answers a request with `error`, in turn in the lane of `side`.
+fn refuse<F>(responder: Responder, error: Error, side: Side) -> Work<Either<F, BoxFuture>, Side> {
+    let work: BoxFuture = Box::pin(async move { responder.answer_error(error) });
+    Work::in_turn(Either::Right(work), side)
 }
 
 /// Serves `_mcp/connect` or `_mcp/request` for one of the proxy's servers, in a task of its own
@@ -162,16 +163,16 @@ fn serve_mcp<F>(
     method: String,
     params: Option<RawJson>,
     responder: Responder,
-) -> Dispatch<Either<F, Boxed>> {
-    let work = async move {
+) -> Work<Either<F, BoxFuture>, Side> {
+    let work: BoxFuture = Box::pin(async move {
         let answer = if method == crate::protocol::mcp::CONNECT {
             registry.connect(&cx, params.as_ref())
         } else {
             registry.request(params.as_ref()).await
         };
-        responder.respond(answer);
-    };
-    Dispatch::start(Either::Right(Box::pin(work) as Boxed)).on_lane(AGENT_LANE)
+        responder.answer_raw(answer);
+    });
+    Work::start(Either::Right(work), Side::Agent)
 }
 
 /// Forwards a message unchanged to the other side: client to successor, successor to client.
@@ -179,25 +180,21 @@ fn serve_mcp<F>(
 /// This is the one path for everything no handler takes (and for a handled message whose params
 /// did not fit the handler's type). It waits while the conductor reads too slowly, so a lane
 /// that forwards stops taking messages, and the reader stops reading. A request's answer is
-/// relayed by a task tied to the connection and to the request: if the request is cancelled
-/// (`$/cancel_request`) before it is forwarded, it is never sent; if after, the forwarded
-/// request is cancelled downstream.
+/// relayed ([`relay`]) by a task tied to the connection and to the request: if the request is
+/// cancelled (`$/cancel_request`) before it is forwarded, it is never sent; if after, the
+/// forwarded request is cancelled downstream.
 pub(crate) async fn forward(message: Incoming, cx: &Cx) {
-    let to = match message.from {
-        Side::Client => cx.successor(),
-        Side::Agent => cx.client(),
-    };
+    let to = cx.neighbours().other_than(message.from());
     let (method, params, reply) = message.into_parts();
     match reply {
-        Some(reply) => {
-            if reply.is_cancelled() {
-                return;
-            }
-            let pending = to.request_when_room(method, params).await;
-            cx.spawn(relay(pending, reply));
-        }
+        Some(reply) if reply.is_cancelled() => {}
+        Some(reply) => match to.send_when_room(Kind::Request, method, params).await {
+            Ok(Some(pending)) => cx.spawn(relay(pending, reply)),
+            Ok(None) => {}
+            Err(e) => reply.answer_raw(Err(e)),
+        },
         None => {
-            if let Err(e) = to.notify_raw(method, params).await {
+            if let Err(e) = to.send_when_room(Kind::Notification, method, params).await {
                 tracing::debug!(error = %e, "could not forward a notification");
             }
         }
@@ -209,10 +206,7 @@ pub(crate) async fn forward(message: Incoming, cx: &Cx) {
 // allocation on the path every forwarded message takes.
 #[allow(clippy::result_large_err)]
 pub(crate) fn forward_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
-    let to = match message.from {
-        Side::Client => cx.successor(),
-        Side::Agent => cx.client(),
-    };
+    let to = cx.neighbours().other_than(message.from());
     let Incoming {
         from,
         method,
@@ -220,38 +214,34 @@ pub(crate) fn forward_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
         reply,
         rejected,
     } = message;
-    let give_back = |(method, params), reply| Incoming {
-        from,
-        method,
-        params,
-        reply,
-        rejected,
+    let kind = match &reply {
+        None => Kind::Notification,
+        Some(reply) if reply.is_cancelled() => return Ok(()),
+        Some(_) => Kind::Request,
     };
-    match reply {
-        None => to
-            .notify_raw_now(method, params)
-            .map_err(|back| give_back(back, None)),
-        Some(reply) if reply.is_cancelled() => Ok(()),
-        Some(reply) => match to.request_raw_now(method, params) {
-            Ok(pending) => {
+    match to.send(kind, method, params, Admission::Try) {
+        Ok(pending) => {
+            if let (Some(pending), Some(reply)) = (pending, reply) {
                 cx.spawn(relay(pending, reply));
-                Ok(())
             }
-            Err(back) => Err(give_back(back, Some(reply))),
-        },
-    }
-}
-
-/// Relays a forwarded request's answer to whoever sent the original, unless the original is
-/// cancelled first: then dropping `pending` cancels the forwarded request downstream.
-async fn relay(pending: PendingResponse<RawJson>, reply: Reply) {
-    let answer = pending.into_future();
-    let result = tokio::select! {
-        biased;
-        () = reply.cancelled() => None,
-        result = answer => Some(result),
-    };
-    if let Some(result) = result {
-        reply.relay(result);
+            Ok(())
+        }
+        Err(Unsent::NoRoom(
+            Outbound::Request { method, params, .. } | Outbound::Notification { method, params },
+        )) => Err(Incoming {
+            from,
+            method,
+            params,
+            reply,
+            rejected,
+        }),
+        Err(Unsent::Failed(e)) => {
+            match reply {
+                Some(reply) => reply.answer_raw(Err(e)),
+                // A closed connection has nobody left to tell.
+                None => tracing::debug!(error = %e, "could not forward a notification"),
+            }
+            Ok(())
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use sacp::jsonrpc::{
-    ByteStream, Connection, Error, JsonRpcNotification, JsonRpcRequest, Router, Transport, channel,
+    ByteStream, Connection, Error, JsonRpcNotification, JsonRpcRequest, Methods, Transport, channel,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -100,10 +100,10 @@ impl Drop for OnDrop {
 }
 
 /// The test service: every side of every test runs one.
-pub fn service(seen: Arc<Seen>) -> Router {
+pub fn service(seen: Arc<Seen>) -> Methods {
     let ticks = seen.clone();
     let hangs = seen.clone();
-    Router::new()
+    Methods::new()
         .on_request(|Echo(v), _cx| async move { Ok(v) })
         .on_request(|d: Double, _cx| async move { Ok(d.n * 2) })
         .on_request(|a: AskBack, cx: Connection| async move {

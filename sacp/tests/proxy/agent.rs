@@ -4,8 +4,8 @@ use sacp::acp::{
     CancelNotification, ContentBlock, ContentChunk, InitializeRequest, InitializeResponse,
     PromptRequest, PromptResponse, SessionNotification, SessionUpdate, StopReason,
 };
-use sacp::agent::AgentCx;
-use sacp::jsonrpc::{Connection, Router, channel, code};
+use sacp::agent::Cx;
+use sacp::jsonrpc::{Connection, Methods, channel, code};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
@@ -22,13 +22,13 @@ impl Echo {
     async fn initialize(
         &self,
         req: InitializeRequest,
-        _cx: &AgentCx,
+        _cx: &Cx,
     ) -> sacp::Result<InitializeResponse> {
         Ok(InitializeResponse::new(req.protocol_version))
     }
 
     #[on_request]
-    async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         for block in req.prompt {
             let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(block));
             cx.client()
@@ -39,7 +39,7 @@ impl Echo {
     }
 
     #[on_notification]
-    async fn cancel(&self, n: CancelNotification, cx: &AgentCx) -> sacp::Result<()> {
+    async fn cancel(&self, n: CancelNotification, cx: &Cx) -> sacp::Result<()> {
         let text = {
             let mut cancelled = self.cancelled.lock().unwrap();
             cancelled.push(n.session_id.0.clone());
@@ -58,7 +58,7 @@ fn client() -> (Connection, Arc<Mutex<Vec<String>>>) {
     let (ours, theirs) = channel();
     let _agent = sacp::agent::spawn(Echo::default(), theirs);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let router = Router::new().on_notification({
+    let router = Methods::new().on_notification({
         let seen = seen.clone();
         move |n: SessionNotification, _| {
             let seen = seen.clone();
@@ -155,14 +155,14 @@ struct Patient {
 #[sacp::agent]
 impl Patient {
     #[on_request]
-    async fn prompt(&self, req: PromptRequest, cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         let turn = cx.turn(&req.session_id);
         turn.cancelled().await;
         Ok(PromptResponse::new(StopReason::Cancelled))
     }
 
     #[on_notification]
-    async fn cancel(&self, _n: CancelNotification, cx: &AgentCx) -> sacp::Result<()> {
+    async fn cancel(&self, _n: CancelNotification, cx: &Cx) -> sacp::Result<()> {
         let cancels = self
             .cancels
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
@@ -182,7 +182,7 @@ async fn a_prompt_that_waits_for_session_cancel_is_not_blocked_by_its_own_agent(
     let (ours, theirs) = channel();
     let _agent = sacp::agent::spawn(Patient::default(), theirs);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let router = Router::new().on_notification({
+    let router = Methods::new().on_notification({
         let seen = seen.clone();
         move |n: SessionNotification, _| {
             let seen = seen.clone();

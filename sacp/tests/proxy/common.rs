@@ -2,12 +2,11 @@
 //! messages) and the agent (`_proxy/successor/*` messages), with a transcript of what it got.
 
 use std::future::{Future, IntoFuture};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sacp::jsonrpc::{
-    Connection, Dispatch, Error, Handler, Notification, RawJson, Request, Responder, channel,
+    Connection, Error, Handler, Notification, RawJson, Request, Responder, Work, channel,
 };
 use sacp::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use sacp::proxy::Proxy;
@@ -26,7 +25,7 @@ pub fn raw(text: &str) -> RawJson {
     RawJson::from_string(text).unwrap()
 }
 
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub use sacp::jsonrpc::BoxFuture;
 /// What the stand-in answers a request with: `(method, params, connection to the proxy)`.
 pub type Answer = Arc<
     dyn Fn(String, Option<RawJson>, Connection) -> BoxFuture<Result<RawJson, Error>> + Send + Sync,
@@ -75,12 +74,14 @@ fn line(who: &str, kind: &str, method: &str, params: &Option<RawJson>) -> String
 }
 
 impl Handler for StandIn {
+    type Lane = ();
+
     fn handle_request(
         &mut self,
         request: Request,
         responder: Responder,
         conn: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
         let work = if request.method == SUCCESSOR_REQUEST {
             envelope::unwrap(request.params.as_ref()).map(|(method, params)| {
                 self.transcript
@@ -92,19 +93,20 @@ impl Handler for StandIn {
                 .push(line("editor", "request", &request.method, &request.params));
             Ok((self.editor)(request.method, request.params, conn.clone()))
         };
-        Dispatch::start(async move {
+        let work = async move {
             match work {
-                Ok(work) => responder.respond(work.await),
-                Err(e) => responder.respond_error(e),
+                Ok(work) => responder.answer_raw(work.await),
+                Err(e) => responder.answer_error(e),
             }
-        })
+        };
+        Work::start(work, ())
     }
 
     fn handle_notification(
         &mut self,
         n: Notification,
         _conn: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
         if n.method == SUCCESSOR_NOTIFICATION {
             match envelope::unwrap(n.params.as_ref()) {
                 Ok((method, params)) => {
@@ -117,7 +119,7 @@ impl Handler for StandIn {
             self.transcript
                 .push(line("editor", "notification", &n.method, &n.params));
         }
-        Dispatch::in_turn(async {})
+        Work::in_turn(async {}, ())
     }
 }
 

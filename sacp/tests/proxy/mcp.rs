@@ -473,7 +473,7 @@ impl sacp::proxy::Proxy for Many {
     }
 
     async fn dispatch(&self, message: sacp::proxy::Incoming, cx: &Cx) {
-        sacp::__private::unhandled(message, cx).await
+        cx.forward(message).await
     }
 
     fn mcp_servers(this: &Arc<Self>) -> Vec<Arc<dyn sacp::mcp::McpServer>> {

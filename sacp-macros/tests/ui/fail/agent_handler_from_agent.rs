@@ -1,12 +1,12 @@
 use sacp::acp::SessionNotification;
-use sacp::agent::AgentCx;
+use sacp::agent::Cx;
 
 struct A;
 
 #[sacp::agent]
 impl A {
     #[on_notification(from = agent)]
-    async fn update(&self, _n: SessionNotification, _cx: &AgentCx) -> sacp::Result<()> {
+    async fn update(&self, _n: SessionNotification, _cx: &Cx) -> sacp::Result<()> {
         Ok(())
     }
 }

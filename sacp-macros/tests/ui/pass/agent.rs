@@ -1,5 +1,5 @@
 use sacp::acp::{CancelNotification, PromptRequest, PromptResponse, StopReason};
-use sacp::agent::AgentCx;
+use sacp::agent::Cx;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Default)]
@@ -10,12 +10,12 @@ struct Quiet {
 #[sacp::agent]
 impl Quiet {
     #[on_request]
-    async fn prompt(&self, _req: PromptRequest, _cx: &AgentCx) -> sacp::Result<PromptResponse> {
+    async fn prompt(&self, _req: PromptRequest, _cx: &Cx) -> sacp::Result<PromptResponse> {
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
 
     #[on_notification(from = client)]
-    async fn cancel(&self, _n: CancelNotification, _cx: &AgentCx) -> sacp::Result<()> {
+    async fn cancel(&self, _n: CancelNotification, _cx: &Cx) -> sacp::Result<()> {
         self.cancelled.store(true, Ordering::Relaxed);
         Ok(())
     }

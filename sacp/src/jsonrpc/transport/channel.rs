@@ -28,10 +28,10 @@ pub struct Channel {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// use sacp::jsonrpc::{Connection, Router, channel};
+/// use sacp::jsonrpc::{Connection, Methods, channel};
 /// let (a, b) = channel();
-/// let server = Connection::builder().spawn(a, Router::new());
-/// let client = Connection::builder().spawn(b, Router::new());
+/// let server = Connection::builder().spawn(a, Methods::new());
+/// let client = Connection::builder().spawn(b, Methods::new());
 /// let err = client.request_raw("nobody/handles/this", None).await.unwrap_err();
 /// assert_eq!(err.code, -32601);
 /// # drop(server); }

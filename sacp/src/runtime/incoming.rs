@@ -1,16 +1,14 @@
 //! A message on its way to a proxy's or an agent's handlers, and the way to answer it.
 
 use std::fmt;
-use std::sync::Arc;
+use std::future::Future;
 
 use serde::Serialize;
 
 use crate::acp::Side;
-use crate::jsonrpc::{Error, RawJson, Responder};
-use crate::mcp::registry::Registry;
+use crate::jsonrpc::{Answer, Error, RawJson, Responder};
 
-/// A request or notification for a [`Proxy`](crate::proxy::Proxy) or an
-/// [`Agent`](crate::agent::Agent), with the side it came from.
+/// A request or notification for a proxy's or an agent's handlers, with the side it came from.
 ///
 /// The generated `dispatch` takes it apart by type; a hand-written one can read the method and
 /// the raw params.
@@ -79,56 +77,45 @@ impl Incoming {
 /// response, everything the peer sent before that response) is already queued ahead of it.
 pub struct Reply {
     responder: Responder,
-    finish: Finish,
+    /// What the role does to a result before it goes out.
+    finish: Option<Finish>,
     /// The side the request came from, where the answer goes.
     to: Side,
 }
+
+/// A role's finishing hook: what happens to a result before it goes out (the answer to a
+/// proxy's `initialize` says that it accepted the proxy capability, say).
+pub(crate) type Finish =
+    Box<dyn FnOnce(Result<RawJson, Error>) -> Result<RawJson, Error> + Send + Sync>;
 
 impl fmt::Debug for Reply {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reply")
             .field("responder", &self.responder)
             .field("to", &self.to)
-            .finish_non_exhaustive()
+            .field("finishing", &self.finish.is_some())
+            .finish()
     }
-}
-
-/// What happens to a result before it goes out.
-#[derive(Debug, Clone)]
-enum Finish {
-    AsIs,
-    /// The answer to `initialize` of a proxy: it says that the proxy capability was accepted.
-    AcceptProxy,
-    /// The answer to a `session/new` that declared these MCP server URLs: it names their
-    /// session.
-    BindSession(Arc<Registry>, Vec<String>),
 }
 
 impl Reply {
     pub(crate) fn new(responder: Responder, to: Side) -> Reply {
         Reply {
             responder,
-            finish: Finish::AsIs,
+            finish: None,
             to,
         }
     }
 
-    /// The answer to a proxy's `initialize`: marked as accepting the proxy capability.
-    pub(crate) fn accepting_proxy(mut self) -> Reply {
-        self.finish = Finish::AcceptProxy;
-        self
-    }
-
-    /// The answer to a `session/new` that declared MCP servers under `urls`: their session is
-    /// the one it names.
-    pub(crate) fn binding_session(mut self, registry: Arc<Registry>, urls: Vec<String>) -> Reply {
-        self.finish = Finish::BindSession(registry, urls);
+    /// Sets the hook the result goes through before it goes out.
+    pub(crate) fn finishing(mut self, finish: Finish) -> Reply {
+        self.finish = Some(finish);
         self
     }
 
     /// Answers with a result or an error (any error type that converts into [`Error`]).
     pub fn answer<T: Serialize, E: Into<Error>>(self, result: Result<T, E>) {
-        self.relay(
+        self.answer_raw(
             result
                 .map_err(Into::into)
                 .and_then(|value| RawJson::to_raw(&value)),
@@ -136,18 +123,12 @@ impl Reply {
     }
 
     /// Answers with a raw result (for example one forwarded from elsewhere) or an error.
-    pub fn relay(self, result: Result<RawJson, Error>) {
-        let result = match &self.finish {
-            Finish::AsIs => result,
-            Finish::AcceptProxy => result.and_then(crate::protocol::handshake::mark_accepted),
-            Finish::BindSession(registry, urls) => {
-                if let Ok(answer) = &result {
-                    registry.bind_from_result(urls, answer);
-                }
-                result
-            }
+    pub fn answer_raw(self, result: Result<RawJson, Error>) {
+        let result = match self.finish {
+            Some(finish) => finish(result),
+            None => result,
         };
-        self.responder.respond(result)
+        self.responder.answer_raw(result)
     }
 
     /// Whether the peer cancelled the request.
@@ -158,5 +139,16 @@ impl Reply {
     /// Completes when the peer cancels the request.
     pub async fn cancelled(&self) {
         self.responder.cancelled().await
+    }
+}
+
+impl Answer for Reply {
+    fn cancelled(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.responder.cancelled()
+    }
+
+    fn answer_raw(self, result: Result<RawJson, Error>) -> impl Future<Output = ()> + Send {
+        Reply::answer_raw(self, result);
+        std::future::ready(())
     }
 }

@@ -15,11 +15,12 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::server::{BoxFuture, ClientLink, McpConnection, McpMessage, McpServer};
+use super::server::{ClientLink, McpConnection, McpMessage, McpServer};
 use crate::jsonrpc::{
-    ByteStream, Error, Id, Inbound, Message, MessageReader, MessageWriter, Notification, RawJson,
-    Request, Response, Transport,
+    BoxFuture, ByteStream, Error, Id, Inbound, Message, MessageReader, MessageWriter, Notification,
+    RawJson, Request, Response, Transport,
 };
+use crate::lock::lock;
 
 /// Bytes the in-memory stream between this side and the rmcp server holds each way.
 const PIPE: usize = 256 * 1024;
@@ -115,10 +116,6 @@ struct Shared {
     /// The client's request ids (as JSON text) → this side's, while in flight.
     ids: Mutex<HashMap<String, i64>>,
     next: AtomicI64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 struct RmcpConnection {

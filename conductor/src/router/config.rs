@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::jsonrpc::{Error, RawJson};
+use sacp::jsonrpc::{Error, RawJson};
 
 /// How the router picks and runs backends.
 ///
@@ -146,7 +146,8 @@ impl Config {
     }
 }
 
-/// Durations in config files: `"90s"`, `"10m"`, `"1h"`, or a number of seconds.
+/// Durations in config files, in the grammar of the command line's (`humantime`): `"90s"`,
+/// `"10m"`, `"1h 30m"`, `"500ms"`.
 mod humane_duration {
     use std::time::Duration;
 
@@ -155,30 +156,11 @@ mod humane_duration {
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<Duration>, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Given {
-            Seconds(u64),
-            Text(String),
-        }
-        let parse = |text: &str| -> Option<Duration> {
-            let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
-            let number: u64 = number.parse().ok()?;
-            let scale = match unit.trim() {
-                "ms" => return Some(Duration::from_millis(number)),
-                "s" => 1,
-                "m" => 60,
-                "h" => 3600,
-                _ => return None,
-            };
-            Some(Duration::from_secs(number * scale))
-        };
-        match Option::<Given>::deserialize(d)? {
+        match Option::<String>::deserialize(d)? {
             None => Ok(None),
-            Some(Given::Seconds(s)) => Ok(Some(Duration::from_secs(s))),
-            Some(Given::Text(text)) => parse(&text).map(Some).ok_or_else(|| {
+            Some(text) => humantime::parse_duration(&text).map(Some).map_err(|e| {
                 serde::de::Error::custom(format!(
-                    "{text:?} is not a duration (write \"90s\", \"10m\", \"1h\" or \"500ms\")"
+                    "{text:?} is not a duration ({e}; write \"90s\", \"10m\", \"1h 30m\" or \"500ms\")"
                 ))
             }),
         }

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
+use super::Cx;
 use crate::acp::SessionId;
-use crate::agent::AgentCx;
 use crate::jsonrpc::{Error, RawJson, decode_typed};
-use crate::peer::Peer;
+use crate::lock::lock;
 use crate::protocol::mcp::{self, ConnectParams, ConnectResult, DisconnectParams, MessageParams};
+use crate::runtime::Neighbour;
 use crate::schema::mcp::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, Tool,
@@ -26,14 +27,10 @@ pub(crate) struct Clients {
 }
 
 impl Clients {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Whether an `_mcp/request` or `_mcp/notification` from the client side belongs to one of
     /// this agent's connections.
     pub(crate) fn owns(&self, params: Option<&RawJson>) -> bool {
-        mcp::connection_of(params).is_some_and(|id| self.lock().contains(&id))
+        mcp::connection_of(params).is_some_and(|id| lock(&self.open).contains(&id))
     }
 
     /// A request of a server: `ping` is answered, everything else is not supported (the client
@@ -62,7 +59,7 @@ impl Clients {
 /// An MCP connection to a server reached over ACP (`acp:` URL), for an agent.
 ///
 /// ```no_run
-/// # async fn run(cx: &sacp::agent::AgentCx, url: &str) -> sacp::Result<()> {
+/// # async fn run(cx: &sacp::agent::Cx, url: &str) -> sacp::Result<()> {
 /// use sacp::mcp::McpClient;
 ///
 /// let client = McpClient::connect(cx, url, None).await?;
@@ -75,7 +72,7 @@ impl Clients {
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpClient {
-    peer: Peer,
+    peer: Neighbour,
     connection_id: String,
     server: InitializeResult,
     next_id: Arc<AtomicU64>,
@@ -86,7 +83,7 @@ impl McpClient {
     /// Opens a connection to the server at `acp_url` (`_mcp/connect`, naming the ACP session
     /// when given) and goes through MCP's `initialize`.
     pub async fn connect(
-        cx: &AgentCx,
+        cx: &Cx,
         acp_url: &str,
         session: Option<&SessionId>,
     ) -> Result<McpClient, Error> {
@@ -100,7 +97,7 @@ impl McpClient {
             .await?;
         let ConnectResult { connection_id } = decode_typed(connected)?;
         let clients = cx.clients().clone();
-        clients.lock().insert(connection_id.clone());
+        lock(&clients.open).insert(connection_id.clone());
         let mut client = McpClient {
             peer,
             connection_id,
@@ -115,7 +112,7 @@ impl McpClient {
         let init = InitializeRequestParams::new(
             ClientCapabilities::new(),
             Implementation::new("sacp", env!("CARGO_PKG_VERSION")),
-            super::PROTOCOL_VERSIONS[0],
+            mcp::PROTOCOL_VERSIONS[0],
         );
         let answer = client
             .request("initialize", Some(RawJson::to_raw(&init)?))
@@ -210,7 +207,7 @@ impl McpClient {
 
     /// Closes the connection (`_mcp/disconnect`).
     pub async fn close(self) {
-        self.clients.lock().remove(&self.connection_id);
+        lock(&self.clients.open).remove(&self.connection_id);
         let params = DisconnectParams {
             connection_id: self.connection_id.clone(),
         };

@@ -38,7 +38,7 @@ pub use self::serve::serve;
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::jsonrpc::{ByteStream, Error};
+use sacp::jsonrpc::{ByteStream, Error};
 
 /// The byte streams of a backend (its stdout, its stdin).
 pub type BackendStream = ByteStream<

@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::{BackendProcess, Workspace};
-use crate::jsonrpc::{Connection, Error};
+use crate::lock::lock;
+use sacp::jsonrpc::{Connection, Error};
 
 /// A running backend.
 pub(super) struct Backend {
@@ -54,7 +55,7 @@ impl Backend {
     }
 
     pub(super) fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.sessions)
     }
 
     pub(super) fn is_dead(&self) -> bool {

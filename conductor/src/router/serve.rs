@@ -10,9 +10,11 @@ use serde_json::{Value, json};
 use super::backend::Backend;
 use super::rewrite::{list_sessions, session_of, translate_paths, with_session};
 use super::{Config, Launcher, Workspace};
-use crate::jsonrpc::{
-    Connection, Dispatch, Error, Handler, Notification, RawJson, Request, Responder, Transport,
+use sacp::jsonrpc::{
+    Connection, Error, Handler, Notification, RawJson, Request, Responder, Transport, Work, relay,
 };
+
+use crate::lock::lock as locked;
 
 /// A workspace's live backend, if any; locked while one is started.
 type Slot = tokio::sync::Mutex<Option<Arc<Backend>>>;
@@ -32,10 +34,6 @@ struct Router {
     sessions: Mutex<HashMap<String, (Arc<Backend>, String)>>,
 }
 
-fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Runs the router on `transport` (its editor) until the editor closes it; then every backend
 /// is stopped.
 pub async fn serve(
@@ -52,7 +50,7 @@ pub async fn serve(
         slots: Mutex::default(),
         sessions: Mutex::default(),
     });
-    let editor = crate::agent::builder()
+    let editor = sacp::agent::builder()
         .name("editor")
         .spawn(transport, EditorSide(router.clone()));
     let _ = router.editor.set(editor.clone());
@@ -409,30 +407,34 @@ fn cwd_of(params: &RawJson) -> Result<String, Error> {
 struct EditorSide(Arc<Router>);
 
 impl Handler for EditorSide {
+    type Lane = ();
+
     fn handle_request(
         &mut self,
         request: Request,
         responder: Responder,
         _cx: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
         let router = self.0.clone();
-        Dispatch::start(async move {
+        let work = async move {
             let result = router.request(&request.method, request.params).await;
-            responder.respond(result);
-        })
+            responder.answer_raw(result);
+        };
+        Work::start(work, ())
     }
 
     fn handle_notification(
         &mut self,
         notification: Notification,
         _cx: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
         let router = self.0.clone();
-        Dispatch::in_turn(async move {
+        let work = async move {
             router
                 .notify(&notification.method, notification.params)
                 .await;
-        })
+        };
+        Work::in_turn(work, ())
     }
 }
 
@@ -457,32 +459,33 @@ impl BackendSide {
 }
 
 impl Handler for BackendSide {
+    type Lane = ();
+
     fn handle_request(
         &mut self,
         request: Request,
         responder: Responder,
         _cx: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
-        let prepared = self.to_editor(request.params);
-        Dispatch::start(async move {
-            let result = match prepared {
-                Ok((router, params)) => match router.editor() {
-                    Ok(editor) => editor.request_raw(request.method, params).await,
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(e),
-            };
-            responder.respond(result);
-        })
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
+        let prepared = self
+            .to_editor(request.params)
+            .and_then(|(router, params)| Ok(router.editor()?.request_raw(request.method, params)));
+        let work = async move {
+            match prepared {
+                Ok(pending) => relay(pending, responder).await,
+                Err(e) => responder.answer_error(e),
+            }
+        };
+        Work::start(work, ())
     }
 
     fn handle_notification(
         &mut self,
         notification: Notification,
         _cx: &Connection,
-    ) -> Dispatch<impl Future<Output = ()> + Send + 'static> {
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
         let prepared = self.to_editor(notification.params);
-        Dispatch::in_turn(async move {
+        let work = async move {
             let sent = match prepared {
                 Ok((router, params)) => match router.editor() {
                     Ok(editor) => editor.notify_raw(notification.method, params).await,
@@ -493,6 +496,7 @@ impl Handler for BackendSide {
             if let Err(e) = sent {
                 tracing::debug!("cannot pass a notification to the editor: {e}");
             }
-        })
+        };
+        Work::in_turn(work, ())
     }
 }

@@ -70,30 +70,15 @@
 //! ([`Rmcp`]).
 //!
 //! Agents that speak MCP over ACP themselves use [`McpClient`].
+//!
+//! This module gathers the pieces under one path: the servers are the proxy runtime's
+//! (`sacp::proxy` serves them), the client is the agent runtime's.
 
-mod client;
-pub(crate) mod registry;
+pub use crate::agent::McpClient;
+pub use crate::jsonrpc::BoxFuture;
 #[cfg(feature = "rmcp")]
-mod rmcp;
-mod server;
-mod support;
-mod tools;
-
-pub(crate) use self::client::Clients;
-pub use self::client::McpClient;
-pub use self::registry::McpServers;
-#[cfg(feature = "rmcp")]
-pub use self::rmcp::Rmcp;
-pub use self::server::{BoxFuture, ClientLink, McpConnection, McpMessage, McpServer};
-pub use self::tools::{PROTOCOL_VERSIONS, ToolCx, ToolServer, ToolSet};
-
-/// Support for the code `#[tool]` generates (re-exported by `sacp::__private`).
-pub(crate) mod expansion {
-    pub use super::support::{
-        AsIs, AsStructured, AsText, ToolOutput, tool_definition, tool_definition_without_input,
-        tool_error, tool_input,
-    };
-
-    /// The type of a tool's arguments.
-    pub type JsonObject = serde_json::Map<String, serde_json::Value>;
-}
+pub use crate::proxy::mcp::Rmcp;
+pub use crate::proxy::mcp::{
+    ClientLink, McpConnection, McpMessage, McpServer, McpServers, PROTOCOL_VERSIONS, ToolCx,
+    ToolServer, ToolSet,
+};

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::server::{BoxFuture, ClientLink, McpConnection, McpMessage, McpServer};
-use crate::jsonrpc::{Error, PendingResponse, RawJson};
+use super::server::{ClientLink, McpConnection, McpMessage, McpServer};
+use crate::jsonrpc::{BoxFuture, Error, PendingResponse, RawJson};
+use crate::lock::lock;
 use crate::schema::mcp::{
     CallToolRequestParams, CallToolResult, CancelledNotificationParams, ClientCapabilities,
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
@@ -19,8 +20,7 @@ use crate::schema::mcp::{
     PaginatedRequestParams, ProgressToken, ServerCapabilities, ServerCapabilitiesTools, Tool,
 };
 
-/// The MCP versions the server speaks, newest first.
-pub const PROTOCOL_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
+pub use crate::protocol::mcp::PROTOCOL_VERSIONS;
 
 /// How many tools one `tools/list` page holds.
 const PAGE: usize = 50;
@@ -100,10 +100,6 @@ struct State {
     initialized: bool,
     /// The calls running, by the client's request id (as JSON text).
     calls: HashMap<String, CancellationToken>,
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<T: ToolSet> McpConnection for ToolConnection<T> {

@@ -2,19 +2,15 @@
 //! handling the MCP messages of one `_mcp/connect` … `_mcp/disconnect`, and able to talk back
 //! to the agent's MCP client through a [`ClientLink`].
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::acp::SessionId;
-use crate::jsonrpc::{Error, PendingResponse, RawJson};
+use crate::jsonrpc::{BoxFuture, Error, PendingResponse, RawJson};
+use crate::lock::lock;
 use crate::protocol::mcp::{self, MessageParams};
 use crate::proxy::Cx;
-
-/// A boxed future, as MCP connections return them.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// An MCP server that a proxy gives agents over ACP: its `#[tool]` methods
 /// ([`ToolServer`](super::ToolServer)), an `rmcp` server (feature `rmcp`), or your own.
@@ -64,12 +60,12 @@ impl SessionSlot {
     }
 
     pub(crate) fn get(&self) -> Option<SessionId> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.0).clone()
     }
 
     /// Sets it, unless it is set already.
     pub(crate) fn set(&self, session: SessionId) {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = lock(&self.0);
         slot.get_or_insert(session);
     }
 }

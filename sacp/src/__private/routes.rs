@@ -1,5 +1,6 @@
-//! The rungs of a generated `dispatch` ladder: what the code `#[sacp::proxy]` and
-//! `#[sacp::agent]` write calls (through `sacp::__private`, which only re-exports this).
+//! The routes of a generated `dispatch`: what the code `#[sacp::proxy]` and `#[sacp::agent]`
+//! write calls, one route per handler, and the impls of the route traits for every ACP message
+//! type (from the schema's method tables: the typed `acp` module knows nothing of them).
 //!
 //! Each handler's message type is asked, through one of four traits (request or notification,
 //! from the client or the agent), whether a method and side are its own (`matches`), to take
@@ -13,13 +14,9 @@
 // allocation per message for a move of a few hundred bytes.
 #![allow(clippy::result_large_err)]
 
-use std::future::Future;
-
 use crate::acp::{AcpNotification, AcpRequest, Side};
-use crate::agent::AgentCx;
-use crate::incoming::{Incoming, Reply};
-use crate::jsonrpc::{Connection, Error};
-use crate::proxy::Cx;
+use crate::jsonrpc::Error;
+use crate::runtime::{Context, Incoming, Reply};
 
 /// A request the client sends: `#[on_request]` / `#[on_request(from = client)]`.
 #[diagnostic::on_unimplemented(
@@ -148,7 +145,8 @@ impl<T: serde::Serialize> TypedReply<T> {
 }
 
 /// Takes a request of type `R` from `side`; gives the message back if it is not one, or when
-/// its params do not fit `R` (then it is marked rejected, and the role's fallback decides).
+/// its params do not fit `R` (then it is marked rejected, and the role's default path
+/// decides).
 pub fn take_request<R: AcpRequest>(
     mut message: Incoming,
     side: Side,
@@ -201,51 +199,47 @@ fn parse<T: serde::de::DeserializeOwned>(message: &mut Incoming) -> Option<T> {
     }
 }
 
-/// What a role does with a message no handler takes, or that its handler's type rejected: the
-/// one default path of a proxy (forward it unchanged) or an agent (`-32601`, or the rejection).
-pub trait Fallback {
-    /// Forwards `message` (proxy) or answers it (agent).
-    fn unhandled(message: Incoming, cx: &Self) -> impl Future<Output = ()> + Send;
-
-    /// The same, at once, when that needs no waiting (the outgoing queue has room); gives the
-    /// message back otherwise.
-    fn unhandled_now(message: Incoming, cx: &Self) -> Result<(), Incoming>;
-
-    /// The connection the role runs on.
-    fn connection(cx: &Self) -> &Connection;
+/// The last route of a generated `dispatch`: the role's one default path.
+pub async fn unhandled<C: Context>(message: Incoming, cx: &C) {
+    cx.unhandled(message).await
 }
 
-impl Fallback for Cx {
-    fn unhandled(message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
-        crate::proxy::runtime::forward(message, cx)
-    }
-
-    fn unhandled_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
-        crate::proxy::runtime::forward_now(message, cx)
-    }
-
-    fn connection(cx: &Cx) -> &Connection {
-        cx.connection()
-    }
+/// The side that sends a message, from the schema's receiver; and the route trait for
+/// handlers of it.
+macro_rules! route {
+    (request, Agent, $params:ty, $response:ty) => {
+        impl RequestFromClient for $params {
+            type Response = $response;
+        }
+    };
+    (request, Client, $params:ty, $response:ty) => {
+        impl RequestFromAgent for $params {
+            type Response = $response;
+        }
+    };
+    (notification, Agent, $params:ty) => {
+        impl NotificationFromClient for $params {}
+    };
+    (notification, Client, $params:ty) => {
+        impl NotificationFromAgent for $params {}
+    };
+    // `$/cancel_request` is handled by every connection itself: no handler takes it.
+    (notification, Protocol, $params:ty) => {};
 }
 
-impl Fallback for AgentCx {
-    fn unhandled(message: Incoming, _cx: &AgentCx) -> impl Future<Output = ()> + Send {
-        crate::agent::runtime::unhandled(message);
-        std::future::ready(())
-    }
-
-    fn unhandled_now(message: Incoming, _cx: &AgentCx) -> Result<(), Incoming> {
-        crate::agent::runtime::unhandled(message);
-        Ok(())
-    }
-
-    fn connection(cx: &AgentCx) -> &Connection {
-        cx.connection()
-    }
+macro_rules! route_requests {
+    ($(($params:ty, $response:ty, $method:literal, $receiver:ident),)*) => {$(
+        route!(request, $receiver, $params, $response);
+    )*};
 }
 
-/// The last rung of a generated `dispatch`.
-pub async fn unhandled<C: Fallback>(message: Incoming, cx: &C) {
-    C::unhandled(message, cx).await
+macro_rules! route_notifications {
+    ($(($params:ty, $method:literal, $receiver:ident),)*) => {$(
+        route!(notification, $receiver, $params);
+    )*};
 }
+
+sacp_schema::for_each_acp_v1_request!(route_requests);
+sacp_schema::for_each_acp_v1_notification!(route_notifications);
+sacp_schema::for_each_acp_v2_request!(route_requests);
+sacp_schema::for_each_acp_v2_notification!(route_notifications);

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use super::server::{ClientLink, McpConnection, McpMessage, McpServer, SessionSlot};
 use crate::acp::SessionId;
 use crate::jsonrpc::{Error, RawJson};
+use crate::lock::lock;
 use crate::protocol::mcp::{self, ConnectParams, ConnectResult, MessageParams};
 use crate::proxy::Cx;
 
@@ -51,10 +52,6 @@ impl std::fmt::Debug for Registry {
             .field("open", &lock(&self.open).len())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[derive(serde::Deserialize)]

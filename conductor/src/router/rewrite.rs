@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::config::PathMap;
-use crate::jsonrpc::{Error, RawJson};
+use sacp::jsonrpc::{Error, RawJson};
 
 /// The top-level `sessionId` of params or a result, if any.
 pub(super) fn session_of(raw: Option<&RawJson>) -> Option<String> {

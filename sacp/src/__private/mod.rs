@@ -1,0 +1,20 @@
+//! What the code `#[sacp::proxy]`, `#[sacp::agent]` and `#[tool]` generate names: the routes
+//! of a `dispatch` ([`routes`](self::routes)) and the support of `#[tool]`
+//! ([`tools`](self::tools)). Not a public API, and nothing in the crate uses it: it sits on top
+//! of everything else.
+
+mod routes;
+mod tools;
+
+pub use self::routes::{
+    NotificationFromAgent, NotificationFromClient, RequestFromAgent, RequestFromClient, TypedReply,
+    take_notification, take_request, unhandled,
+};
+pub use self::tools::{
+    AsIs, AsStructured, AsText, ToolOutput, tool_definition, tool_definition_without_input,
+    tool_error, tool_input,
+};
+pub use crate::runtime::Context;
+
+/// The type of a tool's arguments.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
