@@ -4,20 +4,30 @@ use std::time::Duration;
 
 #[test]
 fn the_chain_demo_runs_the_whole_script() {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chain-demo"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_chain-demo"))
         // Find the binaries `cargo test --workspace` built rather than build a second variant.
         .env(sacp_examples::bins::LIKE_TESTS_ENV, "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start chain-demo");
+    let pid = child.id();
+    // Both pipes are read to the end while the demo runs (a demo that writes more than a pipe
+    // holds must not stall on a reader that waits for its exit).
+    let (done, output) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
     // The demo has its own timeouts; this one only guards against a hang of the demo itself.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("poll chain-demo").is_none() {
-        assert!(std::time::Instant::now() < deadline, "chain-demo hangs");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let output = child.wait_with_output().expect("chain-demo output");
+    let output = match output.recv_timeout(Duration::from_secs(120)) {
+        Ok(output) => output.expect("chain-demo output"),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("chain-demo hangs");
+        }
+    };
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");

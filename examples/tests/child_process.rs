@@ -11,13 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::task::JoinSet;
 
-const PATIENCE: Duration = Duration::from_secs(20);
-
-async fn within<F: std::future::IntoFuture>(what: &str, fut: F) -> F::Output {
-    tokio::time::timeout(PATIENCE, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out after {PATIENCE:?} waiting for {what}"))
-}
+use sacp::testing::within;
 
 fn spawn_agent() -> Child {
     Command::new(env!("CARGO_BIN_EXE_jsonrpc-demo"))

@@ -11,13 +11,7 @@ use sacp::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-const PATIENCE: Duration = Duration::from_secs(20);
-
-async fn within<F: std::future::IntoFuture>(what: &str, fut: F) -> F::Output {
-    tokio::time::timeout(PATIENCE, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out after {PATIENCE:?} waiting for {what}"))
-}
+use sacp::testing::within;
 
 fn raw(text: &str) -> RawJson {
     RawJson::from_string(text).unwrap()

@@ -3,7 +3,6 @@
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use sacp::acp::{
     ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
@@ -12,7 +11,7 @@ use sacp::acp::{
 use sacp::jsonrpc::{ByteStream, Connection, Methods};
 use serde_json::Value;
 
-const PATIENCE: Duration = Duration::from_secs(30);
+use sacp::testing::PATIENCE;
 
 #[tokio::test]
 async fn the_logger_writes_down_every_message_and_the_context_comes_first() {

@@ -23,6 +23,7 @@
 //!   themselves (the agent runtime's).
 //! - `__private`: what the macros' expansions call, on top of everything; nothing in the crate
 //!   uses it.
+//! - `testing` (feature `testing`): utilities for testing proxies and agents.
 //!
 //! A proxy that forwards everything is one line plus `main`:
 //!
@@ -48,6 +49,8 @@ pub mod mcp;
 pub mod protocol;
 pub mod proxy;
 mod runtime;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 #[doc(hidden)]
 pub mod __private;

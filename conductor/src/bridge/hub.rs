@@ -271,7 +271,7 @@ impl Link {
                 match self.params(request.method, request.params, Some(&request.id)) {
                     Ok(params) => {
                         let pending = self.hub.conn.request_raw(REQUEST, Some(params));
-                        tokio::spawn(jsonrpc::relay(pending, to));
+                        pending.relay_to(to);
                     }
                     Err(e) => to.answer_raw(Err(e)).await,
                 }

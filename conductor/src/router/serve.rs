@@ -11,7 +11,7 @@ use super::backend::Backend;
 use super::rewrite::{list_sessions, session_of, translate_paths, with_session};
 use super::{Config, Launcher, Workspace};
 use sacp::jsonrpc::{
-    Connection, Error, Handler, Notification, RawJson, Request, Responder, Transport, Work, relay,
+    Connection, Error, Handler, Notification, RawJson, Request, Responder, Transport, Work,
 };
 
 use crate::lock::lock as locked;
@@ -467,16 +467,18 @@ impl Handler for BackendSide {
         responder: Responder,
         _cx: &Connection,
     ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        let prepared = self
-            .to_editor(request.params)
-            .and_then(|(router, params)| Ok(router.editor()?.request_raw(request.method, params)));
+        let prepared = self.to_editor(request.params);
+        // Sent in its turn (after what the backend sent before it), relayed from a task of
+        // its own.
         let work = async move {
-            match prepared {
-                Ok(pending) => relay(pending, responder).await,
+            match prepared.and_then(|(router, params)| {
+                Ok(router.editor()?.request_raw(request.method, params))
+            }) {
+                Ok(pending) => pending.relay_to(responder),
                 Err(e) => responder.answer_error(e),
             }
         };
-        Work::start(work, ())
+        Work::in_turn(work, ())
     }
 
     fn handle_notification(

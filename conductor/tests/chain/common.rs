@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-/// How long any one await on a peer may take before the test fails.
-pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
+pub(crate) use sacp::testing::PATIENCE;
 
 /// The conductor binary cargo built for this test.
 pub(crate) fn conductor() -> &'static str {

@@ -20,6 +20,8 @@ type Heard = Arc<Mutex<Vec<(String, String)>>>;
 struct Running {
     editor: Connection,
     heard: Heard,
+    /// How many chunks the editor heard.
+    chunks: Arc<sacp::testing::Tally>,
     exit: tokio::task::JoinHandle<Exit>,
     tag: String,
 }
@@ -39,14 +41,16 @@ fn start(chain: Chain, tag: String) -> Running {
         ByteStream::duplex(theirs),
     ));
     let heard = Heard::default();
-    let record = heard.clone();
+    let chunks = Arc::new(sacp::testing::Tally::default());
+    let (record, count) = (heard.clone(), chunks.clone());
     let handler = Methods::new().on_notification(move |n: SessionNotification, _| {
-        let record = record.clone();
+        let (record, count) = (record.clone(), count.clone());
         async move {
             if let SessionUpdate::AgentMessageChunk(chunk) = n.update
                 && let ContentBlock::Text(text) = chunk.content
             {
                 record.lock().unwrap().push((n.session_id.0, text.text));
+                count.add();
             }
             Ok(())
         }
@@ -57,6 +61,7 @@ fn start(chain: Chain, tag: String) -> Running {
     Running {
         editor,
         heard,
+        chunks,
         exit,
         tag,
     }
@@ -141,6 +146,58 @@ async fn in_process_proxies_keep_every_sessions_updates_in_order() {
         "{:?}",
         start.elapsed()
     );
+}
+
+#[tokio::test]
+async fn updates_sent_after_an_answer_never_overtake_it_through_in_process_proxies() {
+    const AFTER: usize = 30;
+    let tag = tag("answer-order");
+    let mut chain = Chain::new()
+        .proxy(Prefixer::new("a "))
+        .proxy(Prefixer::new("b "));
+    chain.components.push(agent_component(&tag));
+    let running = start(chain, tag);
+    let editor = running.editor.clone();
+    editor.request(InitializeRequest::new(1)).await.unwrap();
+    let session = editor
+        .request(NewSessionRequest::new("/tmp", vec![]))
+        .await
+        .unwrap()
+        .session_id
+        .0;
+    for turn in 0..10 {
+        // Awaited in a task of the editor's connection: its lane holds what came after the
+        // answer until the task has counted what came before it.
+        let (seen, when_answered) = tokio::sync::oneshot::channel();
+        editor.spawn({
+            let (editor, heard, session) = (editor.clone(), running.heard.clone(), session.clone());
+            async move {
+                let stop = prompt(&editor, &session, &format!("then {AFTER}")).await;
+                let before = heard.lock().unwrap().len();
+                let _ = seen.send((stop, before));
+            }
+        });
+        let (stop, before) = tokio::time::timeout(PATIENCE, when_answered)
+            .await
+            .expect("the prompt's answer")
+            .unwrap();
+        assert_eq!(stop.unwrap(), StopReason::EndTurn);
+        assert_eq!(
+            before,
+            turn * AFTER,
+            "turn {turn}: updates sent after the answer overtook it"
+        );
+        running
+            .chunks
+            .reaches((turn + 1) * AFTER, "the turn's updates")
+            .await;
+        let heard = running.heard.lock().unwrap().clone();
+        for (i, (_, text)) in heard[turn * AFTER..].iter().enumerate() {
+            assert_eq!(text, &format!("a b after {}", i + 1), "turn {turn}");
+        }
+    }
+    running.editor.close();
+    assert_eq!(ended(running).await, Exit::Clean);
 }
 
 #[tokio::test]

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use sacp::acp::{
     ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
@@ -14,7 +13,7 @@ use sacp::acp::{
 use sacp::jsonrpc::{ByteStream, Connection, Methods};
 use serde_json::Value;
 
-const PATIENCE: Duration = Duration::from_secs(30);
+use sacp::testing::PATIENCE;
 const EMBODIMENT: &str = "You are Sparkle, configured for this test.";
 
 /// What the editor saw: `(session, kind, text)` per update, in order.

@@ -38,7 +38,7 @@ use super::budget::{Budget, Permit};
 use super::in_flight::{CANCEL_REQUEST_METHOD, InFlight};
 use super::lanes::{Lane, Lanes};
 use super::pending::{PendingTable, Slot};
-use super::response::{PendingResponse, decode_typed, keep_raw};
+use super::response::{PendingResponse, keep_raw};
 use super::{
     Error, Id, JsonRpcNotification, JsonRpcRequest, Message, Notification, RawJson, Request,
     Response,
@@ -244,12 +244,7 @@ impl Connection {
     /// The request goes out now, ahead of anything sent after it; it does not wait for room
     /// in the outgoing queue (requests are bounded by the answers they wait for).
     pub fn request<R: JsonRpcRequest>(&self, request: R) -> PendingResponse<R::Response> {
-        match RawJson::to_raw(&request) {
-            Ok(params) => self
-                .request_raw(R::METHOD, Some(params))
-                .decoded(decode_typed::<R::Response>),
-            Err(e) => PendingResponse::failed(e, decode_typed::<R::Response>),
-        }
+        PendingResponse::typed(&request, |params| self.request_raw(R::METHOD, Some(params)))
     }
 
     /// Sends a request by method name with raw params; the result stays raw.

@@ -35,8 +35,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{Budget, Permit};
-use super::hold::Marked;
 pub(crate) use super::hold::scoped;
+use super::hold::{Marked, Marks};
 use super::pending::Slot;
 use super::{BoxFuture, Error, RawJson};
 use crate::lock::lock;
@@ -353,8 +353,18 @@ impl Lanes {
     /// Runs `work` (a request handler, background work) in a task of its own, whose polls are
     /// marked (see the `hold` module), until it ends or the lanes are abandoned.
     pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        self.spawn_marked(Arc::default(), work)
+    }
+
+    /// [`Lanes::spawn`] with the task's marks made beforehand (to hand it a response before it
+    /// starts: see [`Slot::hand_to`]).
+    pub(crate) fn spawn_marked(
+        &self,
+        marks: Arc<Marks>,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) {
         let abandon = self.abandon.clone();
-        tokio::spawn(Marked::new(async move {
+        tokio::spawn(Marked::with_marks(marks, async move {
             tokio::select! {
                 biased;
                 () = abandon.cancelled() => {}
@@ -396,5 +406,172 @@ impl Drop for LaneHold {
         {
             runtime.spawn(self.lanes.clone().run(self.index, next));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::jsonrpc::hold::Marked;
+
+    /// A log the items write to, in the order they ran.
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<String>>>);
+
+    impl Log {
+        fn push(&self, entry: impl Into<String>) {
+            lock(&self.0).push(entry.into());
+        }
+
+        fn entries(&self) -> Vec<String> {
+            lock(&self.0).clone()
+        }
+    }
+
+    /// An in-turn item that logs `name` once `gate` (if any) opens.
+    fn item(log: &Log, name: &str, gate: Option<oneshot::Receiver<()>>) -> Item {
+        let (log, name) = (log.clone(), name.to_owned());
+        Item::InTurn(
+            Box::pin(async move {
+                if let Some(gate) = gate {
+                    let _ = gate.await;
+                }
+                log.push(name);
+            }),
+            None,
+        )
+    }
+
+    async fn settled(lanes: &Lanes) {
+        tokio::time::timeout(std::time::Duration::from_secs(10), lanes.idle())
+            .await
+            .expect("the lanes settle");
+    }
+
+    #[tokio::test]
+    async fn items_of_a_lane_run_in_order_and_one_that_waits_holds_the_next() {
+        let lanes = Arc::new(Lanes::new(1, 1 << 20));
+        let log = Log::default();
+        let (open, gate) = oneshot::channel();
+        lanes.admit(0, item(&log, "first", Some(gate))).await;
+        lanes.admit(0, item(&log, "second", None)).await;
+        assert!(!lanes.is_idle(0), "the first waits, the second behind it");
+        assert_eq!(lanes.backlog(), 2);
+        assert!(log.entries().is_empty());
+        open.send(()).unwrap();
+        settled(&lanes).await;
+        assert_eq!(log.entries(), ["first", "second"]);
+        assert_eq!(lanes.backlog(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_item_that_needs_no_wait_runs_at_once_in_the_admitting_call() {
+        let lanes = Arc::new(Lanes::new(1, 1 << 20));
+        let log = Log::default();
+        lanes.admit(0, item(&log, "now", None)).await;
+        assert_eq!(log.entries(), ["now"]);
+        assert!(lanes.is_idle(0));
+        lanes.count_done(0);
+        assert!(lanes.is_idle(0), "counted as admitted and done");
+    }
+
+    #[tokio::test]
+    async fn a_started_item_does_not_hold_its_lane_and_lanes_do_not_wait_for_each_other() {
+        let lanes = Arc::new(Lanes::new(2, 1 << 20));
+        let log = Log::default();
+        let (open, gate) = oneshot::channel();
+        let (ran, run) = oneshot::channel();
+        let started = {
+            let log = log.clone();
+            Box::pin(async move {
+                let _ = gate.await;
+                log.push("started");
+                let _ = ran.send(());
+            })
+        };
+        lanes.admit(0, Item::Start(started, None)).await;
+        lanes.admit(0, item(&log, "after the start", None)).await;
+        let (_hold, blocked) = oneshot::channel::<()>();
+        lanes.admit(1, item(&log, "never", Some(blocked))).await;
+        lanes.admit(0, item(&log, "lane 0 goes on", None)).await;
+        assert_eq!(log.entries(), ["after the start", "lane 0 goes on"]);
+        assert!(lanes.is_idle(0));
+        assert!(!lanes.is_idle(1));
+        open.send(()).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), run)
+            .await
+            .expect("the started item runs")
+            .unwrap();
+        assert_eq!(log.entries()[2], "started");
+    }
+
+    #[tokio::test]
+    async fn a_delivered_response_holds_its_lane_until_its_task_has_acted_on_it() {
+        let lanes = Arc::new(Lanes::new(1, 1 << 20));
+        let log = Log::default();
+        let slot = Slot::for_request();
+        // A marked task awaits the response, logs it, then waits for something else.
+        let (then, later) = oneshot::channel::<()>();
+        let task = tokio::spawn(Marked::new({
+            let (slot, log) = (slot.clone(), log.clone());
+            async move {
+                let answer = std::future::poll_fn(|cx| slot.poll_take(cx)).await;
+                log.push(format!("answer {}", answer.unwrap()));
+                let _ = later.await;
+            }
+        }));
+        // Let the task run until it waits for the response (this runtime has one thread).
+        while !slot.has_awaiter() {
+            tokio::task::yield_now().await;
+        }
+        lanes
+            .admit(
+                0,
+                Item::Deliver(slot, Ok(RawJson::from_string("1").unwrap())),
+            )
+            .await;
+        lanes.admit(0, item(&log, "what came after it", None)).await;
+        settled(&lanes).await;
+        assert_eq!(log.entries(), ["answer 1", "what came after it"]);
+        drop(then);
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_response_nobody_awaits_any_more_holds_nothing() {
+        let lanes = Arc::new(Lanes::new(1, 1 << 20));
+        let log = Log::default();
+        let slot = Slot::for_request();
+        slot.drop_receiver();
+        lanes
+            .admit(0, Item::Deliver(slot, Ok(RawJson::null())))
+            .await;
+        assert!(lanes.is_idle(0));
+        lanes.admit(0, item(&log, "next", None)).await;
+        assert_eq!(log.entries(), ["next"]);
+    }
+
+    #[tokio::test]
+    async fn abandoning_drops_what_waits_and_releases_the_waiters() {
+        let lanes = Arc::new(Lanes::new(1, 1 << 20));
+        let log = Log::default();
+        let (_open, gate) = oneshot::channel::<()>();
+        lanes.admit(0, item(&log, "stuck", Some(gate))).await;
+        lanes.admit(0, item(&log, "queued", None)).await;
+        let idle = tokio::spawn({
+            let lanes = lanes.clone();
+            async move { lanes.idle().await }
+        });
+        lanes.abandon();
+        tokio::time::timeout(std::time::Duration::from_secs(10), idle)
+            .await
+            .expect("waiters are released")
+            .unwrap();
+        assert!(lanes.abandoned().is_cancelled());
+        assert!(log.entries().is_empty(), "{:?}", log.entries());
     }
 }

@@ -32,10 +32,11 @@ pub(crate) struct Slot {
 struct SlotState {
     arrived: Option<Result<RawJson, Error>>,
     waker: Option<Waker>,
-    /// The marks of the task that last polled for the response, when that task is marked.
+    /// The marks of the task that awaits the response, when that task is marked: the one that
+    /// last polled it, or until then the one that sent the request (or was handed it).
     awaiter: Option<Arc<Marks>>,
     /// Whether the response is awaited by work running in a lane: as last polled, or as
-    /// created when it was never polled yet.
+    /// created (or handed over, see [`Slot::hand_to`]) when it was never polled yet.
     in_lane: bool,
     /// Nobody awaits the response any more.
     dropped: bool,
@@ -43,8 +44,12 @@ struct SlotState {
 
 impl Slot {
     /// A slot for a request about to be sent from here.
+    /// The sending task awaits it, until it polls or hands it over: a response that comes
+    /// before its first poll holds the lane for it all the same.
     pub(crate) fn for_request() -> Arc<Slot> {
-        Slot::new(hold::in_lane())
+        let slot = Slot::new(hold::in_lane());
+        lock(&slot.state).awaiter = hold::current();
+        slot
     }
 
     fn new(in_lane: bool) -> Arc<Slot> {
@@ -54,6 +59,14 @@ impl Slot {
                 ..SlotState::default()
             }),
         })
+    }
+
+    /// The response goes to the task of `marks` now (one about to start): a task that relays
+    /// it, say, for work in a lane that sent the request.
+    pub(crate) fn hand_to(&self, marks: Arc<Marks>) {
+        let mut state = lock(&self.state);
+        state.awaiter = Some(marks);
+        state.in_lane = false;
     }
 
     /// Whether the response is awaited by work running in a lane (and must be delivered at
@@ -106,6 +119,13 @@ impl Slot {
         state.awaiter = hold::current();
         state.in_lane = hold::in_lane();
         Poll::Pending
+    }
+
+    /// Whether a task has polled for the response yet.
+    #[cfg(test)]
+    pub(crate) fn has_awaiter(&self) -> bool {
+        let state = lock(&self.state);
+        state.waker.is_some()
     }
 
     pub(crate) fn drop_receiver(&self) {

@@ -4,7 +4,9 @@
 //! session router sending a session's request to its backend, the conductor's MCP bridges.
 
 use std::future::{Future, IntoFuture};
+use std::sync::Arc;
 
+use super::hold::Marks;
 use super::{Error, PendingResponse, RawJson, Responder};
 
 /// Where the answer of a relayed request goes: a [`Responder`], a proxy's or agent's
@@ -27,6 +29,23 @@ impl Answer for Responder {
     fn answer_raw(self, result: Result<RawJson, Error>) -> impl Future<Output = ()> + Send {
         Responder::answer_raw(self, result);
         std::future::ready(())
+    }
+}
+
+impl PendingResponse<RawJson> {
+    /// Relays this request's answer to `to` from a task of its own, tied to the connection the
+    /// request went out on ([`relay`] in the background). The task is the response's awaiter
+    /// from now on, so the response keeps its place in its peer's stream until the answer is
+    /// passed on, however early it comes (see the `hold` module).
+    pub fn relay_to<A: Answer>(self, to: A) {
+        let Some((conn, slot)) = self.connection_and_slot() else {
+            // It could not be sent: the error is the answer.
+            tokio::spawn(relay(self, to));
+            return;
+        };
+        let marks = Arc::new(Marks::default());
+        slot.hand_to(marks.clone());
+        conn.lanes().spawn_marked(marks, relay(self, to));
     }
 }
 

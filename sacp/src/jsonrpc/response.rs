@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::connection::Connection;
 use super::hold;
 use super::pending::Slot;
-use super::{Error, Id, RawJson};
+use super::{Error, Id, JsonRpcRequest, RawJson};
 
 /// A request that has been sent; await it for the response.
 ///
@@ -65,6 +65,22 @@ impl<T: Send + 'static> PendingResponse<T> {
         }
     }
 
+    /// Sends a typed request with `send` (raw params in, the raw response's future out): the
+    /// one way both a connection and a neighbour turn a typed request into a typed response.
+    pub(crate) fn typed<R>(
+        request: &R,
+        send: impl FnOnce(RawJson) -> PendingResponse<RawJson>,
+    ) -> Self
+    where
+        R: JsonRpcRequest<Response = T>,
+        T: serde::de::DeserializeOwned,
+    {
+        match RawJson::to_raw(request) {
+            Ok(params) => send(params).decoded(decode_typed::<T>),
+            Err(e) => PendingResponse::failed(e, decode_typed::<T>),
+        }
+    }
+
     /// The same request, its result decoded by `decode` instead.
     pub(crate) fn decoded<U>(self, decode: fn(RawJson) -> Result<U, Error>) -> PendingResponse<U> {
         PendingResponse {
@@ -87,6 +103,12 @@ impl<T: Send + 'static> PendingResponse<T> {
             sent.timeout = Some(after);
         }
         self
+    }
+
+    /// The connection the request went out on, and its slot (`None` if it could not be sent).
+    pub(crate) fn connection_and_slot(&self) -> Option<(Connection, Arc<Slot>)> {
+        let sent = self.state.as_ref().ok()?;
+        Some((sent.guard.conn.clone(), sent.guard.slot.clone()))
     }
 
     /// The id the request was sent with (`None` if it could not be sent).

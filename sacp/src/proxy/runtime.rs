@@ -18,7 +18,7 @@ use super::{Cx, Proxy};
 use crate::acp::Side;
 use crate::jsonrpc::{
     Admission, BoxFuture, Connection, Error, Handler, Notification, Outbound, RawJson, Request,
-    Responder, Unsent, Work, relay,
+    Responder, Unsent, Work,
 };
 use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use crate::protocol::handshake;
@@ -180,7 +180,8 @@ fn serve_mcp<F>(
 /// This is the one path for everything no handler takes (and for a handled message whose params
 /// did not fit the handler's type). It waits while the conductor reads too slowly, so a lane
 /// that forwards stops taking messages, and the reader stops reading. A request's answer is
-/// relayed ([`relay`]) by a task tied to the connection and to the request: if the request is
+/// relayed ([`PendingResponse::relay_to`]) by a task tied to the connection and to the request:
+/// if the request is
 /// cancelled (`$/cancel_request`) before it is forwarded, it is never sent; if after, the
 /// forwarded request is cancelled downstream.
 pub(crate) async fn forward(message: Incoming, cx: &Cx) {
@@ -189,7 +190,7 @@ pub(crate) async fn forward(message: Incoming, cx: &Cx) {
     match reply {
         Some(reply) if reply.is_cancelled() => {}
         Some(reply) => match to.send_when_room(Kind::Request, method, params).await {
-            Ok(Some(pending)) => cx.spawn(relay(pending, reply)),
+            Ok(Some(pending)) => pending.relay_to(reply),
             Ok(None) => {}
             Err(e) => reply.answer_raw(Err(e)),
         },
@@ -222,7 +223,7 @@ pub(crate) fn forward_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
     match to.send(kind, method, params, Admission::Try) {
         Ok(pending) => {
             if let (Some(pending), Some(reply)) = (pending, reply) {
-                cx.spawn(relay(pending, reply));
+                pending.relay_to(reply);
             }
             Ok(())
         }

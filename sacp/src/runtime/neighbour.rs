@@ -7,7 +7,7 @@ use std::future::Future;
 use crate::acp::Side;
 use crate::jsonrpc::{
     Admission, Connection, Error, JsonRpcNotification, JsonRpcRequest, Lane, Outbound,
-    PendingResponse, RawJson, Unsent, decode_typed,
+    PendingResponse, RawJson, Unsent,
 };
 use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 
@@ -57,12 +57,7 @@ impl Neighbour {
     /// Sends a typed request; await the result for the response. The request goes out now,
     /// keeping its place among the messages sent before and after it.
     pub fn request<R: JsonRpcRequest>(&self, request: R) -> PendingResponse<R::Response> {
-        match RawJson::to_raw(&request) {
-            Ok(params) => self
-                .request_raw(R::METHOD, Some(params))
-                .decoded(decode_typed::<R::Response>),
-            Err(e) => PendingResponse::failed(e, decode_typed::<R::Response>),
-        }
+        PendingResponse::typed(&request, |params| self.request_raw(R::METHOD, Some(params)))
     }
 
     /// Sends a request by method name with raw params; the result stays raw.
@@ -71,14 +66,10 @@ impl Neighbour {
         method: impl Into<String>,
         params: Option<RawJson>,
     ) -> PendingResponse<RawJson> {
-        match self.send(Kind::Request, method.into(), params, Admission::Now) {
-            Ok(Some(pending)) => pending,
-            Ok(None) => PendingResponse::failed(Error::internal_error("no request was sent"), Ok),
-            Err(Unsent::Failed(e)) => PendingResponse::failed(e, Ok),
-            Err(Unsent::NoRoom(_)) => {
-                PendingResponse::failed(Error::internal_error("no room for a request"), Ok)
-            }
-        }
+        let outbound = self.address(Kind::Request, method.into(), params);
+        self.conn
+            .send_request(outbound, Admission::Now)
+            .unwrap_or_else(|e| PendingResponse::failed(e, Ok))
     }
 
     /// Sends a typed notification, once the outgoing queue has room for it.

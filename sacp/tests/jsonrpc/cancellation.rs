@@ -1,6 +1,5 @@
 //! Acceptance 6: `$/cancel_request` both ways, explicit cancellation, and timeouts.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::json;
@@ -12,19 +11,15 @@ async fn an_incoming_cancel_stops_the_handler_and_answers_32800() {
     let (_conn, mut peer, seen) = raw_peer_of(None);
     peer.send(r#"{"jsonrpc":"2.0","id":"h","method":"test/hang"}"#)
         .await;
-    eventually("the handler to start", || {
-        seen.hangs_started.load(Ordering::SeqCst) == 1
-    })
-    .await;
+    seen.hangs_started.reaches(1, "the handler to start").await;
     peer.send(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"h"}}"#)
         .await;
     let answer = peer.recv().await;
     assert_eq!(answer["id"], "h");
     assert_eq!(answer["error"]["code"], -32800);
-    eventually("the handler to be dropped", || {
-        seen.hangs_dropped.load(Ordering::SeqCst) == 1
-    })
-    .await;
+    seen.hangs_dropped
+        .reaches(1, "the handler to be dropped")
+        .await;
     // Cancelling it again (it is answered) does nothing; the connection keeps serving.
     peer.send(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"h"}}"#)
         .await;
@@ -43,10 +38,9 @@ async fn cancelling_one_request_leaves_the_others_running() {
         .await;
     peer.send(r#"{"jsonrpc":"2.0","id":2,"method":"test/hang"}"#)
         .await;
-    eventually("both handlers to start", || {
-        seen.hangs_started.load(Ordering::SeqCst) == 2
-    })
-    .await;
+    seen.hangs_started
+        .reaches(2, "both handlers to start")
+        .await;
     peer.send(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}"#)
         .await;
     let answer = peer.recv().await;
@@ -54,10 +48,7 @@ async fn cancelling_one_request_leaves_the_others_running() {
         (answer["id"].clone(), answer["error"]["code"].clone()),
         (json!(2), json!(-32800))
     );
-    eventually("one handler to stop", || {
-        seen.hangs_dropped.load(Ordering::SeqCst) == 1
-    })
-    .await;
+    seen.hangs_dropped.reaches(1, "one handler to stop").await;
     // Request 1 is still running while others are served.
     peer.send(r#"{"jsonrpc":"2.0","id":3,"method":"test/double","params":{"n":1}}"#)
         .await;
@@ -65,7 +56,7 @@ async fn cancelling_one_request_leaves_the_others_running() {
         peer.recv().await,
         json!({"jsonrpc":"2.0","id":3,"result":2})
     );
-    assert_eq!(seen.hangs_dropped.load(Ordering::SeqCst), 1);
+    assert_eq!(seen.hangs_dropped.get(), 1);
     peer.send(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}"#)
         .await;
     let answer = peer.recv().await;
@@ -122,15 +113,12 @@ async fn cancellation_travels_between_two_connections() {
     for kind in KINDS {
         let p = pair(kind);
         let pending = p.a.request(Hang {});
-        eventually("the hang to start", || {
-            p.seen_b.hangs_started.load(Ordering::SeqCst) == 1
-        })
-        .await;
+        p.seen_b.hangs_started.reaches(1, "the hang to start").await;
         drop(pending);
-        eventually("the far handler to stop", || {
-            p.seen_b.hangs_dropped.load(Ordering::SeqCst) == 1
-        })
-        .await;
+        p.seen_b
+            .hangs_dropped
+            .reaches(1, "the far handler to stop")
+            .await;
         // The far side still serves.
         assert_eq!(
             within("double", p.a.request(Double { n: 3 }))
@@ -155,10 +143,10 @@ async fn a_timeout_fails_the_request_and_cancels_it_at_the_peer() {
     assert!(err.is_timeout(), "{err}");
     assert_eq!(err.code, -32800);
     assert!(started.elapsed() >= Duration::from_millis(100));
-    eventually("the far handler to stop", || {
-        p.seen_b.hangs_dropped.load(Ordering::SeqCst) == 1
-    })
-    .await;
+    p.seen_b
+        .hangs_dropped
+        .reaches(1, "the far handler to stop")
+        .await;
 }
 
 #[tokio::test]

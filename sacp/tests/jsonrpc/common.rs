@@ -1,9 +1,7 @@
 //! A small test protocol, a service that implements it, and helpers.
 
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
 
 use sacp::jsonrpc::{
     ByteStream, Connection, Error, JsonRpcNotification, JsonRpcRequest, Methods, Transport, channel,
@@ -12,15 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
-/// Every await on a peer in these tests is bounded by this.
-pub const PATIENCE: Duration = Duration::from_secs(20);
-
-pub async fn within<F: IntoFuture>(what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(PATIENCE, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out after {PATIENCE:?} waiting for {what}"),
-    }
-}
+pub use crate::patience::{Tally, within};
 
 #[derive(Serialize, Deserialize, Debug, PartialEq)]
 pub struct Echo(pub Value);
@@ -86,16 +76,17 @@ impl JsonRpcNotification for Tick {
 #[derive(Default, Debug)]
 pub struct Seen {
     pub ticks: AtomicU64,
-    /// `false` once a tick arrived out of order.
+    /// Counts ticks that arrived out of order.
     pub out_of_order: AtomicUsize,
-    pub hangs_started: AtomicUsize,
-    pub hangs_dropped: AtomicUsize,
+    pub tick_events: Tally,
+    pub hangs_started: Tally,
+    pub hangs_dropped: Tally,
 }
 
 struct OnDrop(Arc<Seen>);
 impl Drop for OnDrop {
     fn drop(&mut self) {
-        self.0.hangs_dropped.fetch_add(1, Ordering::SeqCst);
+        self.0.hangs_dropped.add();
     }
 }
 
@@ -118,7 +109,7 @@ pub fn service(seen: Arc<Seen>) -> Methods {
         .on_request(move |_: Hang, _cx| {
             let seen = hangs.clone();
             async move {
-                seen.hangs_started.fetch_add(1, Ordering::SeqCst);
+                seen.hangs_started.add();
                 let _guard = OnDrop(seen);
                 std::future::pending::<()>().await;
                 Ok(())
@@ -135,6 +126,7 @@ pub fn service(seen: Arc<Seen>) -> Methods {
                 if before != t.seq {
                     seen.out_of_order.fetch_add(1, Ordering::SeqCst);
                 }
+                seen.tick_events.add();
                 Ok(())
             }
         })
@@ -248,14 +240,4 @@ pub fn raw_peer_of(max_line: Option<usize>) -> (Connection, RawPeer, Arc<Seen>) 
         },
         seen,
     )
-}
-
-/// Polls `cond` until it holds (bounded by [`PATIENCE`]).
-pub async fn eventually(what: &str, cond: impl Fn() -> bool) {
-    within(what, async {
-        while !cond() {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    })
-    .await
 }

@@ -7,5 +7,7 @@ mod bad_input;
 mod cancellation;
 mod common;
 mod ordering;
+#[path = "../../src/testing/patience.rs"]
+mod patience;
 mod peer_closed;
 mod round_trips;

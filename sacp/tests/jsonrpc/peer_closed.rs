@@ -1,7 +1,6 @@
 //! Acceptance 5: when the peer goes away, every pending request fails promptly with the
 //! "peer closed" error; nothing hangs.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::json;
@@ -45,8 +44,14 @@ async fn the_peers_stream_ending_fails_every_pending_request() {
         .unwrap_err();
     assert!(err.is_peer_closed(), "{err}");
     assert!(err.message.contains("under-test"), "{err}");
-    let sent = within("a notification after close", conn.notify(Tick { seq: 0 })).await;
-    assert!(sent.is_err() || !conn.is_closed());
+    // Once the connection has wound down, a notification fails too, naming the peer.
+    within("the connection to end", conn.closed())
+        .await
+        .expect("a clean end of stream");
+    let err = within("a notification after close", conn.notify(Tick { seq: 0 }))
+        .await
+        .unwrap_err();
+    assert!(err.is_peer_closed(), "{err}");
 }
 
 #[tokio::test]
@@ -75,10 +80,7 @@ async fn closing_a_connection_cancels_what_it_was_handling() {
             let pending = p.a.request(Hang {});
             set.spawn(async move { pending.await });
         }
-        eventually("hangs to start", || {
-            p.seen_b.hangs_started.load(Ordering::SeqCst) == 20
-        })
-        .await;
+        p.seen_b.hangs_started.reaches(20, "hangs to start").await;
         p.b.close();
         let all = async {
             while let Some(joined) = set.join_next().await {
@@ -88,10 +90,10 @@ async fn closing_a_connection_cancels_what_it_was_handling() {
         tokio::time::timeout(PROMPTLY, all)
             .await
             .expect("cancelled requests did not fail within 1 s");
-        eventually("the handlers to stop", || {
-            p.seen_b.hangs_dropped.load(Ordering::SeqCst) == 20
-        })
-        .await;
+        p.seen_b
+            .hangs_dropped
+            .reaches(20, "the handlers to stop")
+            .await;
         within("b to end", p.b.closed()).await.unwrap();
         // The peer's stream ending is a clean end.
         within("a to end", p.a.closed())

@@ -1,7 +1,5 @@
 //! Acceptance 1 and 2: requests, notifications and concurrency in both directions.
 
-use std::sync::atomic::Ordering;
-
 use serde_json::json;
 use tokio::task::JoinSet;
 
@@ -23,7 +21,7 @@ async fn request_response_and_notification_over_every_transport() {
             "{kind:?}"
         );
         within("a tick", p.a.notify(Tick { seq: 0 })).await.unwrap();
-        eventually("the tick", || p.seen_b.ticks.load(Ordering::SeqCst) == 1).await;
+        p.seen_b.tick_events.reaches(1, "the tick").await;
     }
 }
 

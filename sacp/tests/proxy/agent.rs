@@ -19,15 +19,6 @@ struct Echo {
 #[sacp::agent]
 impl Echo {
     #[on_request]
-    async fn initialize(
-        &self,
-        req: InitializeRequest,
-        _cx: &Cx,
-    ) -> sacp::Result<InitializeResponse> {
-        Ok(InitializeResponse::new(req.protocol_version))
-    }
-
-    #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         for block in req.prompt {
             let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(block));
@@ -85,7 +76,8 @@ async fn an_agent_answers_what_it_handles_and_refuses_the_rest() {
     .unwrap()
     .parse()
     .unwrap();
-    assert_eq!(init, json!({"protocolVersion":1}));
+    // The runtime's own answer: the version the SDK speaks, no MCP over ACP.
+    assert_eq!(init, json!({"protocolVersion":1,"agentCapabilities":{}}));
 
     let answer: Value = within(
         "prompt",
@@ -250,4 +242,75 @@ async fn serve_returns_the_error_when_the_connection_breaks() {
     )
     .await
     .expect("the end of the client's stream is a clean end");
+}
+
+/// Uses MCP over ACP, and says so through the runtime's answer to `initialize`.
+struct McpUser;
+
+#[sacp::agent(mcp_over_acp)]
+impl McpUser {}
+
+/// Answers `initialize` itself.
+struct OwnInitialize;
+
+#[sacp::agent]
+impl OwnInitialize {
+    #[on_request]
+    async fn initialize(
+        &self,
+        _req: InitializeRequest,
+        _cx: &Cx,
+    ) -> sacp::Result<InitializeResponse> {
+        Ok(
+            InitializeResponse::new(1).meta(serde_json::Map::from_iter([(
+                "own".to_owned(),
+                json!(true),
+            )])),
+        )
+    }
+}
+
+async fn initialize_of(agent: impl sacp::agent::Agent, requested: u16) -> Value {
+    let (ours, theirs) = channel();
+    let _agent = sacp::agent::spawn(agent, theirs);
+    let conn = Connection::builder().spawn(ours, Methods::new());
+    let params = raw(&format!(
+        r#"{{"protocolVersion":{requested},"clientCapabilities":{{}}}}"#
+    ));
+    within("initialize", conn.request_raw("initialize", Some(params)))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_runtime_answers_initialize_honestly_unless_the_agent_does() {
+    // Whatever is asked, an SDK agent speaks ACP v1: it says so, and the client decides.
+    for requested in [1, 2, 7] {
+        assert_eq!(
+            initialize_of(Echo::default(), requested).await,
+            json!({"protocolVersion":1,"agentCapabilities":{}}),
+            "requested {requested}"
+        );
+    }
+    assert_eq!(
+        initialize_of(McpUser, 1).await,
+        json!({"protocolVersion":1,"agentCapabilities":{},"_meta":{"mcp_acp_transport":true}})
+    );
+    assert_eq!(
+        initialize_of(OwnInitialize, 1).await,
+        json!({"protocolVersion":1,"_meta":{"own":true}})
+    );
+    // Params that are not an `initialize` request are refused, not guessed at.
+    let (ours, theirs) = channel();
+    let _agent = sacp::agent::spawn(McpUser, theirs);
+    let conn = Connection::builder().spawn(ours, Methods::new());
+    let err = within(
+        "a bad initialize",
+        conn.request_raw("initialize", Some(raw(r#"{"protocolVersion":"one"}"#))),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code, code::INVALID_PARAMS, "{err}");
 }

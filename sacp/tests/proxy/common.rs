@@ -1,9 +1,8 @@
 //! A conductor stand-in: one connection to the proxy under test, playing the editor (plain
 //! messages) and the agent (`_proxy/successor/*` messages), with a transcript of what it got.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use sacp::jsonrpc::{
     Connection, Error, Handler, Notification, RawJson, Request, Responder, Work, channel,
@@ -11,15 +10,7 @@ use sacp::jsonrpc::{
 use sacp::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
 use sacp::proxy::Proxy;
 
-/// Every await on a peer in these tests is bounded by this.
-pub const PATIENCE: Duration = Duration::from_secs(20);
-
-pub async fn within<F: IntoFuture>(what: &str, fut: F) -> F::Output {
-    match tokio::time::timeout(PATIENCE, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out after {PATIENCE:?} waiting for {what}"),
-    }
-}
+pub use crate::patience::{Tally, within};
 
 pub fn raw(text: &str) -> RawJson {
     RawJson::from_string(text).unwrap()
@@ -39,15 +30,33 @@ pub fn empty_answers() -> Answer {
 /// What the stand-in received, one line per message, in arrival order:
 /// `agent <- request session/prompt {...}` or `editor <- notification session/update {...}`.
 #[derive(Clone, Default)]
-pub struct Transcript(Arc<Mutex<Vec<String>>>);
+pub struct Transcript(Arc<(Mutex<Vec<String>>, tokio::sync::Notify)>);
 
 impl Transcript {
     fn push(&self, line: String) {
-        self.0.lock().unwrap().push(line);
+        self.0.0.lock().unwrap().push(line);
+        self.0.1.notify_waiters();
     }
 
     pub fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
+        self.0.0.lock().unwrap().clone()
+    }
+
+    /// Completes once the transcript has `n` lines; returns them.
+    pub async fn reaches(&self, n: usize) -> Vec<String> {
+        within(&format!("{n} lines in the transcript"), async {
+            loop {
+                let changed = self.0.1.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                let lines = self.lines();
+                if lines.len() >= n {
+                    return lines;
+                }
+                changed.await;
+            }
+        })
+        .await
     }
 }
 
@@ -192,16 +201,7 @@ impl Chain {
 
     /// Waits until the transcript has `n` lines.
     pub async fn wait_for_lines(&self, n: usize) -> Vec<String> {
-        within("the transcript", async {
-            loop {
-                let lines = self.transcript.lines();
-                if lines.len() >= n {
-                    return lines;
-                }
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        })
-        .await
+        self.transcript.reaches(n).await
     }
 }
 

@@ -3,8 +3,6 @@
 //! lane is full.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use sacp::acp::{
     CancelNotification, PromptRequest, PromptResponse, RequestPermissionRequest,
@@ -31,12 +29,12 @@ impl Gated {
     }
 }
 
-/// An agent whose `_ext/slow` runs until it is cancelled; counts starts and drops.
-fn slow_agent(started: Arc<Notify>, dropped: Arc<AtomicUsize>) -> Answer {
-    struct OnDrop(Arc<AtomicUsize>);
+/// An agent whose `_ext/slow` runs until it is cancelled; says when it starts, counts drops.
+fn slow_agent(started: Arc<Notify>, dropped: Arc<Tally>) -> Answer {
+    struct OnDrop(Arc<Tally>);
     impl Drop for OnDrop {
         fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
+            self.0.add();
         }
     }
     Arc::new(move |method, _, _| {
@@ -57,7 +55,7 @@ fn slow_agent(started: Arc<Notify>, dropped: Arc<AtomicUsize>) -> Answer {
 async fn a_request_that_queued_behind_a_handler_and_was_forwarded_is_cancelled_downstream() {
     let gate = Arc::new(Notify::new());
     let started = Arc::new(Notify::new());
-    let dropped = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(Tally::default());
     let chain = chain(
         Gated { gate: gate.clone() },
         slow_agent(started.clone(), dropped.clone()),
@@ -68,11 +66,13 @@ async fn a_request_that_queued_behind_a_handler_and_was_forwarded_is_cancelled_d
         .notify_from_editor("session/cancel", r#"{"sessionId":"s1"}"#)
         .await;
     let pending = chain.conductor.request_raw("_ext/slow", Some(raw("{}")));
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(
-        chain.transcript.lines().is_empty(),
-        "{:?}",
-        chain.transcript
+    // The proxy reads in order: once a notification from the agent, sent after the request,
+    // has come through (the successor's lane is free), the request has been read — and waits.
+    chain.notify_from_agent("_ext/marker", "{}").await;
+    assert_eq!(
+        chain.wait_for_lines(1).await,
+        ["editor <- notification _ext/marker {}"],
+        "the queued request went ahead of the handler it waits behind"
     );
     gate.notify_one();
     within(
@@ -81,18 +81,13 @@ async fn a_request_that_queued_behind_a_handler_and_was_forwarded_is_cancelled_d
     )
     .await;
     pending.cancel();
-    within(
-        "the forwarded request to be cancelled at the agent",
-        async {
-            while dropped.load(Ordering::SeqCst) == 0 {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        },
-    )
-    .await;
+    dropped
+        .reaches(1, "the forwarded request to be cancelled at the agent")
+        .await;
     assert_eq!(
         chain.transcript.lines(),
         [
+            "editor <- notification _ext/marker {}",
             r#"agent <- notification session/cancel {"sessionId":"s1"}"#,
             "agent <- request _ext/slow {}",
         ]
@@ -102,10 +97,9 @@ async fn a_request_that_queued_behind_a_handler_and_was_forwarded_is_cancelled_d
 #[tokio::test]
 async fn a_request_cancelled_while_it_queued_is_never_forwarded() {
     let gate = Arc::new(Notify::new());
-    let dropped = Arc::new(AtomicUsize::new(0));
     let chain = chain(
         Gated { gate: gate.clone() },
-        slow_agent(Arc::new(Notify::new()), dropped),
+        slow_agent(Arc::new(Notify::new()), Arc::default()),
         empty_answers(),
     );
     chain
@@ -213,25 +207,33 @@ impl Inquisitive {
 #[tokio::test]
 async fn a_notification_handler_awaiting_a_response_behind_a_full_lane_still_gets_it() {
     const FLOOD: usize = 2_000;
-    let agent: Answer = Arc::new(|_, _, conn| {
-        Box::pin(async move {
-            let update = |session: &str, i: usize| {
-                format!(
-                    r#"{{"sessionId":"{session}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{i} {}"}}}}}}"#,
-                    "x".repeat(100)
-                )
-            };
-            agent_notifies(&conn, "session/update", &update("ask", 0)).await;
-            for i in 1..=FLOOD {
-                agent_notifies(&conn, "session/update", &update("s1", i)).await;
-            }
-            RawJson::from_string(r#"{"stopReason":"end_turn"}"#)
-        })
+    let flooded = Arc::new(Tally::default());
+    let agent: Answer = Arc::new({
+        let flooded = flooded.clone();
+        move |_, _, conn| {
+            let flooded = flooded.clone();
+            Box::pin(async move {
+                let update = |session: &str, i: usize| {
+                    format!(
+                        r#"{{"sessionId":"{session}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{i} {}"}}}}}}"#,
+                        "x".repeat(100)
+                    )
+                };
+                agent_notifies(&conn, "session/update", &update("ask", 0)).await;
+                for i in 1..=FLOOD {
+                    agent_notifies(&conn, "session/update", &update("s1", i)).await;
+                }
+                flooded.add();
+                RawJson::from_string(r#"{"stopReason":"end_turn"}"#)
+            })
+        }
     });
-    // The editor answers once the flood is queued ahead of its answer.
-    let editor: Answer = Arc::new(|_, _, _| {
-        Box::pin(async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    // The editor answers once the whole flood is sent: queued in the proxy ahead of its
+    // answer, past the lane's budget.
+    let editor: Answer = Arc::new(move |_, _, _| {
+        let flooded = flooded.clone();
+        Box::pin(async move {
+            flooded.reaches(1, "the agent's flood").await;
             Ok(RawJson::empty_object())
         })
     });

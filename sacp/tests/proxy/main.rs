@@ -4,11 +4,14 @@
 #![allow(unreachable_pub)]
 
 mod agent;
+mod answer_order;
 mod common;
 mod concurrency;
 mod forwarding;
 mod handlers;
 mod handshake;
 mod mcp;
+#[path = "../../src/testing/patience.rs"]
+mod patience;
 #[cfg(feature = "rmcp")]
 mod rmcp;

@@ -171,8 +171,11 @@ async fn an_rmcp_server_lists_and_calls_its_tools_over_acp() {
         json!({"name": "nope", "arguments": {}}),
     )
     .await;
-    assert!(
-        unknown.as_ref().is_err() || unknown.as_ref().is_ok_and(|r| r["isError"] == true),
-        "an unknown tool is refused: {unknown:?}"
+    // MCP: an unknown tool is a protocol error (invalid params), not a tool result.
+    let refused = unknown.expect_err("an unknown tool is refused");
+    assert_eq!(
+        refused.code,
+        sacp::jsonrpc::code::INVALID_PARAMS,
+        "{refused}"
     );
 }
