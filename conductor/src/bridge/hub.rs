@@ -215,27 +215,47 @@ struct ToMcpClient {
     answers: mpsc::Sender<ToClient>,
 }
 
+impl ToMcpClient {
+    fn item(id: Id, result: Result<RawJson, Error>) -> ToClient {
+        let message = Message::Response(match result {
+            Ok(result) => Response::ok(id, result),
+            Err(error) => Response::error(id, &error),
+        });
+        ToClient {
+            message,
+            related: None,
+        }
+    }
+}
+
 impl jsonrpc::Answer for ToMcpClient {
-    fn cancelled(&self) -> impl Future<Output = ()> + Send + '_ {
-        // The MCP client cancels with `notifications/cancelled`, passed on to the owner.
-        std::future::pending()
+    fn answer_now(
+        self,
+        result: Result<RawJson, Error>,
+    ) -> Result<(), (Self, Result<RawJson, Error>)> {
+        let id = self.id.clone();
+        match self.answers.try_send(ToMcpClient::item(id, result)) {
+            Ok(()) => Ok(()),
+            // A client that went away has nobody to read it.
+            Err(mpsc::error::TrySendError::Closed(_)) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(item)) => {
+                let result = match item.message {
+                    Message::Response(response) => response.into_result(),
+                    _ => Err(Error::internal_error("not an answer")),
+                };
+                Err((self, result))
+            }
+        }
     }
 
-    fn answer_raw(self, result: Result<RawJson, Error>) -> impl Future<Output = ()> + Send {
-        let message = Message::Response(match result {
-            Ok(result) => Response::ok(self.id, result),
-            Err(error) => Response::error(self.id, &error),
-        });
-        async move {
-            // A client that went away has nobody to read it.
-            let _ = self
-                .answers
-                .send(ToClient {
-                    message,
-                    related: None,
-                })
-                .await;
-        }
+    async fn answer_later(self, result: Result<RawJson, Error>) {
+        let item = ToMcpClient::item(self.id, result);
+        // A client that went away has nobody to read it.
+        let _ = self.answers.send(item).await;
+    }
+
+    fn on_cancel(&self, _f: Box<dyn FnOnce() + Send>) {
+        // The MCP client cancels with `notifications/cancelled`, passed on to the owner.
     }
 }
 
@@ -273,7 +293,7 @@ impl Link {
                         let pending = self.hub.conn.request_raw(REQUEST, Some(params));
                         pending.relay_to(to);
                     }
-                    Err(e) => to.answer_raw(Err(e)).await,
+                    Err(e) => to.answer_later(Err(e)).await,
                 }
             }
             Message::Notification(notification) => {

@@ -106,7 +106,7 @@ impl Sparkle {
     }
 
     fn session(&self, id: &str) -> Arc<Session> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = lock(&self.sessions);
         sessions.entry(id.to_owned()).or_default().clone()
     }
 
@@ -150,7 +150,7 @@ impl Sparkle {
     #[tool]
     async fn save_insight(&self, insight: Insight, cx: &ToolCx) -> sacp::Result<Saved> {
         let session = self.session(&Self::session_of(cx)?);
-        let mut insights = session.insights.lock().unwrap_or_else(|e| e.into_inner());
+        let mut insights = lock(&session.insights);
         insights.push(insight);
         Ok(Saved {
             insights: insights.len(),
@@ -161,7 +161,7 @@ impl Sparkle {
     #[tool]
     async fn list_insights(&self, cx: &ToolCx) -> sacp::Result<Insights> {
         let session = self.session(&Self::session_of(cx)?);
-        let insights = session.insights.lock().unwrap_or_else(|e| e.into_inner());
+        let insights = lock(&session.insights);
         Ok(Insights {
             insights: insights.clone(),
         })
@@ -192,7 +192,7 @@ impl Sparkle {
     #[on_notification(from = agent)]
     async fn update(&self, mut n: SessionNotification, cx: &Cx) -> sacp::Result<()> {
         let embodying = {
-            let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            let sessions = lock(&self.sessions);
             sessions
                 .get(&n.session_id.0)
                 .is_some_and(|s| s.embodying.load(Ordering::SeqCst))
@@ -216,4 +216,10 @@ fn marked(mut chunk: ContentChunk) -> ContentChunk {
         text.text.insert_str(0, MARK);
     }
     chunk
+}
+
+/// Locks `mutex`, taking it as it is when a thread panicked while holding it (the notebooks stay
+/// consistent between statements).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

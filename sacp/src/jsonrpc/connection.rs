@@ -411,6 +411,11 @@ impl Connection {
             .register(id, self.shared.limits.max_in_flight)
     }
 
+    /// Runs `f` when the peer cancels its request `id` (see `InFlight::on_cancel`).
+    pub(crate) fn on_cancel(&self, id: &Id, f: super::in_flight::OnCancel) {
+        self.shared.in_flight.on_cancel(id, f)
+    }
+
     /// The peer cancelled its request `id`: answered `-32800` if it was still in flight.
     pub(crate) fn peer_cancelled(&self, id: Id) -> bool {
         if !self.shared.in_flight.cancel(&id) {

@@ -150,14 +150,11 @@ pin_project_lite::pin_project! {
 }
 
 impl<F> Marked<F> {
-    #[cfg(test)]
     pub(crate) fn new(inner: F) -> Self {
-        Marked::with_marks(Arc::default(), inner)
-    }
-
-    /// A task whose marks were made before it (see `Slot::hand_to`).
-    pub(crate) fn with_marks(marks: Arc<Marks>, inner: F) -> Self {
-        Marked { marks, inner }
+        Marked {
+            marks: Arc::default(),
+            inner,
+        }
     }
 }
 

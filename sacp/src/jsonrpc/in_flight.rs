@@ -20,10 +20,37 @@ use crate::lock::lock;
 /// The method of the protocol-level cancellation notification.
 pub const CANCEL_REQUEST_METHOD: &str = "$/cancel_request";
 
+/// What runs when a request is cancelled (besides firing its token): see
+/// [`InFlight::on_cancel`].
+pub(crate) type OnCancel = Box<dyn FnOnce() + Send>;
+
+/// One request in flight.
+struct Entry {
+    token: CancellationToken,
+    on_cancel: Option<OnCancel>,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("cancelled", &self.token.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Entry {
+    fn cancel(self) {
+        self.token.cancel();
+        if let Some(on_cancel) = self.on_cancel {
+            on_cancel();
+        }
+    }
+}
+
 /// Requests received and not answered yet.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
-    map: Mutex<HashMap<Id, CancellationToken>>,
+    map: Mutex<HashMap<Id, Entry>>,
     emptied: tokio::sync::Notify,
 }
 
@@ -44,8 +71,26 @@ impl InFlight {
             ));
         }
         let token = CancellationToken::new();
-        map.insert(id.clone(), token.clone());
+        let entry = Entry {
+            token: token.clone(),
+            on_cancel: None,
+        };
+        map.insert(id.clone(), entry);
         Ok(token)
+    }
+
+    /// Runs `f` when request `id` is cancelled (at once if it is not in flight any more: it
+    /// was cancelled, or answered, and nothing more is wanted for it). A relayed request is
+    /// cancelled downstream this way, with no task waiting for the cancellation.
+    pub(crate) fn on_cancel(&self, id: &Id, f: OnCancel) {
+        let mut map = lock(&self.map);
+        match map.get_mut(id) {
+            Some(entry) => entry.on_cancel = Some(f),
+            None => {
+                drop(map);
+                f();
+            }
+        }
     }
 
     /// Takes `id` out of the table: `true` for the one caller that may answer it.
@@ -53,13 +98,13 @@ impl InFlight {
         self.take(id).is_some()
     }
 
-    fn take(&self, id: &Id) -> Option<CancellationToken> {
+    fn take(&self, id: &Id) -> Option<Entry> {
         let mut map = lock(&self.map);
-        let token = map.remove(id);
+        let entry = map.remove(id);
         if map.is_empty() {
             self.emptied.notify_waiters();
         }
-        token
+        entry
     }
 
     /// Cancels every request in flight; returns their ids (each must now be answered `-32800`).
@@ -68,8 +113,8 @@ impl InFlight {
         self.emptied.notify_waiters();
         drained
             .into_iter()
-            .map(|(id, token)| {
-                token.cancel();
+            .map(|(id, entry)| {
+                entry.cancel();
                 id
             })
             .collect()
@@ -91,8 +136,8 @@ impl InFlight {
     /// Cancels `id`; `true` when it was still in flight (and must now be answered `-32800`).
     pub(crate) fn cancel(&self, id: &Id) -> bool {
         match self.take(id) {
-            Some(token) => {
-                token.cancel();
+            Some(entry) => {
+                entry.cancel();
                 true
             }
             None => false,
@@ -133,6 +178,33 @@ mod tests {
         let other = Id::from("r2");
         assert!(table.register(&other, 1).is_err(), "over the limit");
         assert!(table.register(&other, 2).is_ok());
+    }
+
+    #[test]
+    fn a_cancel_runs_what_was_registered_for_it() {
+        let table = InFlight::default();
+        let ran = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = |ran: &std::sync::Arc<std::sync::atomic::AtomicUsize>| -> OnCancel {
+            let ran = ran.clone();
+            Box::new(move || {
+                ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        let (a, b) = (Id::from("a"), Id::from("b"));
+        table.register(&a, 10).unwrap();
+        table.register(&b, 10).unwrap();
+        table.on_cancel(&a, count(&ran));
+        table.on_cancel(&b, count(&ran));
+        assert!(
+            table.finish(&b),
+            "answered: its callback is dropped, not run"
+        );
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert!(table.cancel(&a));
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // For a request no longer in flight, at once.
+        table.on_cancel(&a, count(&ran));
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 
     #[test]

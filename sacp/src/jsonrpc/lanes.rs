@@ -35,8 +35,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{Budget, Permit};
+use super::hold::Marked;
 pub(crate) use super::hold::scoped;
-use super::hold::{Marked, Marks};
 use super::pending::Slot;
 use super::{BoxFuture, Error, RawJson};
 use crate::lock::lock;
@@ -353,18 +353,8 @@ impl Lanes {
     /// Runs `work` (a request handler, background work) in a task of its own, whose polls are
     /// marked (see the `hold` module), until it ends or the lanes are abandoned.
     pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        self.spawn_marked(Arc::default(), work)
-    }
-
-    /// [`Lanes::spawn`] with the task's marks made beforehand (to hand it a response before it
-    /// starts: see [`Slot::hand_to`]).
-    pub(crate) fn spawn_marked(
-        &self,
-        marks: Arc<Marks>,
-        work: impl Future<Output = ()> + Send + 'static,
-    ) {
         let abandon = self.abandon.clone();
-        tokio::spawn(Marked::with_marks(marks, async move {
+        tokio::spawn(Marked::new(async move {
             tokio::select! {
                 biased;
                 () = abandon.cancelled() => {}

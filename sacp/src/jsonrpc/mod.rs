@@ -11,7 +11,7 @@
 //! - the **connection handle** ([`Connection`], with its own handles [`Responder`] and
 //!   [`PendingResponse`]): one send primitive, the tables behind methods;
 //! - the **handler** ([`Handler`], the [`Work`] it makes of a message, [`Methods`]) and
-//!   [`relay`];
+//!   relaying ([`PendingResponse::relay_to`]);
 //! - the **driver**: [`Builder`] starts the reader and writer tasks.
 //!
 //! ```
@@ -70,7 +70,7 @@ pub use self::in_flight::CANCEL_REQUEST_METHOD;
 pub use self::lanes::Lane;
 pub use self::message::{Message, Notification, Request, Response, ResponseBody};
 pub use self::payload::RawJson;
-pub use self::relay::{Answer, relay};
+pub use self::relay::Answer;
 pub use self::responder::Responder;
 pub use self::response::PendingResponse;
 pub(crate) use self::response::decode_typed;

@@ -28,7 +28,7 @@ pub(crate) struct Slot {
     state: Mutex<SlotState>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct SlotState {
     arrived: Option<Result<RawJson, Error>>,
     waker: Option<Waker>,
@@ -40,6 +40,22 @@ struct SlotState {
     in_lane: bool,
     /// Nobody awaits the response any more.
     dropped: bool,
+    /// Takes the response in its lane's turn instead of a task ([`Slot::hand_over`]).
+    hook: Option<Hook>,
+}
+
+/// What takes a response in its lane's turn: see [`Slot::hand_over`].
+pub(crate) type Hook = Box<dyn FnOnce(Result<RawJson, Error>) + Send>;
+
+impl std::fmt::Debug for SlotState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotState")
+            .field("arrived", &self.arrived.is_some())
+            .field("in_lane", &self.in_lane)
+            .field("dropped", &self.dropped)
+            .field("handed_over", &self.hook.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Slot {
@@ -61,12 +77,14 @@ impl Slot {
         })
     }
 
-    /// The response goes to the task of `marks` now (one about to start): a task that relays
-    /// it, say, for work in a lane that sent the request.
-    pub(crate) fn hand_to(&self, marks: Arc<Marks>) {
+    /// The response goes to `hook`, called in the response's lane's turn (after what its peer
+    /// sent before it, before anything it sent after): for an answer passed on at once, which
+    /// needs neither a task nor a hold. Called with the connection's error if it ends first.
+    pub(crate) fn hand_over(&self, hook: Hook) {
         let mut state = lock(&self.state);
-        state.awaiter = Some(marks);
+        state.hook = Some(hook);
         state.in_lane = false;
+        state.awaiter = None;
     }
 
     /// Whether the response is awaited by work running in a lane (and must be delivered at
@@ -79,6 +97,11 @@ impl Slot {
     /// task has acted on the response (see the `hold` module): returns whether it was.
     pub(crate) fn fill(&self, result: Result<RawJson, Error>, hold: impl FnOnce() -> Hold) -> bool {
         let mut state = lock(&self.state);
+        if let Some(hook) = state.hook.take() {
+            drop(state);
+            hook(result);
+            return false;
+        }
         if state.dropped {
             return false;
         }
@@ -102,6 +125,11 @@ impl Slot {
     /// Hands the response over with no hold.
     pub(crate) fn fill_now(&self, result: Result<RawJson, Error>) {
         let mut state = lock(&self.state);
+        if let Some(hook) = state.hook.take() {
+            drop(state);
+            hook(result);
+            return;
+        }
         state.arrived = Some(result);
         let waker = state.waker.take();
         drop(state);

@@ -49,6 +49,12 @@ impl Responder {
         self.token.cancelled().await
     }
 
+    /// Runs `f` when the peer cancels the request (at once if it no longer waits for an
+    /// answer), without a task waiting for it.
+    pub(crate) fn on_cancel(&self, f: super::in_flight::OnCancel) {
+        self.conn.on_cancel(&self.id, f)
+    }
+
     /// Answers with a raw result or an error.
     pub fn answer_raw(self, result: Result<RawJson, Error>) {
         match result {

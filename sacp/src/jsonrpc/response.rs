@@ -105,10 +105,21 @@ impl<T: Send + 'static> PendingResponse<T> {
         self
     }
 
-    /// The connection the request went out on, and its slot (`None` if it could not be sent).
-    pub(crate) fn connection_and_slot(&self) -> Option<(Connection, Arc<Slot>)> {
-        let sent = self.state.as_ref().ok()?;
-        Some((sent.guard.conn.clone(), sent.guard.slot.clone()))
+    /// Where the response will meet its awaiter (`None` if the request could not be sent).
+    pub(crate) fn slot(&self) -> Option<Arc<Slot>> {
+        Some(self.state.as_ref().ok()?.guard.slot.clone())
+    }
+
+    /// Why the request could not be sent, if it could not.
+    pub(crate) fn failure(&self) -> Option<Error> {
+        self.state.as_ref().err().cloned()
+    }
+
+    /// Lets go of a request whose response was handed over elsewhere: nothing to cancel.
+    pub(crate) fn answered(self) {
+        if let Ok(mut sent) = self.state {
+            sent.guard.armed = false;
+        }
     }
 
     /// The id the request was sent with (`None` if it could not be sent).

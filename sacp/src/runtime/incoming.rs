@@ -143,12 +143,20 @@ impl Reply {
 }
 
 impl Answer for Reply {
-    fn cancelled(&self) -> impl Future<Output = ()> + Send + '_ {
-        self.responder.cancelled()
+    fn answer_now(
+        self,
+        result: Result<RawJson, Error>,
+    ) -> Result<(), (Self, Result<RawJson, Error>)> {
+        Reply::answer_raw(self, result);
+        Ok(())
     }
 
-    fn answer_raw(self, result: Result<RawJson, Error>) -> impl Future<Output = ()> + Send {
+    fn answer_later(self, result: Result<RawJson, Error>) -> impl Future<Output = ()> + Send {
         Reply::answer_raw(self, result);
         std::future::ready(())
+    }
+
+    fn on_cancel(&self, f: Box<dyn FnOnce() + Send>) {
+        self.responder.on_cancel(f)
     }
 }
