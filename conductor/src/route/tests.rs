@@ -470,3 +470,36 @@ fn a_later_initialize_cannot_switch_the_mode() {
         assert_eq!(to, 1);
     }
 }
+
+#[test]
+fn a_wrapped_message_with_scalar_params_is_refused_to_the_proxy_that_sent_it() {
+    let mut r = chain(2);
+    for params in [json!(-1), json!("text"), json!(true)] {
+        let (to, sent) = one(
+            &mut r,
+            1,
+            json!({"jsonrpc":"2.0","id":7,"method":"_proxy/successor/request",
+                   "params":{"method":"session/prompt","params":params}}),
+        );
+        assert_eq!(to, 1, "answered to the proxy, never passed on: {sent}");
+        assert_eq!(sent["id"], 7);
+        assert_eq!(sent["error"]["code"], -32602, "{sent}");
+        // A notification is dropped (notifications are never answered).
+        let (sent, fatal) = feed(
+            &mut r,
+            1,
+            json!({"jsonrpc":"2.0","method":"_proxy/successor/notification",
+                   "params":{"method":"session/cancel","params":params}}),
+        );
+        assert!(sent.is_empty() && fatal.is_none(), "{sent:?}");
+    }
+    // `null` inner params go on as absent.
+    let (to, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","method":"_proxy/successor/notification",
+               "params":{"method":"session/cancel","params":null}}),
+    );
+    assert_eq!(to, 2);
+    assert_eq!(sent, json!({"jsonrpc":"2.0","method":"session/cancel"}));
+}

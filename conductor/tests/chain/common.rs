@@ -242,13 +242,18 @@ impl Editor {
         id
     }
 
-    /// The next message, or `None` at the end of the agent's output.
-    pub(crate) async fn next_message(&mut self) -> Option<Value> {
-        let line = match tokio::time::timeout(PATIENCE, self.lines.next_line()).await {
-            Ok(Ok(line)) => line?,
+    /// The next line the agent wrote, as it wrote it; `None` at the end of its output.
+    pub(crate) async fn next_line(&mut self) -> Option<String> {
+        match tokio::time::timeout(PATIENCE, self.lines.next_line()).await {
+            Ok(Ok(line)) => line,
             Ok(Err(e)) => self.fail(&format!("cannot read from the agent: {e}")),
             Err(_) => self.fail("timed out waiting for a message"),
-        };
+        }
+    }
+
+    /// The next message, or `None` at the end of the agent's output.
+    pub(crate) async fn next_message(&mut self) -> Option<Value> {
+        let line = self.next_line().await?;
         match serde_json::from_str(&line) {
             Ok(value) => Some(value),
             Err(e) => self.fail(&format!(

@@ -13,4 +13,5 @@ mod mcp;
 mod processes;
 mod router;
 mod routing;
+mod strict;
 mod trace;

@@ -4,9 +4,14 @@
 //! `params`, `result` or `error` sit in the line; those payloads are slices of the line buffer,
 //! never parsed or copied. Encoding writes the envelope around the same bytes.
 //!
-//! Choices where JSON-RPC 2.0 leaves room (documented here because peers differ):
-//! - a missing `jsonrpc` member is accepted (some peers omit it); a present one must be `"2.0"`;
-//! - `params` of any JSON type is accepted and forwarded as it is;
+//! JSON-RPC 2.0 to the letter, at every edge (documented here because peers differ):
+//! - `jsonrpc` must be the string `"2.0"`, however it is escaped (`"2.\u0030"` is `"2.0"`); a
+//!   message without it, or with another value, is refused `-32600` (with the request's id when
+//!   it has one);
+//! - `params` must be an object or an array: a number, string or boolean is refused `-32600`
+//!   (with the request's id); `null` is taken as absent, as some peers send it;
+//! - ids are strings, numbers or `null`, echoed exactly as they came (a 2^70 or a fraction
+//!   included: see [`Id`]);
 //! - members the envelope does not define are ignored;
 //! - batches (arrays) are not part of ACP and are refused with `-32600`.
 
@@ -181,6 +186,21 @@ fn write_method<'a>(
     params
 }
 
+/// Whether `params` (its text) are there and structured: `Ok(true)` for an object or an array,
+/// `Ok(false)` for none or `null` (taken as absent), an invalid-request error for anything else.
+pub(crate) fn structured(params: Option<&str>) -> Result<bool, Error> {
+    let Some(text) = params else {
+        return Ok(false);
+    };
+    match text.trim_start().as_bytes().first() {
+        Some(b'{' | b'[') => Ok(true),
+        Some(b'n') => Ok(false),
+        _ => Err(Error::invalid_request(format!(
+            "params must be an object or an array, not {text}"
+        ))),
+    }
+}
+
 /// What reading one line produced.
 #[derive(Debug)]
 pub(crate) enum Parsed {
@@ -261,10 +281,21 @@ pub(crate) fn parse_line(line: &Bytes) -> Parsed {
             }
         },
     };
-    if let Some(v) = env.jsonrpc
-        && v.get() != r#""2.0""#
-    {
-        let error = Error::invalid_request(format!(r#"jsonrpc must be "2.0", not {}"#, v.get()));
+    let version = match env.jsonrpc {
+        // The fast path: the text of every message written as peers write it.
+        Some(v) if v.get() == r#""2.0""# => Ok(()),
+        Some(v) => match serde_json::from_str::<String>(v.get()) {
+            Ok(text) if text == "2.0" => Ok(()),
+            _ => Err(Error::invalid_request(format!(
+                r#"jsonrpc must be "2.0", not {}"#,
+                v.get()
+            ))),
+        },
+        None => Err(Error::invalid_request(
+            r#"a JSON-RPC 2.0 message needs "jsonrpc": "2.0""#,
+        )),
+    };
+    if let Err(error) = version {
         return match (env.method, id) {
             (None, Some(id)) => Parsed::BadResponse { id, error },
             (_, id) => invalid(id.unwrap_or(Id::Null), error),
@@ -278,7 +309,11 @@ pub(crate) fn parse_line(line: &Bytes) -> Parsed {
                 Error::invalid_request(format!("method must be a string, not {}", method.get())),
             );
         };
-        let params = env.params.map(slice);
+        let params = match structured(env.params.map(|raw| raw.get())) {
+            Ok(true) => env.params.map(slice),
+            Ok(false) => None,
+            Err(error) => return invalid(id.unwrap_or(Id::Null), error),
+        };
         return Parsed::Message(match id {
             Some(id) => Message::Request(Request { id, method, params }),
             None => Message::Notification(Notification { method, params }),
@@ -418,11 +453,44 @@ mod tests {
     }
 
     #[test]
-    fn missing_jsonrpc_member_is_tolerated() {
+    fn jsonrpc_must_be_the_string_2_0_however_escaped() {
         assert!(matches!(
-            message(r#"{"id":1,"method":"initialize","params":{}}"#),
+            message(r#"{"jsonrpc":"2.\u0030","id":1,"method":"m"}"#),
             Message::Request(_)
         ));
+        assert_eq!(
+            invalid_code(r#"{"id":1,"method":"initialize","params":{}}"#),
+            (Id::Number(1), -32600),
+            "a message without jsonrpc is refused"
+        );
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":2.0,"method":"n"}"#),
+            (Id::Null, -32600)
+        );
+        assert!(matches!(
+            parse(r#"{"id":1,"result":{}}"#),
+            Parsed::BadResponse {
+                id: Id::Number(1),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn params_must_be_structured_and_null_is_absent() {
+        for params in ["-1", r#""text""#, "true", "false", "3.5"] {
+            let request = format!(r#"{{"jsonrpc":"2.0","id":"r","method":"m","params":{params}}}"#);
+            assert_eq!(invalid_code(&request), (Id::from("r"), -32600), "{params}");
+            let notification = format!(r#"{{"jsonrpc":"2.0","method":"m","params":{params}}}"#);
+            assert_eq!(invalid_code(&notification), (Id::Null, -32600), "{params}");
+        }
+        let m = message(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#);
+        assert!(matches!(&m, Message::Request(r) if r.params.is_none()));
+        assert_eq!(m.to_line(), r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#);
+        let m = message(r#"{"jsonrpc":"2.0","method":"m","params": [1]}"#);
+        assert!(
+            matches!(&m, Message::Notification(n) if n.params.as_ref().unwrap().as_str() == "[1]")
+        );
     }
 
     #[test]

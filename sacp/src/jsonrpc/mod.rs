@@ -68,6 +68,7 @@ pub use self::handler::{Handler, Methods, Work};
 pub use self::id::Id;
 pub use self::in_flight::CANCEL_REQUEST_METHOD;
 pub use self::lanes::Lane;
+pub(crate) use self::message::structured as structured_params;
 pub use self::message::{Message, Notification, Request, Response, ResponseBody};
 pub use self::payload::RawJson;
 pub use self::relay::Answer;

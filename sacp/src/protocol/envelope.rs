@@ -50,22 +50,29 @@ pub fn unwrap(params: Option<&RawJson>) -> Result<(String, Option<RawJson>), Err
         ))
     };
     let params = params.ok_or_else(|| invalid("it has no params"))?;
-    if let Some((method, inner)) = params.envelope_parts() {
+    let (method, inner) = if let Some((method, inner)) = params.envelope_parts() {
         // Wrapped in this process: the parts are at hand.
-        return Ok((method.to_owned(), inner.cloned()));
+        (method.to_owned(), inner.cloned())
+    } else if let Some((method, inner)) = fast::members(params.as_bytes()) {
+        (
+            method.to_owned(),
+            inner.map(|(start, end)| params.slice(start..end)),
+        )
+    } else {
+        let wrapped: Wrapped<'_> =
+            serde_json::from_slice(params.as_bytes()).map_err(|e| invalid(&e.to_string()))?;
+        let method = wrapped
+            .method
+            .ok_or_else(|| invalid("`method` is missing or null"))?;
+        (method, wrapped.params.map(|raw| params.slice_of(raw)))
+    };
+    // The inner message goes on as a JSON-RPC message of its own: its params are an object or
+    // an array, or absent (`null` is taken as absent), never anything else.
+    match crate::jsonrpc::structured_params(inner.as_ref().map(RawJson::as_str)) {
+        Ok(true) => Ok((method, inner)),
+        Ok(false) => Ok((method, None)),
+        Err(e) => Err(invalid(&format!("the wrapped message's {}", e.message))),
     }
-    if let Some((method, inner)) = fast::members(params.as_bytes()) {
-        let inner = inner.map(|(start, end)| params.slice(start..end));
-        return Ok((method.to_owned(), inner));
-    }
-    let wrapped: Wrapped<'_> =
-        serde_json::from_slice(params.as_bytes()).map_err(|e| invalid(&e.to_string()))?;
-    let method = wrapped
-        .method
-        .ok_or_else(|| invalid("`method` is missing or null"))?;
-    // `"params": null` is a present null, which is what the inner message had.
-    let inner = wrapped.params.map(|raw| params.slice_of(raw));
-    Ok((method, inner))
 }
 
 /// Finding the two members without parsing the inner params again.
@@ -216,8 +223,18 @@ mod tests {
 
         let (method, params) = unwrap(Some(&raw(r#"{"method":"x/y"}"#))).unwrap();
         assert_eq!((method.as_str(), params), ("x/y", None));
+        // `null` inner params are taken as absent; scalars are refused, never passed on.
         let (_, params) = unwrap(Some(&raw(r#"{"method":"x","params":null}"#))).unwrap();
-        assert!(params.unwrap().is_null());
+        assert!(params.is_none());
+        for scalar in ["-1", r#""s""#, "true"] {
+            let text = format!(r#"{{"method":"x","params":{scalar}}}"#);
+            let err = unwrap(Some(&raw(&text))).unwrap_err();
+            assert_eq!(err.code, crate::jsonrpc::code::INVALID_PARAMS, "{scalar}");
+            assert!(
+                err.message.contains("params must be an object or an array"),
+                "{err}"
+            );
+        }
         let (method, _) = unwrap(Some(&raw(r#"{"method":"a\/b\u0021"}"#))).unwrap();
         assert_eq!(method, "a/b!");
     }
@@ -227,10 +244,10 @@ mod tests {
         let cases = [
             r#"{"method":"session/update","params":{"a":"}\"]","b":[{"c":[]}]}}"#,
             r#" { "params" : [1, "x\\"] , "_meta" : {"k":"\u0041"}, "method" : "m" } "#,
-            r#"{"method":"m","params":-1.5e3}"#,
-            r#"{"method":"m","params":null,"x":true}"#,
+            r#"{"method":"m","params":[-1.5e3]}"#,
+            r#"{"method":"m","params":{},"x":true}"#,
             r#"{"method":"m"}"#,
-            r#"{"_meta":{"method":"inner"},"method":"outer","params":"s"}"#,
+            r#"{"_meta":{"method":"inner"},"method":"outer","params":["s"]}"#,
         ];
         for case in cases {
             let fast = fast::members(case.as_bytes()).unwrap_or_else(|| panic!("{case}"));

@@ -182,12 +182,75 @@ async fn peer_ids_are_echoed_exactly() {
 }
 
 #[tokio::test]
-async fn requests_without_the_jsonrpc_member_are_tolerated() {
+async fn every_message_must_be_json_rpc_2_0_to_the_letter() {
     let (_conn, mut peer, _) = raw_peer_of(None);
-    peer.send(r#"{"id":1,"method":"test/double","params":{"n":4}}"#)
+    for (line, id) in [
+        // No `jsonrpc`, or not "2.0": refused with the request's id.
+        (
+            r#"{"id":1,"method":"test/double","params":{"n":4}}"#,
+            json!(1),
+        ),
+        (
+            r#"{"jsonrpc":"1.0","id":2,"method":"test/double","params":{"n":4}}"#,
+            json!(2),
+        ),
+        // Params that are neither an object nor an array.
+        (
+            r#"{"jsonrpc":"2.0","id":3,"method":"test/double","params":-1}"#,
+            json!(3),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"s","method":"test/double","params":"x"}"#,
+            json!("s"),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"test/double","params":true}"#,
+            json!(4),
+        ),
+        // A notification has no id to answer with.
+        (
+            r#"{"jsonrpc":"2.0","method":"test/tick","params":7}"#,
+            Value::Null,
+        ),
+    ] {
+        peer.send(line).await;
+        let answer = peer.recv().await;
+        assert_eq!(answer["id"], id, "{line}: {answer}");
+        assert_eq!(answer["error"]["code"], -32600, "{line}: {answer}");
+    }
+    // "2.0" however it is escaped is "2.0"; `null` params are absent; the connection lives.
+    peer.send(r#"{"jsonrpc":"2.\u0030","id":5,"method":"test/double","params":{"n":4}}"#)
         .await;
     assert_eq!(
         peer.recv().await,
-        json!({"jsonrpc":"2.0","id":1,"result":8})
+        json!({"jsonrpc":"2.0","id":5,"result":8})
     );
+    peer.send(r#"{"jsonrpc":"2.0","id":6,"method":"test/echo","params":null}"#)
+        .await;
+    let answer = peer.recv().await;
+    assert_eq!(answer["id"], 6, "{answer}");
+}
+
+#[tokio::test]
+async fn any_id_is_echoed_byte_for_byte() {
+    let (_conn, mut peer, _) = raw_peer_of(None);
+    for id in [
+        "1180591620717411303424",
+        "1.5",
+        "-0",
+        "1e3",
+        r#""\u00e9t\u00e9""#,
+        "9223372036854775807",
+    ] {
+        peer.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"test/double","params":{{"n":1}}}}"#
+        ))
+        .await;
+        let line = peer.recv_line().await;
+        assert_eq!(
+            line,
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":2}}"#),
+            "the id {id} came back changed"
+        );
+    }
 }

@@ -199,11 +199,16 @@ impl RawPeer {
 
     /// The next message the connection wrote.
     pub async fn recv(&mut self) -> Value {
-        let line = within("a line from the connection", self.lines.next_line())
+        let line = self.recv_line().await;
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// The next line, as it was written.
+    pub async fn recv_line(&mut self) -> String {
+        within("a line from the connection", self.lines.next_line())
             .await
             .unwrap()
-            .expect("the connection closed its output");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+            .expect("the connection closed its output")
     }
 
     /// `None` at the end of the connection's output.

@@ -34,9 +34,12 @@ async fn notifications_sent_before_a_request_are_handled_before_it() {
         p.a.notify(Tick { seq }).await.unwrap();
     }
     // The request's handler runs after all ticks, so by the time it answers they are counted.
-    within("echo after ticks", p.a.request(Echo(serde_json::json!(1))))
-        .await
-        .unwrap();
+    within(
+        "echo after ticks",
+        p.a.request(Echo(serde_json::json!([1]))),
+    )
+    .await
+    .unwrap();
     assert_eq!(p.seen_b.ticks.load(Ordering::SeqCst), 10_000);
     assert_eq!(p.seen_b.out_of_order.load(Ordering::SeqCst), 0);
 }

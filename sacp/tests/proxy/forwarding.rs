@@ -148,3 +148,41 @@ async fn cancelling_a_forwarded_request_cancels_it_downstream() {
     let answer = chain.request_as_editor("_ext/after", "{}").await.unwrap();
     assert_eq!(answer.as_str(), "{}", "the chain goes on working");
 }
+
+#[tokio::test]
+async fn a_wrapped_message_with_scalar_params_is_refused_never_passed_on() {
+    let chain = chain(PassThrough, empty_answers(), empty_answers());
+    for params in ["-1", r#""text""#, "true"] {
+        let wrapped = raw(&format!(
+            r#"{{"method":"session/update","params":{params}}}"#
+        ));
+        let err = within(
+            "the refusal",
+            chain.conductor.request_raw(
+                sacp::protocol::envelope::SUCCESSOR_REQUEST,
+                Some(wrapped.clone()),
+            ),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            err.code,
+            sacp::jsonrpc::code::INVALID_PARAMS,
+            "{params}: {err}"
+        );
+        chain
+            .conductor
+            .notify_raw(
+                sacp::protocol::envelope::SUCCESSOR_NOTIFICATION,
+                Some(wrapped),
+            )
+            .await
+            .unwrap();
+    }
+    // What comes after still goes through; nothing of the above ever did.
+    chain.notify_from_agent("_ext/after", "{}").await;
+    assert_eq!(
+        chain.wait_for_lines(1).await,
+        ["editor <- notification _ext/after {}"]
+    );
+}
