@@ -132,6 +132,12 @@ struct AgentArgs {
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     flush_timeout: humantime::Duration,
 
+    /// After the editor closes stdin and the components' stdins are closed: how long they get
+    /// between `SIGTERM` and `SIGKILL`, to save their sessions (agents people run do that on
+    /// `SIGTERM`, not at the end of stdin).
+    #[arg(long, value_name = "DURATION", default_value = "3s")]
+    term_grace: humantime::Duration,
+
     /// How the proxies' MCP servers reach an agent that does not speak MCP over ACP: `stdio`
     /// (the agent runs `conductor mcp PORT`), `http` (a streamable-HTTP endpoint on 127.0.0.1),
     /// or `auto`: HTTP when the agent declares `mcpCapabilities.http`, else stdio. Default: the
@@ -160,6 +166,7 @@ impl AgentArgs {
             trace_payloads: self.trace_payloads,
             eof_grace: self.eof_grace.into(),
             flush_timeout: self.flush_timeout.into(),
+            term_grace: self.term_grace.into(),
             launcher: std::env::current_exe().ok(),
             mcp_bridge: self.mcp_bridge,
             bridge_program: None,

@@ -10,9 +10,15 @@
 //! **Ending.** The chain ends when:
 //! - the editor closes the conductor's stdin: the requests it still has in flight get up to
 //!   [`Options::eof_grace`] (default 1 s) to be answered — `printf '<initialize>' | conductor
-//!   agent …` gets its answer — then the components' stdins are closed, they get 400 ms to
-//!   exit, then `SIGTERM`, then `SIGKILL`; the exit status is 0. (An editor that stops reading
-//!   the conductor's stdout ends the chain the same way, without the grace.)
+//!   agent …` gets its answer — and those still unanswered then get an error saying that the
+//!   editor closed the connection. Then the components' stdins are closed one after another,
+//!   in chain order: each component gets up to 400 ms to pass on what it still had and close
+//!   its output before the next one's stdin closes, so that what the editor sent just before
+//!   it left (a `session/cancel`, say) reaches the agent before its stdin closes. Then the
+//!   components get 400 ms to exit, then `SIGTERM`, then [`Options::term_grace`] (default 3 s)
+//!   to save their work and exit — agents people run save their session on `SIGTERM` rather
+//!   than at the end of stdin — then `SIGKILL`. The exit status is 0. (An editor that stops
+//!   reading the conductor's stdout ends the chain the same way, without the grace.)
 //! - a component exits or closes its stdout: every request the editor has in flight is
 //!   answered with an error naming the component, how it ended and its last stderr lines, and
 //!   nothing the chain sends after that reaches the editor; the other components get
@@ -58,10 +64,11 @@ const LAST_WORDS: Duration = Duration::from_millis(200);
 const SETTLED: Duration = Duration::from_millis(30);
 /// ...for this long at most; then the editor gets the error, and nothing more of the chain.
 const SETTLE_AT_MOST: Duration = Duration::from_millis(250);
-/// How long components get to exit on their own after their stdin is closed.
+/// How long components get to exit on their own after their stdin is closed; at a clean end,
+/// also how long each one gets to close its output before the next one's stdin is closed.
 const GRACE: Duration = Duration::from_millis(400);
-/// How long between `SIGTERM` and `SIGKILL`.
-const TERM_GRACE: Duration = Duration::from_millis(250);
+/// How long between `SIGTERM` and `SIGKILL` when the chain fails or is stopped by a signal.
+const URGENT_TERM_GRACE: Duration = Duration::from_millis(250);
 /// What the conductor does besides routing.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -75,6 +82,9 @@ pub struct Options {
     /// At the end, how long answers still owed to the editor may take to be written. Default
     /// 5 s.
     pub flush_timeout: Duration,
+    /// At a clean end (the editor closed stdin), how long components get between `SIGTERM` and
+    /// `SIGKILL`, to save their sessions. Default 3 s.
+    pub term_grace: Duration,
     /// Starts each component through this executable's launcher (`conductor __launch`), so
     /// that components die with the conductor even when it is killed. `None` starts them
     /// directly. The `conductor` binary sets its own path.
@@ -94,6 +104,7 @@ impl Default for Options {
             trace_payloads: false,
             eof_grace: Duration::from_secs(1),
             flush_timeout: Duration::from_secs(5),
+            term_grace: Duration::from_secs(3),
             launcher: None,
             mcp_bridge: None,
             bridge_program: None,
@@ -275,6 +286,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         down,
         eof_grace: options.eof_grace,
         flush_timeout: options.flush_timeout,
+        term_grace: options.term_grace,
     };
     // The loop runs as a task of its own, not as the caller's future: a current-thread
     // runtime polls its I/O driver (one `epoll_wait`) each time it comes back to the future it
@@ -337,6 +349,10 @@ impl Member {
 #[derive(Debug)]
 struct Ending {
     exit: Exit,
+    /// At a clean end, the component whose stdin closed last, while it passes on what it
+    /// still had, and until when it may: the next one's stdin closes when it closes its output
+    /// (or exits), or then.
+    closing: Option<(usize, Instant)>,
     term_at: Option<Instant>,
     kill_at: Option<Instant>,
     give_up_at: Instant,
@@ -360,6 +376,7 @@ struct Conductor {
     down: Arc<Account>,
     eof_grace: Duration,
     flush_timeout: Duration,
+    term_grace: Duration,
 }
 
 impl Conductor {
@@ -462,11 +479,13 @@ impl Conductor {
                 }
                 self.members[position - 1].eof = true;
                 self.check(position);
+                self.on_closed_while_ending(position);
             }
             Event::WriteFailed(position, e) => {
                 tracing::debug!(position, "the component stopped reading: {e}");
                 self.members[position - 1].eof = true;
                 self.check(position);
+                self.on_closed_while_ending(position);
             }
             Event::Exited(position, status) => {
                 let member = &mut self.members[position - 1];
@@ -479,6 +498,7 @@ impl Conductor {
                     }
                 }
                 self.check(position);
+                self.on_closed_while_ending(position);
             }
         }
     }
@@ -545,6 +565,18 @@ impl Conductor {
             && (self.router.editor_requests_in_flight() == 0 || Instant::now() >= until)
         {
             self.draining = None;
+            if self.router.editor_requests_in_flight() > 0 {
+                // Named for who left: the components only see their input end.
+                let error = Error::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "the editor closed its connection to the conductor (stdin) while this                          request was in flight, and it was not answered within {:?}",
+                        self.eof_grace
+                    ),
+                );
+                self.router.fail_all(&error, &mut self.deliveries);
+                self.deliver(None);
+            }
             self.begin_end(Exit::Clean, false);
         }
     }
@@ -608,34 +640,94 @@ impl Conductor {
     }
 
     /// Starts ending the chain (the first reason wins): closes the components' input, and
-    /// plans the signals.
+    /// plans the signals. An urgent end (a failure, a signal) closes every input at once; a
+    /// clean one closes them in chain order (see the module docs).
     fn begin_end(&mut self, exit: Exit, urgent: bool) {
         if self.ending.is_some() {
             return;
         }
         self.bridges.end_all();
-        for outbox in self.outboxes.iter_mut().skip(1) {
-            if let Some(outbox) = outbox.take() {
-                tokio::spawn(outbox.close());
-            }
-        }
         let now = Instant::now();
-        let term_at = if urgent { now } else { now + GRACE };
-        self.ending = Some(Ending {
-            exit,
-            term_at: Some(term_at),
-            kill_at: Some(term_at + TERM_GRACE),
-            give_up_at: term_at + TERM_GRACE + LAST_WORDS,
-        });
+        if urgent {
+            for position in 1..=self.members.len() {
+                self.close_input(position);
+            }
+            self.ending = Some(Ending {
+                exit,
+                closing: None,
+                term_at: Some(now),
+                kill_at: Some(now + URGENT_TERM_GRACE),
+                give_up_at: now + URGENT_TERM_GRACE + LAST_WORDS,
+            });
+        } else {
+            self.ending = Some(Ending {
+                exit,
+                closing: None,
+                term_at: None,
+                kill_at: None,
+                give_up_at: now,
+            });
+            self.close_next(0);
+        }
         self.on_deadlines();
+    }
+
+    /// At a clean end: closes the input of the component after `position` (0: the first), or,
+    /// when all are closed, plans the signals.
+    fn close_next(&mut self, position: usize) {
+        let now = Instant::now();
+        let Some(ending) = &mut self.ending else {
+            return;
+        };
+        if position < self.members.len() {
+            ending.closing = Some((position + 1, now + GRACE));
+            ending.give_up_at = now + GRACE + LAST_WORDS;
+            self.close_input(position + 1);
+            // One that has already ended has nothing more to pass on.
+            let member = &self.members[position];
+            if member.eof || !member.alive() {
+                self.close_next(position + 1);
+            }
+            return;
+        }
+        let term_at = now + GRACE;
+        ending.closing = None;
+        ending.term_at = Some(term_at);
+        ending.kill_at = Some(term_at + self.term_grace);
+        ending.give_up_at = term_at + self.term_grace + LAST_WORDS;
+    }
+
+    /// Closes the stdin of the component at `position`, after what is queued for it.
+    fn close_input(&mut self, position: usize) {
+        if let Some(outbox) = self.outboxes[position].take() {
+            tokio::spawn(outbox.close());
+        }
+    }
+
+    /// At a clean end, the component at `position` closed its output or exited: the next one's
+    /// stdin may close.
+    fn on_closed_while_ending(&mut self, position: usize) {
+        if let Some(Ending {
+            closing: Some((closing, _)),
+            ..
+        }) = &self.ending
+            && *closing == position
+        {
+            self.close_next(position);
+        }
     }
 
     fn next_deadline(&self) -> Option<Instant> {
         let ending = self.ending.as_ref().map(|e| {
-            [e.term_at, e.kill_at, Some(e.give_up_at)]
-                .into_iter()
-                .flatten()
-                .min()
+            [
+                e.closing.map(|(_, until)| until),
+                e.term_at,
+                e.kill_at,
+                Some(e.give_up_at),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
         });
         self.members
             .iter()
@@ -651,6 +743,14 @@ impl Conductor {
         let now = Instant::now();
         if self.failing.as_ref().is_some_and(|f| f.due() <= now) {
             self.fail_now();
+        }
+        if let Some(Ending {
+            closing: Some((position, until)),
+            ..
+        }) = self.ending
+            && until <= now
+        {
+            self.close_next(position);
         }
         if let Some(ending) = &mut self.ending {
             let signal = if ending.kill_at.is_some_and(|at| at <= now) {

@@ -1,21 +1,106 @@
-//! A deterministic ACP agent for tests and benchmarks: `test-agent [--mcp-acp|--mcp-http]`; see
-//! `sacp_examples::test_agent`.
+//! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
+//!
+//! `test-agent [--mcp-acp|--mcp-http] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm]`:
+//! - `--mcp-acp`, `--mcp-http`: how it takes MCP servers (see the module docs);
+//! - `--ignore-eof`: keeps running after its stdin ends, as the agents people run do (they end
+//!   on a signal);
+//! - `--on-sigterm FILE`: on `SIGTERM`, writes `saved` to `FILE` (its session, as a real agent
+//!   would save it) and exits 0;
+//! - `--ignore-sigterm`: takes no notice of `SIGTERM` (only `SIGKILL` ends it).
+
+use std::path::PathBuf;
 
 use sacp_examples::test_agent::TestAgent;
+use tokio::signal::unix::{SignalKind, signal};
+
+/// How it was asked to behave.
+#[derive(Default)]
+struct Args {
+    agent: Option<TestAgent>,
+    ignore_eof: bool,
+    on_sigterm: Option<PathBuf>,
+    ignore_sigterm: bool,
+}
+
+fn args() -> Result<Args, String> {
+    let mut args = Args::default();
+    let mut words = std::env::args().skip(1);
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "--mcp-acp" if args.agent.is_none() => {
+                args.agent = Some(TestAgent::speaking_mcp_over_acp())
+            }
+            "--mcp-http" if args.agent.is_none() => {
+                args.agent = Some(TestAgent::with_mcp_over_http())
+            }
+            "--ignore-eof" => args.ignore_eof = true,
+            "--ignore-sigterm" => args.ignore_sigterm = true,
+            "--on-sigterm" => {
+                let file = words.next().ok_or("--on-sigterm needs a FILE")?;
+                args.on_sigterm = Some(file.into());
+            }
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?}; expected --mcp-acp or --mcp-http, \
+                     --ignore-eof, --on-sigterm FILE, --ignore-sigterm"
+                ));
+            }
+        }
+    }
+    Ok(args)
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> sacp::Result<()> {
     sacp_examples::init_logging();
-    let agent = match std::env::args().nth(1).as_deref() {
-        None => TestAgent::default(),
-        Some("--mcp-acp") => TestAgent::speaking_mcp_over_acp(),
-        Some("--mcp-http") => TestAgent::with_mcp_over_http(),
-        Some(other) => {
-            eprintln!(
-                "test-agent: unknown argument {other:?}; expected nothing, --mcp-acp or --mcp-http"
-            );
+    let args = match args() {
+        Ok(args) => args,
+        Err(why) => {
+            eprintln!("test-agent: {why}");
             std::process::exit(2);
         }
     };
-    sacp::agent::serve_stdio(agent).await
+    // Listening for SIGTERM replaces its default (the end of the process): only when asked.
+    let mut terms = if args.on_sigterm.is_some() || args.ignore_sigterm {
+        Some(signal(SignalKind::terminate())?)
+    } else {
+        None
+    };
+    let agent = args.agent.unwrap_or_default();
+    let served = tokio::select! {
+        served = sacp::agent::serve_stdio(agent) => Some(served),
+        () = sigterm(&mut terms) => None,
+    };
+    match served {
+        Some(served) if !args.ignore_eof => return served,
+        Some(served) => {
+            tracing::info!(?served, "stdin ended; going on until a signal");
+            // Without a handler, SIGTERM's default ends the process here.
+            sigterm(&mut terms).await;
+        }
+        None => {}
+    }
+    // A SIGTERM came, and it is listened for.
+    loop {
+        if let Some(file) = &args.on_sigterm {
+            std::fs::write(file, "saved")?;
+            eprintln!(
+                "test-agent: saved to {} on SIGTERM; exiting",
+                file.display()
+            );
+            std::process::exit(0);
+        }
+        eprintln!("test-agent: SIGTERM taken no notice of");
+        sigterm(&mut terms).await;
+    }
+}
+
+/// Completes on the next `SIGTERM`, if it is listened for (never otherwise).
+async fn sigterm(terms: &mut Option<tokio::signal::unix::Signal>) {
+    match terms {
+        Some(terms) => {
+            terms.recv().await;
+        }
+        None => std::future::pending().await,
+    }
 }

@@ -11,7 +11,7 @@
 //! | `permission` | asks the client `session/request_permission` and says what it chose |
 //! | `read PATH` | reads `PATH` through the client's `fs/read_text_file` and echoes it |
 //! | `sleep MS` | waits `MS` milliseconds (a `session/cancel` ends it early), then echoes |
-//! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` |
+//! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` (saying so on stderr) |
 //! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3) |
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
@@ -270,6 +270,8 @@ impl TestAgent {
                 let turn = cx.turn(&session);
                 say("waiting".to_owned()).await?;
                 turn.cancelled().await;
+                // For tests that watch its stderr: the cancel reached it.
+                eprintln!("test-agent: the turn of {} was cancelled", session.0);
                 return Ok(PromptResponse::new(StopReason::Cancelled));
             }
             ["crash", rest @ ..] => {

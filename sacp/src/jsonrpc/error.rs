@@ -172,6 +172,14 @@ impl From<serde_json::Error> for Error {
     }
 }
 
+/// An I/O failure in a handler (a file it reads, a process it starts) answers its request as an
+/// internal error that says what failed.
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::internal_error(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
