@@ -68,6 +68,20 @@ impl Backend {
         self.ended_news.notify_waiters();
     }
 
+    /// The error of a backend that is alive but refused to start its work (its `initialize`
+    /// failed): it names the backend, its workspace, and what it said.
+    pub(super) fn failure_with(&self, error: &Error) -> Error {
+        Error::internal_error(format!(
+            "the backend of workspace {:?} (`{}`) refused to start: {}",
+            self.workspace.name, self.workspace.command, error.message
+        ))
+        .with_data(serde_json::json!({
+            "workspace": self.workspace.name,
+            "root": self.workspace.root,
+            "command": self.workspace.command,
+        }))
+    }
+
     /// The error its sessions' requests get once it ended: it names the backend and its
     /// workspace. Waits a little for the news of its end, which may come after the request
     /// failed.

@@ -15,6 +15,14 @@ use sacp::jsonrpc::{Error, RawJson};
 /// backend = "docker exec -i ws-{workspace} claude-agent-acp"   # the default template
 /// idle_timeout = "10m"
 ///
+/// # What the router answers to `initialize` (it answers it itself, and replays the editor's
+/// # `initialize` to each backend it starts): `agentCapabilities` as ACP writes them. The
+/// # default is below; say what your backends can do.
+/// [capabilities]
+/// loadSession = true
+/// promptCapabilities = { image = true, embeddedContext = true }
+/// sessionCapabilities = { list = {}, close = {} }
+///
 /// [[rule]]
 /// prefix = "/home/me/work"                 # sessions whose cwd is under it...
 /// backend = "ssh box agent --acp --cwd {cwd}"  # ...run here (optional: the default otherwise)
@@ -34,9 +42,10 @@ pub struct Config {
     /// How long a backend without sessions lives on (default 10 minutes).
     #[serde(default, with = "humane_duration")]
     pub idle_timeout: Option<Duration>,
-    /// What `initialize` answers, instead of what the first backend answered.
-    #[serde(skip)]
-    pub capabilities: Option<RawJson>,
+    /// The `agentCapabilities` the router answers `initialize` with (as ACP writes them); the
+    /// default is [`Config::DEFAULT_CAPABILITIES`].
+    #[serde(default)]
+    pub capabilities: Option<serde_json::Value>,
 }
 
 /// Where the sessions of a part of the file system run.
@@ -140,6 +149,25 @@ impl Config {
         })
     }
 
+    /// What the router says it can do when the configuration does not say: sessions load and
+    /// are listed and closed (the router does all three across backends), prompts may carry
+    /// images and embedded context (what the agents people run take).
+    pub const DEFAULT_CAPABILITIES: &str = r#"{"loadSession":true,"promptCapabilities":{"image":true,"embeddedContext":true},"sessionCapabilities":{"list":{},"close":{}}}"#;
+
+    /// The answer to the editor's `initialize`: ACP v1, the configured capabilities.
+    pub fn initialize_result(&self) -> Result<RawJson, Error> {
+        let capabilities = match &self.capabilities {
+            Some(capabilities) => capabilities.clone(),
+            None => serde_json::from_str(Self::DEFAULT_CAPABILITIES)?,
+        };
+        RawJson::to_raw(&serde_json::json!({
+            "protocolVersion": 1,
+            "agentCapabilities": capabilities,
+            "authMethods": [],
+            "agentInfo": {"name": "sacp-router", "version": env!("CARGO_PKG_VERSION")},
+        }))
+    }
+
     /// How long a backend without sessions lives on.
     pub fn idle_timeout(&self) -> Duration {
         self.idle_timeout.unwrap_or(Duration::from_secs(600))
@@ -170,6 +198,32 @@ mod humane_duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    /// The README's config file reads, durations in the command line's grammar.
+    #[test]
+    fn the_readme_config_reads() {
+        let readme = include_str!("../../../README.md");
+        let start = readme
+            .find("```toml\nbackend = \"docker exec")
+            .expect("the README shows a config");
+        let text = &readme[start + "```toml\n".len()..];
+        let text = &text[..text.find("```").unwrap()];
+        let config: Config = toml::from_str(text).unwrap();
+        assert_eq!(config.idle_timeout(), Duration::from_secs(600));
+        assert_eq!(config.rules.len(), 1);
+        let default: Value = serde_json::from_str(Config::DEFAULT_CAPABILITIES).unwrap();
+        assert_eq!(
+            config.capabilities,
+            Some(default),
+            "the README shows the default"
+        );
+        let answer: Value = config.initialize_result().unwrap().parse().unwrap();
+        assert_eq!(answer["protocolVersion"], 1);
+        let timed: Config = toml::from_str("idle_timeout = \"1h 30m\"").unwrap();
+        assert_eq!(timed.idle_timeout(), Duration::from_secs(5400));
+        assert!(toml::from_str::<Config>("idle_timeout = 90").is_err());
+    }
 
     #[test]
     fn the_longest_rule_wins_and_paths_are_translated() {

@@ -1,10 +1,13 @@
 //! A session router: one ACP agent for the editor that runs every session on an agent process
 //! of the session's own workspace (a *backend*).
 //!
-//! The editor sees one agent. [`serve`] answers `initialize` itself (with what the first
-//! backend answered, or [`Config::capabilities`]) and, for each `session/new`, picks the
-//! workspace of its `cwd` ([`Config::workspace_for`]), starts that workspace's backend through
-//! a [`Launcher`] (or reuses it: one process and one `initialize` per workspace), translates
+//! The editor sees one agent. [`serve`] answers `initialize` itself, from its configuration
+//! ([`Config::capabilities`], ACP v1), as the design has it ("respond with proxy capabilities,
+//! cache for forwarding to agents later"): no backend starts for it, since a backend runs for a
+//! workspace and may only be able to run there (`docker exec -i ws-{workspace} …`). For each
+//! `session/new` it picks the workspace of its `cwd` ([`Config::workspace_for`]), starts that
+//! workspace's backend through a [`Launcher`] (or reuses it: one process per workspace),
+//! replays the editor's `initialize` (and `authenticate`, if it came) to it, translates
 //! the paths (`cwd`, stdio MCP servers' `command`, `args` and `cwd`) from the host's to the
 //! backend's, and keeps the session → backend table. Then:
 //!
@@ -22,7 +25,9 @@
 //! - a backend ends when its last session is closed or deleted (`session/close`,
 //!   `session/delete`), after [`Config::idle_timeout`] without sessions, and when the editor
 //!   closes the connection; one that crashes fails its sessions' requests with an error that
-//!   names it and its workspace, and the next `session/new` there starts a fresh one.
+//!   names it and its workspace, and the next `session/new` there starts a fresh one; one that
+//!   cannot start fails that `session/new` with an error naming the workspace and the command,
+//!   and the router goes on serving the others.
 //!
 //! The process side — starting commands, process groups, how a process ended — is the
 //! [`Launcher`]'s: `conductor route` has one.

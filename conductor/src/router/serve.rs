@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::backend::Backend;
 use super::rewrite::{list_sessions, session_of, translate_paths, with_session};
@@ -26,8 +26,8 @@ struct Router {
     editor: OnceLock<Connection>,
     /// The editor's `initialize` params, for every backend.
     init_params: Mutex<Option<RawJson>>,
-    /// What the first backend answered to `initialize`.
-    init_result: Mutex<Option<RawJson>>,
+    /// The editor's `authenticate` params, for every backend started after it.
+    auth_params: Mutex<Option<RawJson>>,
     /// One slot per workspace root: the live backend, started once.
     slots: Mutex<HashMap<PathBuf, Arc<Slot>>>,
     /// Every session: the editor's id → its backend, and the backend's own id.
@@ -46,7 +46,7 @@ pub async fn serve(
         launcher: Box::new(launcher),
         editor: OnceLock::new(),
         init_params: Mutex::default(),
-        init_result: Mutex::default(),
+        auth_params: Mutex::default(),
         slots: Mutex::default(),
         sessions: Mutex::default(),
     });
@@ -130,36 +130,17 @@ impl Router {
         }
     }
 
+    /// Answers `initialize` itself, from the configuration: no backend starts for it (a
+    /// backend runs for a workspace a session asked for, and may only be able to run there).
+    /// The editor's params are kept for each backend it starts.
     async fn initialize(self: Arc<Self>, params: Option<RawJson>) -> Result<RawJson, Error> {
-        *locked(&self.init_params) = params.clone();
-        if let Some(answer) = &self.config.capabilities {
-            return Ok(answer.clone());
-        }
-        // The first backend's answer stands for all: start the one of the router's own
-        // directory (it ends after the idle timeout if no session comes to it).
-        let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        match self.config.workspace_for(&here) {
-            Ok(workspace) => {
-                self.backend(workspace).await?;
-                locked(&self.init_result)
-                    .clone()
-                    .ok_or_else(|| Error::internal_error("no backend answered initialize"))
-            }
-            Err(_) => {
-                let version = params
-                    .as_ref()
-                    .and_then(|p| p.parse::<Value>().ok())
-                    .and_then(|p| p.get("protocolVersion").cloned())
-                    .unwrap_or(json!(1));
-                RawJson::to_raw(&json!({
-                    "protocolVersion": version,
-                    "agentCapabilities": {"loadSession": true}
-                }))
-            }
-        }
+        *locked(&self.init_params) = params;
+        self.config.initialize_result()
     }
 
+    /// Passes `authenticate` to every live backend, and keeps it for the ones started later.
     async fn authenticate(&self, params: Option<RawJson>) -> Result<RawJson, Error> {
+        *locked(&self.auth_params) = params.clone();
         let mut answer = RawJson::to_raw(&json!({}))?;
         for backend in self.live_backends() {
             answer = backend
@@ -205,21 +186,25 @@ impl Router {
                 router.forget(&backend);
             }
         });
-        let params = locked(&self.init_params).clone();
-        let answer = conn.request_raw("initialize", params).await;
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(e) => {
-                let failure = if e.is_peer_closed() {
-                    backend.failure().await
-                } else {
-                    e
-                };
-                backend.process.stop();
-                return Err(failure);
+        // The editor's `initialize` (and `authenticate`, if it came), replayed.
+        let init = locked(&self.init_params).clone();
+        let auth = locked(&self.auth_params).clone();
+        let replayed = async {
+            conn.request_raw("initialize", init).await?;
+            if auth.is_some() {
+                conn.request_raw("authenticate", auth).await?;
             }
+            Ok::<_, Error>(())
         };
-        locked(&self.init_result).get_or_insert(answer);
+        if let Err(e) = replayed.await {
+            let failure = if e.is_peer_closed() {
+                backend.failure().await
+            } else {
+                backend.failure_with(&e)
+            };
+            backend.process.stop();
+            return Err(failure);
+        }
         *slot = Some(backend.clone());
         self.idle_check(&backend);
         Ok(backend)

@@ -376,3 +376,81 @@ async fn a_backend_left_without_sessions_stops_after_the_idle_timeout() {
     editor.close_and_expect_a_clean_exit().await;
     let _ = std::fs::remove_dir_all(ws[0].parent().unwrap());
 }
+
+#[tokio::test]
+async fn the_router_answers_initialize_itself_and_starts_backends_only_for_sessions() {
+    // A backend that cannot start anywhere: `initialize` is still answered.
+    let ws = workspaces(&["broken", "fine"]);
+    let args = vec![
+        "route".to_owned(),
+        "--backend".to_owned(),
+        "false".to_owned(),
+    ];
+    let mut editor = Editor::start_in(conductor(), &args, &[], true, Some(&ws[0]));
+    let init = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    assert_eq!(
+        init["result"]["agentCapabilities"]["loadSession"], true,
+        "{init}"
+    );
+    let conductor_pid = editor.pid();
+    assert_eq!(
+        processes_tagged(&editor.tag),
+        [conductor_pid],
+        "no backend process before a session asks for one"
+    );
+    editor.close_and_expect_a_clean_exit().await;
+
+    // One workspace's backend cannot start, the other's can: only the first fails, by name.
+    let config = ws[0].parent().unwrap().join("router.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "backend = {:?}\n[[rule]]\nprefix = {:?}\nbackend = \"false\"\n\n[capabilities]\nloadSession = false\n",
+            quoted(&agent()),
+            ws[0],
+        ),
+    )
+    .unwrap();
+    let args = vec![
+        "route".to_owned(),
+        "--config".to_owned(),
+        config.to_string_lossy().into_owned(),
+    ];
+    let mut editor = Editor::start_in(conductor(), &args, &[], true, Some(&ws[1]));
+    let init = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    assert_eq!(
+        init["result"]["agentCapabilities"],
+        json!({"loadSession": false}),
+        "the configured capabilities: {init}"
+    );
+    assert!(
+        backends(&editor).is_empty(),
+        "no backend runs for the router's own directory"
+    );
+    let failed = editor
+        .request("session/new", json!({"cwd": ws[0], "mcpServers": []}))
+        .await;
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(r#"workspace "broken""#) && message.contains("`false`"),
+        "{failed}"
+    );
+    let session = new_session(&mut editor, &ws[1]).await;
+    let (answer, said) = ask(&mut editor, &session, "still serving").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(said, ["still serving"]);
+    assert_eq!(backends(&editor).len(), 1);
+    editor.close_and_expect_a_clean_exit().await;
+    let _ = std::fs::remove_dir_all(ws[0].parent().unwrap());
+}
