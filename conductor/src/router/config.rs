@@ -220,6 +220,14 @@ mod tests {
         );
         let answer: Value = config.initialize_result().unwrap().parse().unwrap();
         assert_eq!(answer["protocolVersion"], 1);
+        // The recipes for backends on other machines read too.
+        let start = readme
+            .find("```toml\n# Over ssh")
+            .expect("the README shows the recipes");
+        let text = &readme[start + "```toml\n".len()..];
+        let recipes: Config = toml::from_str(&text[..text.find("```").unwrap()]).unwrap();
+        assert_eq!(recipes.rules.len(), 3);
+        assert!(recipes.rules.iter().all(|r| r.translate.is_some()));
         let timed: Config = toml::from_str("idle_timeout = \"1h 30m\"").unwrap();
         assert_eq!(timed.idle_timeout(), Duration::from_secs(5400));
         assert!(toml::from_str::<Config>("idle_timeout = 90").is_err());

@@ -13,6 +13,7 @@ mod mcp;
 #[path = "../../benches/support/processes.rs"]
 mod processes;
 mod router;
+mod router_ssh;
 mod routing;
 mod strict;
 mod trace;

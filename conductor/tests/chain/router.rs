@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::common::*;
 
 /// Workspaces named `names` (each a directory with a `.git`), in a fresh directory.
-fn workspaces(names: &[&str]) -> Vec<PathBuf> {
+pub(crate) fn workspaces(names: &[&str]) -> Vec<PathBuf> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let base = std::env::temp_dir().join(format!(
@@ -35,7 +35,7 @@ fn route_args(extra: &[&str]) -> Vec<String> {
 }
 
 /// The backends: the test agents started by this editor, with their working directories.
-fn backends(editor: &Editor) -> Vec<(u32, PathBuf)> {
+pub(crate) fn backends(editor: &Editor) -> Vec<(u32, PathBuf)> {
     processes_tagged(&editor.tag)
         .into_iter()
         .filter(|pid| crate::processes::name(*pid) == "test-agent")
@@ -43,7 +43,7 @@ fn backends(editor: &Editor) -> Vec<(u32, PathBuf)> {
         .collect()
 }
 
-async fn initialize(editor: &mut Editor) {
+pub(crate) async fn initialize(editor: &mut Editor) {
     let init = editor
         .request(
             "initialize",
@@ -53,7 +53,7 @@ async fn initialize(editor: &mut Editor) {
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
 }
 
-async fn new_session(editor: &mut Editor, cwd: &Path) -> String {
+pub(crate) async fn new_session(editor: &mut Editor, cwd: &Path) -> String {
     let answer = editor
         .request("session/new", json!({"cwd": cwd, "mcpServers": []}))
         .await;
@@ -64,7 +64,7 @@ async fn new_session(editor: &mut Editor, cwd: &Path) -> String {
 }
 
 /// What the agent says (its message chunks) in answer to `text` in `session`.
-async fn ask(editor: &mut Editor, session: &str, text: &str) -> (Value, Vec<String>) {
+pub(crate) async fn ask(editor: &mut Editor, session: &str, text: &str) -> (Value, Vec<String>) {
     let from = editor.transcript.len();
     let answer = editor.prompt(session, text).await;
     let said = editor.transcript[from..]
