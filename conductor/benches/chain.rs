@@ -3,10 +3,10 @@
 //! measured in the same run.
 //!
 //! ```text
-//! cargo bench -p sacp-conductor --bench chain            # full run
-//! cargo bench -p sacp-conductor --bench chain -- 0.1     # a tenth of the work (smoke run)
-//! cargo bench -p sacp-conductor --bench chain -- 0.3 runs=3  # 3 interleaved runs, medians
-//! cargo bench -p sacp-conductor --bench chain -- 0.1 only=in-process  # direct + matching rows
+//! cargo bench -p sacp-chain --bench chain            # full run
+//! cargo bench -p sacp-chain --bench chain -- 0.1     # a tenth of the work (smoke run)
+//! cargo bench -p sacp-chain --bench chain -- 0.3 runs=3  # 3 interleaved runs, medians
+//! cargo bench -p sacp-chain --bench chain -- 0.1 only=in-process  # direct + matching rows
 //! ```
 //!
 //! Every process is real (release builds, cargo-built), talking over pipes. For each chain
@@ -297,7 +297,7 @@ fn built_example(name: &str) -> PathBuf {
         "build",
         "--quiet",
         "-p",
-        "sacp-conductor",
+        "sacp-chain",
         "--example",
         name,
     ]);

@@ -2,8 +2,8 @@
 //! ways at once, with random cancellations; every message checked, memory sampled throughout.
 //!
 //! ```text
-//! cargo bench -p sacp-conductor --bench soak            # 1,000,000 messages
-//! cargo bench -p sacp-conductor --bench soak -- 0.1     # a tenth
+//! cargo bench -p sacp-chain --bench soak            # 1,000,000 messages
+//! cargo bench -p sacp-chain --bench soak -- 0.1     # a tenth
 //! ```
 //!
 //! Three kinds of traffic run side by side, on sessions of their own:

@@ -3,8 +3,8 @@
 //! for 10 s, then everything.
 //!
 //! ```text
-//! cargo bench -p sacp-conductor --bench stalled            # 1,000,000 updates, 10 s stall
-//! cargo bench -p sacp-conductor --bench stalled -- 0.1     # a tenth of the updates, 1 s stall
+//! cargo bench -p sacp-chain --bench stalled            # 1,000,000 updates, 10 s stall
+//! cargo bench -p sacp-chain --bench stalled -- 0.1     # a tenth of the updates, 1 s stall
 //! ```
 //!
 //! Every process is real (release builds), talking over pipes. It reports the peak RSS

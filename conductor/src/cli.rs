@@ -19,10 +19,14 @@ Examples:
 An editor runs the conductor as its agent. In Zed's settings.json:
   \"agent_servers\": {
     \"Sparkle\": {
+      \"type\": \"custom\",
       \"command\": \"conductor\",
-      \"args\": [\"agent\", \"sparkle-proxy\", \"my-agent --acp\"]
+      \"args\": [\"agent\", \"sparkle\", \"my-agent --acp\"],
+      \"env\": {}
     }
   }
+In JetBrains' ~/.jetbrains/acp.json, the same entry without \"type\", with the absolute path
+of conductor as the command.
 
 Logs go to stderr, filtered by RUST_LOG (default: warn); stdout carries only the protocol.";
 

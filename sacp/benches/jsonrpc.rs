@@ -2,8 +2,8 @@
 //! Tokio runtime, so every figure includes both ends' work.
 //!
 //! ```text
-//! cargo bench -p sacp --bench jsonrpc            # full run
-//! cargo bench -p sacp --bench jsonrpc -- 0.1     # a tenth of the work (smoke run)
+//! cargo bench -p sacp-sdk --bench jsonrpc            # full run
+//! cargo bench -p sacp-sdk --bench jsonrpc -- 0.1     # a tenth of the work (smoke run)
 //! ```
 //!
 //! Reports, over the in-process channel transport and over a pair of OS pipes:

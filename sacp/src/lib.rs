@@ -65,3 +65,8 @@ pub use crate::jsonrpc::{Error, Result};
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The crate's own README (what crates.io shows), compiled the same way.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

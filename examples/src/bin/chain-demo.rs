@@ -52,7 +52,7 @@ async fn ask<T>(
 }
 
 async fn run() -> Result<(), String> {
-    let dir = sacp_examples::bins::built(&["sacp-conductor", "sacp-examples", "sparkle"])?;
+    let dir = sacp_examples::bins::built(&["sacp-chain", "sacp-examples", "sacp-sparkle"])?;
     let bin = |name: &str| dir.join(name).to_string_lossy().into_owned();
     let args = ["agent".to_owned(), bin("sparkle"), bin("test-agent")];
     println!("$ conductor {}\n", args.join(" "));
