@@ -100,15 +100,15 @@ impl std::str::FromStr for BridgeMode {
 pub(crate) type Serving =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), sacp::Error>> + Send>>;
 
-/// A proxy that runs inside the conductor's process, over an in-memory channel: what
-/// [`Chain::proxy`] adds.
+/// A component that runs inside the conductor's process, over an in-memory channel: what
+/// [`Chain::proxy`] and [`Chain::agent`] add.
 #[derive(Clone)]
 pub struct InProcess(
     pub(crate) std::sync::Arc<dyn Fn(sacp::jsonrpc::Channel) -> Serving + Send + Sync>,
 );
 
 impl InProcess {
-    /// Runs the proxy on `channel` until the conductor closes it.
+    /// Runs the component on `channel` until the conductor closes it.
     pub(crate) fn run(&self, channel: sacp::jsonrpc::Channel) -> Serving {
         (self.0)(channel)
     }

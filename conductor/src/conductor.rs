@@ -54,8 +54,8 @@ use crate::chain::BridgeMode;
 use crate::chain::Chain;
 use crate::endpoint::{self, Event, Out, Outbox};
 use crate::process::{self, Tail};
-use crate::route::{Conn, Delivery, Dir, EDITOR, Fatal, RoutingTable};
 use crate::trace::Trace;
+use sacp::protocol::routing::{Conn, Delivery, Dir, EDITOR, Fatal, RoutingTable};
 
 /// How long a component that stopped talking (or exited) has to show the other sign.
 const LAST_WORDS: Duration = Duration::from_millis(200);
@@ -93,7 +93,11 @@ pub struct Options {
     /// takes the chain's ([`Chain::mcp_bridge`]), else [`BridgeMode::Auto`].
     pub mcp_bridge: Option<BridgeMode>,
     /// The `conductor` executable that stdio bridges run as `conductor mcp PORT`; `None`
-    /// takes [`Options::launcher`], else this process's own executable.
+    /// takes [`Options::launcher`]. With neither, there is no stdio bridge (a program that
+    /// embeds the conductor is not one, and a test binary certainly not): an agent that
+    /// needs one keeps the `acp:` entry, with an error in the log saying what to set.
+    /// [`Chain::run_as_program`](crate::Chain::run_as_program) and the `conductor` binary set
+    /// their own executable.
     pub bridge_program: Option<PathBuf>,
 }
 
@@ -266,9 +270,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     let program = options
         .bridge_program
         .clone()
-        .or_else(|| options.launcher.clone())
-        .or_else(|| std::env::current_exe().ok())
-        .unwrap_or_else(|| PathBuf::from("conductor"));
+        .or_else(|| options.launcher.clone());
     let mode = options.mcp_bridge.or(chain.mcp_bridge).unwrap_or_default();
     let bridges = Bridges::new(mode, program, hub_end);
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));

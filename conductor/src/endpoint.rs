@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::account::{Account, Charge, DOWN_LIMIT, UP_LIMIT};
-use crate::route::{Conn, EDITOR};
+use sacp::protocol::routing::{Conn, EDITOR};
 
 /// The most messages one inbound event carries.
 const BATCH: usize = 32;

@@ -4,8 +4,9 @@
 //! the three components and sits between every pair of neighbours: the editor sees one plain
 //! ACP agent, each proxy sees its client and (through `_proxy/successor/*`) its successor, and
 //! the agent sees a plain ACP client. The protocol is `spec/PROTOCOL.md` §1–§3, §5 and §6:
-//! - `route.rs`: where each message goes, per-hop ids, the successor envelope, the
-//!   proxy-capability handshake, proxy mode;
+//! - [`sacp::protocol::routing`]: where each message goes, per-hop ids, the successor
+//!   envelope, the proxy-capability handshake, proxy mode (a table without I/O, in the SDK so
+//!   that `sacp::testing` routes exactly like this conductor);
 //! - `conductor.rs`: the event loop and the chain's life, from spawning to the last process
 //!   group killed ([`run`]); `endpoint.rs`: each connection's reader and writer, with
 //!   backpressure; `process.rs`: process groups and stderr; `trace.rs`: `--trace`;
@@ -43,7 +44,6 @@ mod in_process;
 mod launch;
 mod lock;
 mod process;
-mod route;
 pub mod router;
 pub mod sessions;
 pub mod stderr;

@@ -20,7 +20,7 @@ use std::time::SystemTime;
 
 use sacp::jsonrpc::{Message, ResponseBody};
 
-use crate::route::{Hop, Node, RoutingTable};
+use sacp::protocol::routing::{Hop, Node, RoutingTable};
 
 /// An open trace file.
 #[derive(Debug)]

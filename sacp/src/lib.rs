@@ -61,12 +61,23 @@ pub use sacp_schema as schema;
 
 pub use crate::jsonrpc::{Error, Result};
 
+/// The `serde` that `sacp`'s types and `#[tool]` inputs use: derive through it
+/// (`#[derive(sacp::serde::Deserialize)]` with `#[serde(crate = "sacp::serde")]`) to need no
+/// `serde` of your own.
+pub use serde;
+
+/// The `schemars` (1.x) that `#[tool]` inputs' schemas come from: derive through it
+/// (`#[derive(sacp::schemars::JsonSchema)]` with `#[schemars(crate = "sacp::schemars")]`)
+/// to need no `schemars` of your own, or depend on `schemars = "1"`.
+pub use schemars;
+
 /// The README's examples, compiled as doc tests so they cannot drift.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
-/// The crate's own README (what crates.io shows), compiled the same way.
-#[cfg(doctest)]
+/// The crate's own README (what crates.io shows), compiled the same way (it tests with
+/// `sacp::testing`, so with that feature: `cargo test --workspace` turns it on).
+#[cfg(all(doctest, feature = "testing"))]
 #[doc = include_str!("../README.md")]
 struct CrateReadmeDoctests;

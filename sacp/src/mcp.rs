@@ -80,5 +80,5 @@ pub use crate::jsonrpc::BoxFuture;
 pub use crate::proxy::mcp::Rmcp;
 pub use crate::proxy::mcp::{
     ClientLink, McpConnection, McpMessage, McpServer, McpServers, PROTOCOL_VERSIONS, ToolCx,
-    ToolServer, ToolSet,
+    ToolInput, ToolServer, ToolSet,
 };

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use self::hub::Hub;
-use crate::route::AgentMcp;
+use sacp::protocol::routing::AgentMcp;
 
 /// The environment variable that carries a stdio bridge's secret.
 pub(crate) const TOKEN_ENV: &str = "SACP_MCP_BRIDGE_TOKEN";
@@ -98,7 +98,8 @@ const SESSION_END: [&str; 2] = ["session/close", "session/delete"];
 pub(crate) struct Bridges {
     mode: BridgeMode,
     /// What runs `conductor mcp PORT`.
-    program: PathBuf,
+    /// The `conductor` executable for stdio bridges, if there is one.
+    program: Option<PathBuf>,
     hub: Hub,
     http: Option<http::Server>,
     /// Session setups sent to the agent and not answered yet, by their id on the agent's
@@ -109,7 +110,11 @@ pub(crate) struct Bridges {
 
 impl Bridges {
     /// The bridges, talking to the router over `transport`.
-    pub(crate) fn new(mode: BridgeMode, program: PathBuf, transport: impl Transport) -> Bridges {
+    pub(crate) fn new(
+        mode: BridgeMode,
+        program: Option<PathBuf>,
+        transport: impl Transport,
+    ) -> Bridges {
         Bridges {
             mode,
             program,
@@ -258,6 +263,14 @@ impl Bridges {
                 url,
             }));
         }
+        let Some(program) = &self.program else {
+            return Err(std::io::Error::other(
+                "the agent needs a stdio bridge, and there is no `conductor` executable to run \
+                 as one: set `Options::bridge_program` (or `Options::launcher`), or give the \
+                 agent MCP over HTTP (`BridgeMode::Http`, for an agent that declares \
+                 `mcpCapabilities.http`)",
+            ));
+        };
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
@@ -266,7 +279,7 @@ impl Bridges {
         tracing::debug!(server = %entry.name, port, "bridging over stdio");
         Ok(McpServer::Stdio(McpServerStdio {
             args: vec![relay::SUBCOMMAND.to_owned(), port.to_string()],
-            command: self.program.to_string_lossy().into_owned(),
+            command: program.to_string_lossy().into_owned(),
             env: vec![EnvVariable {
                 meta: None,
                 name: TOKEN_ENV.to_owned(),

@@ -10,6 +10,7 @@ mod endings;
 mod failures;
 mod faults;
 mod in_process;
+mod in_process_agent;
 mod mcp;
 #[path = "../../benches/support/processes.rs"]
 mod processes;

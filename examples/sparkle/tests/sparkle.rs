@@ -4,25 +4,18 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 
-use sacp::acp::{
-    ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
-    SessionUpdate, StopReason, TextContent,
-};
-use sacp::jsonrpc::{ByteStream, Connection, Methods};
+use sacp::acp::StopReason;
+use sacp::jsonrpc::ByteStream;
+use sacp::testing::{PATIENCE, ScriptedEditor, Session};
 use serde_json::Value;
 
-use sacp::testing::PATIENCE;
 const EMBODIMENT: &str = "You are Sparkle, configured for this test.";
 
-/// What the editor saw: `(session, kind, text)` per update, in order.
-type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
-
+/// The conductor (or `sparkle-chain`) as a process, with `sacp::testing`'s editor on its stdio.
 struct Chain {
-    editor: Connection,
+    editor: ScriptedEditor,
     conductor: tokio::process::Child,
-    seen: Seen,
     trace: PathBuf,
 }
 
@@ -66,77 +59,21 @@ impl Chain {
             .kill_on_drop(true)
             .spawn()
             .expect("start the conductor");
-        let seen: Seen = Arc::default();
-        let record = seen.clone();
-        let handler = Methods::new().on_notification(move |n: SessionNotification, _| {
-            let record = record.clone();
-            async move {
-                let (kind, text) = match n.update {
-                    SessionUpdate::AgentMessageChunk(c) => ("message", text_of(&c.content)),
-                    SessionUpdate::AgentThoughtChunk(c) => ("thought", text_of(&c.content)),
-                    SessionUpdate::ToolCall(call) => ("tool_call", call.title),
-                    SessionUpdate::ToolCallUpdate(update) => {
-                        ("tool_call_update", format!("{:?}", update.status))
-                    }
-                    other => ("other", format!("{other:?}")),
-                };
-                record
-                    .lock()
-                    .unwrap()
-                    .push((n.session_id.0, kind.to_owned(), text));
-                Ok(())
-            }
-        });
         let pipes = ByteStream::new(
             conductor.stdout.take().unwrap(),
             conductor.stdin.take().unwrap(),
         );
-        let editor = Connection::builder()
-            .name("conductor")
-            .request_timeout(PATIENCE)
-            .spawn(pipes, handler);
-        editor
-            .request(InitializeRequest::new(1))
-            .await
-            .expect("initialize");
+        let editor = ScriptedEditor::new().connect(pipes);
+        editor.initialize().await.expect("initialize");
         Chain {
             editor,
             conductor,
-            seen,
             trace,
         }
     }
 
-    async fn new_session(&self) -> String {
-        let session = self
-            .editor
-            .request(NewSessionRequest::new("/tmp", vec![]))
-            .await
-            .expect("session/new");
-        session.session_id.0
-    }
-
-    async fn prompt(&self, session: &str, text: &str) -> StopReason {
-        let prompt = vec![ContentBlock::Text(TextContent::new(text))];
-        let request = PromptRequest::new(session.to_owned(), prompt);
-        self.editor
-            .request(request)
-            .await
-            .expect("session/prompt")
-            .stop_reason
-    }
-
-    /// What the editor saw in `session` since `from` (an index into everything it saw).
-    fn seen_in(&self, session: &str, from: usize) -> Vec<(String, String)> {
-        self.seen.lock().unwrap()[from..]
-            .iter()
-            .filter(|(s, _, _)| s == session)
-            .map(|(_, kind, text)| (kind.clone(), text.clone()))
-            .collect()
-    }
-
-    fn mark(&self) -> usize {
-        self.seen.lock().unwrap().len()
+    async fn new_session(&self) -> Session {
+        self.editor.new_session().await.expect("session/new")
     }
 
     /// The messages Sparkle sent the agent, from the trace: `(method, payload)`.
@@ -152,7 +89,7 @@ impl Chain {
     }
 
     async fn end(mut self) {
-        self.editor.close();
+        self.editor.connection().close();
         let status = tokio::time::timeout(PATIENCE, self.conductor.wait())
             .await
             .expect("the conductor exits")
@@ -162,15 +99,15 @@ impl Chain {
     }
 }
 
-fn text_of(block: &ContentBlock) -> String {
-    match block {
-        ContentBlock::Text(t) => t.text.clone(),
-        other => format!("{other:?}"),
-    }
-}
-
-fn pair(kind: &str, text: &str) -> (String, String) {
-    (kind.to_owned(), text.to_owned())
+/// What the editor sees of the embodiment turn, then the answer to `said`: the test agent's
+/// tool call through the bridge (its suffix names the transport), the result as a thought.
+fn embodied(embodiment: &str, suffix: &str, said: &str) -> Vec<String> {
+    vec![
+        "tool_call mcp-1 \"sparkle.embody_sparkle\" in_progress".to_owned(),
+        "tool_call_update mcp-1 completed".to_owned(),
+        format!("thought: [sparkle] sparkle.embody_sparkle: {embodiment}{suffix}"),
+        format!("message: {said}"),
+    ]
 }
 
 /// The seed's scenario, the bridge named by `via` (`None` for MCP over ACP).
@@ -196,81 +133,36 @@ async fn scenario(agent_flags: &str, via: Option<&str>, name: &str) {
         ),
     }
 
-    // The first prompt: exactly one embodiment turn, which calls `embody_sparkle`, then the
-    // user's prompt, whose answer is the editor's.
-    let at = chain.mark();
-    assert_eq!(
-        chain.prompt(&first, "Hello, who are you?").await,
-        StopReason::EndTurn
-    );
+    // The first prompt: the embodiment turn, whose tool call crosses the bridge, then the
+    // user's prompt, whose answer is the editor's. (Sparkle's logic in full, sessions at
+    // once included, is `kit.rs`, in process.)
+    let turn = first.prompt("Hello, who are you?").await.expect("prompt");
+    let suffix = via.map_or_else(String::new, |via| format!(" [over {via}; 0 progress]"));
+    turn.assert_lines(embodied(EMBODIMENT, &suffix, "Hello, who are you?"));
     let prompts: Vec<String> = chain
         .to_agent("session/prompt")
         .iter()
         .map(|p| p["prompt"][0]["text"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(prompts, [sparkle::EMBODIMENT_PROMPT, "Hello, who are you?"]);
-    let suffix = via.map_or_else(String::new, |via| format!(" [over {via}; 0 progress]"));
-    assert_eq!(
-        chain.seen_in(&first, at),
-        [
-            pair("tool_call", "sparkle.embody_sparkle"),
-            pair("tool_call_update", "Some(Completed)"),
-            pair(
-                "thought",
-                &format!("[sparkle] sparkle.embody_sparkle: {EMBODIMENT}{suffix}")
-            ),
-            pair("message", "Hello, who are you?"),
-        ],
-        "the embodiment turn shows as Sparkle's thoughts, the answer as the answer"
-    );
 
-    // The second prompt passes unchanged.
-    let at = chain.mark();
-    assert_eq!(chain.prompt(&first, "And now?").await, StopReason::EndTurn);
-    assert_eq!(chain.seen_in(&first, at), [pair("message", "And now?")]);
-    assert_eq!(chain.to_agent("session/prompt").len(), 3);
-
-    // A second session, prompted while the first one is too: its own embodiment.
-    let second = chain.new_session().await;
-    let at = chain.mark();
-    let (a, b) = tokio::join!(
-        chain.prompt(&second, "Hi from the second thread"),
-        chain.prompt(&first, "Still there?")
-    );
-    assert_eq!((a, b), (StopReason::EndTurn, StopReason::EndTurn));
-    let thoughts: Vec<_> = chain
-        .seen_in(&second, at)
-        .into_iter()
-        .filter(|(kind, _)| kind == "thought")
-        .collect();
-    assert_eq!(thoughts.len(), 1, "one embodiment for the second session");
-    assert_eq!(
-        chain.seen_in(&first, at),
-        [pair("message", "Still there?")],
-        "no second embodiment for the first"
-    );
-
-    // The notebook is per session.
+    // The notebook, through the same bridge, is the session's own.
     let insight = r#"call sparkle save_insight {"topic":"tests","insight":"they run real processes","tags":["sacp"]}"#;
-    chain.prompt(&first, insight).await;
-    let at = chain.mark();
-    chain.prompt(&first, "call sparkle list_insights {}").await;
-    let listed = chain.seen_in(&first, at);
+    first.prompt(insight).await.expect("prompt");
+    let listed = first
+        .prompt("call sparkle list_insights {}")
+        .await
+        .expect("prompt");
     assert!(
-        listed
-            .iter()
-            .any(|(k, t)| k == "message" && t.contains("they run real processes")),
+        listed.text().contains("they run real processes"),
         "{listed:?}"
     );
-    let at = chain.mark();
-    chain.prompt(&second, "call sparkle list_insights {}").await;
-    let listed = chain.seen_in(&second, at);
-    assert!(
-        listed
-            .iter()
-            .any(|(k, t)| k == "message" && t.contains(r#"{"insights":[]}"#)),
-        "{listed:?}"
-    );
+    let second = chain.new_session().await;
+    let listed = second
+        .prompt("call sparkle list_insights {}")
+        .await
+        .expect("prompt");
+    assert!(listed.text().contains(r#"{"insights":[]}"#), "{listed:?}");
     chain.end().await;
 }
 
@@ -296,19 +188,8 @@ async fn the_embodiment_can_come_from_a_file() {
     let args = format!("--embodiment-file {}", file.display());
     let chain = Chain::start_with(&args, "--mcp-acp", "file").await;
     let session = chain.new_session().await;
-    chain.prompt(&session, "hi").await;
-    let thoughts: Vec<_> = chain
-        .seen_in(&session, 0)
-        .into_iter()
-        .filter(|(kind, _)| kind == "thought")
-        .collect();
-    assert_eq!(
-        thoughts,
-        [pair(
-            "thought",
-            "[sparkle] sparkle.embody_sparkle: You are Sparkle, read from a file."
-        )]
-    );
+    let turn = session.prompt("hi").await.expect("prompt");
+    turn.assert_lines(embodied("You are Sparkle, read from a file.", "", "hi"));
     chain.end().await;
     let _ = std::fs::remove_file(file);
 }
@@ -318,18 +199,8 @@ async fn sparkle_and_the_conductor_in_one_binary() {
     // The agent's MCP client runs `sparkle-chain mcp PORT`: the binary is its own bridge.
     let chain = Chain::one_binary("").await;
     let session = chain.new_session().await;
-    assert_eq!(chain.prompt(&session, "Hello").await, StopReason::EndTurn);
-    assert_eq!(
-        chain.seen_in(&session, 0),
-        [
-            pair("tool_call", "sparkle.embody_sparkle"),
-            pair("tool_call_update", "Some(Completed)"),
-            pair(
-                "thought",
-                &format!("[sparkle] sparkle.embody_sparkle: {EMBODIMENT} [over stdio; 0 progress]")
-            ),
-            pair("message", "Hello"),
-        ]
-    );
+    let turn = session.prompt("Hello").await.expect("prompt");
+    assert_eq!(turn.stop_reason(), &StopReason::EndTurn);
+    turn.assert_lines(embodied(EMBODIMENT, " [over stdio; 0 progress]", "Hello"));
     chain.end().await;
 }

@@ -11,7 +11,7 @@ use crate::jsonrpc::Error;
 use crate::schema::mcp::{CallToolResult, ContentBlock, TextContent, Tool, ToolInputSchema};
 
 /// A tool's definition: its input schema from schemars (JSON Schema 2020-12).
-pub fn tool_definition<I: schemars::JsonSchema>(name: &str, description: &str) -> Tool {
+pub fn tool_definition<I: crate::mcp::ToolInput>(name: &str, description: &str) -> Tool {
     let schema = serde_json::to_value(schemars::schema_for!(I)).unwrap_or_default();
     definition(name, description, schema)
 }

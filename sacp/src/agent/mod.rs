@@ -96,6 +96,19 @@ pub trait Agent: Send + Sync + 'static {
     fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send;
 }
 
+/// A shared agent is an agent: keep an `Arc` to read its state while it runs.
+impl<A: Agent> Agent for Arc<A> {
+    const MCP_OVER_ACP: bool = A::MCP_OVER_ACP;
+
+    fn takes(method: &str, from: Side) -> bool {
+        A::takes(method, from)
+    }
+
+    fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
+        A::dispatch(self, message, cx)
+    }
+}
+
 /// An agent handler's context: its client and a place to run background work.
 #[derive(Debug, Clone)]
 pub struct Cx {

@@ -127,6 +127,22 @@ pub trait Proxy: Send + Sync + 'static {
     }
 }
 
+/// A shared proxy is a proxy: keep an `Arc` to read its state while it runs (how
+/// `sacp::testing` hands a proxy's state back after a run).
+impl<P: Proxy> Proxy for Arc<P> {
+    fn takes(method: &str, from: Side) -> bool {
+        P::takes(method, from)
+    }
+
+    fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
+        P::dispatch(self, message, cx)
+    }
+
+    fn mcp_servers(this: &Arc<Self>) -> Vec<Arc<dyn McpServer>> {
+        P::mcp_servers(this)
+    }
+}
+
 /// The connection settings a proxy runs with by default: the peer is named `conductor`, and
 /// the requests still being handled get 250 ms once the conductor closes the connection.
 pub fn builder() -> Builder {

@@ -10,6 +10,8 @@ mod concurrency;
 mod forwarding;
 mod handlers;
 mod handshake;
+#[cfg(feature = "testing")]
+mod kit;
 mod mcp;
 #[path = "../../src/testing/patience.rs"]
 mod patience;

@@ -14,4 +14,4 @@ pub use self::registry::McpServers;
 #[cfg(feature = "rmcp")]
 pub use self::rmcp::Rmcp;
 pub use self::server::{ClientLink, McpConnection, McpMessage, McpServer};
-pub use self::tools::{PROTOCOL_VERSIONS, ToolCx, ToolServer, ToolSet};
+pub use self::tools::{PROTOCOL_VERSIONS, ToolCx, ToolInput, ToolServer, ToolSet};

@@ -25,6 +25,18 @@ pub use crate::protocol::mcp::PROTOCOL_VERSIONS;
 /// How many tools one `tools/list` page holds.
 const PAGE: usize = 50;
 
+/// What a `#[tool]` method takes as input: a type that derives `serde::Deserialize` and
+/// `schemars::JsonSchema` — of schemars 1.x, the version `sacp` uses and re-exports as
+/// [`sacp::schemars`](crate::schemars). Every such type is one; nothing to implement.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the input of a `#[tool]`",
+    label = "a tool's input must derive `serde::Deserialize` and `schemars::JsonSchema`",
+    note = "add `#[derive(serde::Deserialize, schemars::JsonSchema)]` to `{Self}`, with `schemars = \"1\"` in your Cargo.toml (an older schemars derives a trait of another crate), or derive through the re-exports: `sacp::serde`, `sacp::schemars`"
+)]
+pub trait ToolInput: serde::de::DeserializeOwned + schemars::JsonSchema {}
+
+impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolInput for T {}
+
 /// A proxy's `#[tool]` methods, as `#[sacp::proxy]` writes them.
 pub trait ToolSet: Send + Sync + 'static {
     /// The server's name in `mcpServers` (`#[proxy(mcp_name = …)]`; the type's name in

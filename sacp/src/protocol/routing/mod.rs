@@ -1,4 +1,6 @@
-//! Routing: where each message goes, with which id, in which envelope.
+//! Routing: where each message goes, with which id, in which envelope — the conductor's
+//! part of spec §2 and §3 as a table without I/O, which the `sacp-chain` conductor and the
+//! in-process chains of `sacp::testing` both drive.
 //!
 //! The conductor has one connection per peer: the **editor** (its own stdin/stdout; in proxy
 //! mode that is the outer conductor) and each **component**. A chain of `n` components has
@@ -29,22 +31,22 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use sacp::jsonrpc::{
+use crate::jsonrpc::{
     CANCEL_REQUEST_METHOD, Error, Id, Inbound, Message, Notification, RawJson, Request, Response,
     ResponseBody, code,
 };
-use sacp::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
-use sacp::protocol::handshake;
+use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use crate::protocol::handshake;
 
 /// A connection: [`EDITOR`] or a component's (its 1-based position).
-pub(crate) type Conn = usize;
+pub type Conn = usize;
 
 /// The editor's connection (also the successor's, in proxy mode).
-pub(crate) const EDITOR: Conn = 0;
+pub const EDITOR: Conn = 0;
 
 /// Which way a message travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dir {
+pub enum Dir {
     /// Toward the agent.
     Down,
     /// Toward the editor.
@@ -52,7 +54,7 @@ pub(crate) enum Dir {
 }
 
 impl Dir {
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Dir::Down => "down",
             Dir::Up => "up",
@@ -69,7 +71,7 @@ impl Dir {
 
 /// A party of a hop, for traces and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Node {
+pub enum Node {
     /// The client side: the editor, or the outer conductor in proxy mode.
     Client,
     /// Component at this 1-based position.
@@ -84,28 +86,28 @@ pub(crate) enum Node {
 
 /// Where one message goes.
 #[derive(Debug)]
-pub(crate) struct Delivery {
+pub struct Delivery {
     /// The connection to write it on.
-    pub(crate) conn: Conn,
+    pub conn: Conn,
     /// The message, as it is written.
-    pub(crate) message: Message,
+    pub message: Message,
     /// Who sent it to whom, for the trace.
-    pub(crate) hop: Hop,
+    pub hop: Hop,
 }
 
 /// One hop of a message, as the trace records it.
 #[derive(Debug)]
-pub(crate) struct Hop {
-    pub(crate) from: Node,
-    pub(crate) to: Node,
-    pub(crate) dir: Dir,
+pub struct Hop {
+    pub from: Node,
+    pub to: Node,
+    pub dir: Dir,
     /// For a response: the method of the request it answers.
-    pub(crate) answers: Option<Box<str>>,
+    pub answers: Option<Box<str>>,
 }
 
 /// Something that ends the chain.
 #[derive(Debug)]
-pub(crate) enum Fatal {
+pub enum Fatal {
     /// The component at this position was offered the proxy capability and did not accept it.
     Refused(usize),
 }
@@ -138,7 +140,7 @@ struct Ids {
 
 /// The routing state of a chain.
 #[derive(Debug)]
-pub(crate) struct RoutingTable {
+pub struct RoutingTable {
     /// Component names, by position - 1.
     names: Vec<String>,
     /// Whether the conductor runs as a proxy (its `initialize` offered the capability).
@@ -171,7 +173,7 @@ struct Resolved {
 
 impl RoutingTable {
     /// A router for components with these names, in chain order.
-    pub(crate) fn new(names: Vec<String>) -> RoutingTable {
+    pub fn new(names: Vec<String>) -> RoutingTable {
         // The editor, the components, and the bridges.
         let conns = (0..names.len() + 2).map(|_| Ids::default()).collect();
         RoutingTable {
@@ -185,19 +187,19 @@ impl RoutingTable {
     }
 
     /// Whether the conductor was initialized as a proxy.
-    pub(crate) fn proxy_mode(&self) -> bool {
+    pub fn proxy_mode(&self) -> bool {
         self.proxy_mode
     }
 
     /// The name of the component at `position`.
-    pub(crate) fn name(&self, position: usize) -> &str {
+    pub fn name(&self, position: usize) -> &str {
         self.names
             .get(position.wrapping_sub(1))
             .map_or("?", String::as_str)
     }
 
     /// The agent's connection (the last component's).
-    pub(crate) fn agent_conn(&self) -> Conn {
+    pub fn agent_conn(&self) -> Conn {
         self.n()
     }
 
@@ -235,7 +237,7 @@ impl RoutingTable {
     }
 
     /// Handles one inbound item from `conn`, appending what to send to `out`.
-    pub(crate) fn inbound(
+    pub fn inbound(
         &mut self,
         conn: Conn,
         inbound: Inbound,
@@ -263,7 +265,7 @@ impl RoutingTable {
 
     /// Answers every request the editor's connection has in flight with `error` (the chain is
     /// ending).
-    pub(crate) fn fail_all(&mut self, error: &Error, out: &mut Vec<Delivery>) {
+    pub fn fail_all(&mut self, error: &Error, out: &mut Vec<Delivery>) {
         let ids: Vec<Id> = self.conns[EDITOR]
             .in_flight
             .drain()
@@ -275,7 +277,7 @@ impl RoutingTable {
     }
 
     /// How many requests of the editor still wait for an answer.
-    pub(crate) fn editor_requests_in_flight(&self) -> usize {
+    pub fn editor_requests_in_flight(&self) -> usize {
         self.conns[EDITOR].in_flight.len()
     }
 
@@ -293,7 +295,7 @@ impl RoutingTable {
     }
 
     /// The error for a component that refused the proxy capability.
-    pub(crate) fn refusal(&self, position: usize) -> Error {
+    pub fn refusal(&self, position: usize) -> Error {
         Error::new(
             code::INTERNAL_ERROR,
             format!(
@@ -504,7 +506,7 @@ impl RoutingTable {
                 return;
             }
         };
-        if conn == self.bridge_conn() && resolved.method == sacp::protocol::mcp::DISCONNECT {
+        if conn == self.bridge_conn() && resolved.method == crate::protocol::mcp::DISCONNECT {
             self.note_bridge_disconnect(resolved.params.as_ref());
         }
         let target = self.target_conn(&resolved);
@@ -584,7 +586,7 @@ impl RoutingTable {
         };
         let mut body = response.body;
         if pending.origin == self.bridge_conn()
-            && &*pending.method == sacp::protocol::mcp::CONNECT
+            && &*pending.method == crate::protocol::mcp::CONNECT
             && let ResponseBody::Result(result) = &body
         {
             self.note_bridge_connect(result);
@@ -676,7 +678,7 @@ impl fmt::Display for PeerName<'_> {
 
 mod mcp;
 
-pub(crate) use self::mcp::AgentMcp;
+pub use self::mcp::AgentMcp;
 
 #[cfg(test)]
 mod proptests;

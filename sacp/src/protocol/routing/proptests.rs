@@ -4,9 +4,11 @@
 
 use std::collections::HashMap;
 
+use crate::jsonrpc::{
+    Id, Inbound, Message, Notification, RawJson, Request, Response, ResponseBody,
+};
+use crate::protocol::envelope::{self, SUCCESSOR_REQUEST};
 use proptest::prelude::*;
-use sacp::jsonrpc::{Id, Inbound, Message, Notification, RawJson, Request, Response, ResponseBody};
-use sacp::protocol::envelope::{self, SUCCESSOR_REQUEST};
 
 use super::*;
 

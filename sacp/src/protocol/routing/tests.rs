@@ -1,6 +1,6 @@
 //! The routing table, message by message (the process-level tests run the same paths end to end).
 
-use sacp::jsonrpc::{Inbound, Message};
+use crate::jsonrpc::{Inbound, Message};
 use serde_json::{Value, json};
 
 use super::*;
@@ -10,7 +10,7 @@ fn parse(line: Value) -> Inbound {
 }
 
 pub(super) fn parse_text(line: &str) -> Inbound {
-    use sacp::jsonrpc::{ByteStream, MessageReader, Transport};
+    use crate::jsonrpc::{ByteStream, MessageReader, Transport};
     let text = std::io::Cursor::new(format!("{line}\n").into_bytes());
     let (mut reader, _) = ByteStream::new(text, tokio::io::sink()).split();
     tokio::runtime::Builder::new_current_thread()

@@ -1,7 +1,7 @@
 //! The router's part in MCP over ACP (spec §4): what the agent can do, where the conductor's
 //! own MCP bridges sit, and which `_mcp/*` messages go to them instead of the agent.
 //!
-//! The bridges (see `crate::bridge`) speak for an agent that knows nothing of `acp:` URLs: they
+//! A conductor's bridges (the `sacp-chain` crate's) speak for an agent that knows nothing of `acp:` URLs: they
 //! are one more connection of the router, [`RoutingTable::bridge_conn`], that sends and receives as if
 //! it were the agent — what it sends travels up from the agent's position, and the owner's
 //! `_mcp/request` and `_mcp/notification` for a connection it opened come to it rather than to
@@ -9,18 +9,18 @@
 
 use serde::Deserialize;
 
-use sacp::jsonrpc::RawJson;
-use sacp::protocol::mcp;
+use crate::jsonrpc::RawJson;
+use crate::protocol::mcp;
 
 use super::{Conn, Dir, RoutingTable};
 
 /// What the agent said of MCP in its `initialize` result.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct AgentMcp {
+pub struct AgentMcp {
     /// `_meta.mcp_acp_transport: true`: it speaks `_mcp/*` itself.
-    pub(crate) native: bool,
+    pub native: bool,
     /// `agentCapabilities.mcpCapabilities.http: true`: it can reach MCP servers over HTTP.
-    pub(crate) http: bool,
+    pub http: bool,
 }
 
 impl AgentMcp {
@@ -65,7 +65,7 @@ impl AgentMcp {
 pub(super) fn with_transport_as(
     result: RawJson,
     speaks: bool,
-) -> Result<RawJson, sacp::jsonrpc::Error> {
+) -> Result<RawJson, crate::jsonrpc::Error> {
     use serde_json::{Map, Value};
     let mut value: Map<String, Value> = result.parse()?;
     let said = value
@@ -96,13 +96,13 @@ pub(super) fn with_transport_as(
 
 impl RoutingTable {
     /// The connection of the conductor's MCP bridges (after the components').
-    pub(crate) fn bridge_conn(&self) -> Conn {
+    pub fn bridge_conn(&self) -> Conn {
         self.n() + 1
     }
 
     /// What the agent said of MCP, once it answered `initialize` (never in proxy mode, where
     /// the last component's successor is another conductor).
-    pub(crate) fn agent_mcp(&self) -> Option<AgentMcp> {
+    pub fn agent_mcp(&self) -> Option<AgentMcp> {
         self.agent_mcp
     }
 

@@ -1,0 +1,432 @@
+//! [`TestChain`]: proxies between a scripted editor and an agent, in one process, routed by the
+//! conductor's own routing table.
+//!
+//! The kit's conductor is the routing of `sacp-chain` without processes: one in-memory channel
+//! per component, one event loop that feeds what arrives to a
+//! [`RoutingTable`](crate::protocol::routing::RoutingTable) and writes what it says, in order,
+//! recording every delivery in the [`Transcript`]. So ids are rewritten per hop, `initialize`
+//! offers and checks the proxy capability, successor envelopes wrap and unwrap, and `_mcp/*`
+//! messages reach the proxy that owns the server — exactly as in a real chain. What it leaves
+//! out is the process side: spawning, signals, stderr, and the MCP bridges (the scripted agent
+//! speaks MCP over ACP itself, so none is needed).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::agent::Agent;
+use crate::jsonrpc::{
+    Channel, Connection, Error, Inbound, Message, MessageReader, MessageWriter, Transport, channel,
+    code,
+};
+use crate::protocol::routing::{Delivery, EDITOR, Fatal, Node, RoutingTable};
+use crate::proxy::Proxy;
+
+use super::agent::ScriptedAgent;
+use super::editor::{ScriptedEditor, Session};
+use super::patience::within;
+use super::transcript::{Record, Transcript};
+
+/// How many messages may wait for one connection's writer before the event loop waits.
+const OUTBOX: usize = 256;
+
+/// How many items from the readers may wait for the event loop before the readers wait.
+const INBOX: usize = 64;
+
+type Start = Box<dyn FnOnce(Channel) -> Connection + Send>;
+
+/// One component of a [`TestChain`]: its name, its value (for [`RunningChain::proxy`]) and how
+/// to start it.
+struct Member {
+    name: String,
+    value: Arc<dyn Any + Send + Sync>,
+    start: Start,
+}
+
+/// A chain under test, before it starts: proxies in chain order, then an agent, behind a
+/// [`ScriptedEditor`].
+///
+/// ```
+/// use sacp::testing::{ScriptedAgent, Step, TestChain};
+///
+/// # #[derive(Default)] struct Redactor;
+/// # #[sacp::proxy] impl Redactor {}
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> sacp::Result<()> {
+/// let chain = TestChain::new()
+///     .proxy(Redactor::default())
+///     .agent(ScriptedAgent::new().script([Step::say("hello"), Step::say(" world")]))
+///     .start()
+///     .await?;
+/// let session = chain.new_session().await?;
+/// let turn = session.prompt("hi").await?;
+/// assert_eq!(turn.text(), "hello world");
+/// chain.close().await?;
+/// # Ok(()) }
+/// ```
+pub struct TestChain {
+    proxies: Vec<Member>,
+    agent: Option<Member>,
+    editor: ScriptedEditor,
+}
+
+impl Default for TestChain {
+    fn default() -> Self {
+        TestChain::new()
+    }
+}
+
+impl std::fmt::Debug for TestChain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.proxies.iter().map(|m| m.name.as_str()).collect();
+        f.debug_struct("TestChain")
+            .field("proxies", &names)
+            .field("agent", &self.agent.as_ref().map(|m| m.name.as_str()))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The short name of a type, for the transcript: `Redactor`, not `my_crate::Redactor`.
+fn short_name<T>() -> String {
+    let full = std::any::type_name::<T>();
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base).to_owned()
+}
+
+impl TestChain {
+    /// An empty chain: add proxies with [`TestChain::proxy`] and an agent with
+    /// [`TestChain::agent`] (a [`ScriptedAgent::new`] when none is given).
+    pub fn new() -> TestChain {
+        TestChain {
+            proxies: Vec::new(),
+            agent: None,
+            editor: ScriptedEditor::new(),
+        }
+    }
+
+    /// Adds a proxy after the ones added before (a `#[sacp::proxy]` or a hand-written
+    /// [`Proxy`]). Reach it after the run with [`RunningChain::proxy`].
+    pub fn proxy<P: Proxy>(mut self, proxy: P) -> TestChain {
+        let proxy = Arc::new(proxy);
+        let served = proxy.clone();
+        self.proxies.push(Member {
+            name: short_name::<P>(),
+            value: proxy,
+            start: Box::new(move |channel| crate::proxy::spawn(served, channel)),
+        });
+        self
+    }
+
+    /// The agent at the end of the chain (a [`ScriptedAgent`], or any `#[sacp::agent]`).
+    /// Reach it after the run with [`RunningChain::agent`].
+    pub fn agent<A: Agent>(mut self, agent: A) -> TestChain {
+        let agent = Arc::new(agent);
+        let served = agent.clone();
+        self.agent = Some(Member {
+            name: short_name::<A>(),
+            value: agent,
+            start: Box::new(move |channel| crate::agent::spawn(served, channel)),
+        });
+        self
+    }
+
+    /// The editor, with its policies for permission requests and files
+    /// ([`ScriptedEditor::new`] by default).
+    pub fn editor(mut self, editor: ScriptedEditor) -> TestChain {
+        self.editor = editor;
+        self
+    }
+
+    /// Starts the chain and initializes it as an editor would (see
+    /// [`ScriptedEditor::initialize`]).
+    pub async fn start(self) -> Result<RunningChain, Error> {
+        let chain = self.spawn();
+        chain.editor.initialize().await?;
+        Ok(chain)
+    }
+
+    /// Starts the chain without initializing it: the test sends `initialize` itself.
+    pub fn spawn(mut self) -> RunningChain {
+        let agent = self
+            .agent
+            .take()
+            .unwrap_or_else(|| TestChain::new().agent(ScriptedAgent::new()).agent.unwrap());
+        let members: Vec<Member> = self.proxies.into_iter().chain([agent]).collect();
+        let names: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
+        let transcript = Transcript::default();
+
+        let (inbox_tx, inbox) = mpsc::channel(INBOX);
+        let mut outboxes = Vec::new();
+        let mut tasks = Vec::new();
+        // The editor's connection first, then each component's, in chain order.
+        let (editor_end, ours) = channel();
+        let editor = self.editor.connect(editor_end);
+        let (reader, writer) = ours.split();
+        tasks.push(read(EDITOR, reader, inbox_tx.clone()));
+        outboxes.push(Some(write(writer)));
+        let mut components = Vec::new();
+        let mut values = Vec::new();
+        for (i, member) in members.into_iter().enumerate() {
+            let (theirs, ours) = channel();
+            components.push((member.name.clone(), (member.start)(theirs)));
+            values.push((member.name, member.value));
+            let (reader, writer) = ours.split();
+            tasks.push(read(i + 1, reader, inbox_tx.clone()));
+            outboxes.push(Some(write(writer)));
+        }
+        drop(inbox_tx);
+        let conductor = Conductor {
+            table: RoutingTable::new(names.clone()),
+            names,
+            outboxes,
+            transcript: transcript.clone(),
+            ended: None,
+        };
+        tasks.push(tokio::spawn(conductor.run(inbox)));
+        RunningChain {
+            editor,
+            members: values,
+            components,
+            transcript,
+            tasks,
+        }
+    }
+}
+
+/// Reads `conn`'s messages into the event loop's inbox, then says the connection ended.
+fn read<R: MessageReader>(
+    conn: usize,
+    mut reader: R,
+    inbox: mpsc::Sender<(usize, Option<Inbound>)>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let item = reader.read().await.ok().flatten();
+            let end = item.is_none();
+            if inbox.send((conn, item)).await.is_err() || end {
+                return;
+            }
+        }
+    })
+}
+
+/// A connection's writer, fed in order from a bounded queue; closing the queue closes it.
+fn write<W: MessageWriter>(mut writer: W) -> mpsc::Sender<Message> {
+    let (tx, mut rx) = mpsc::channel::<Message>(OUTBOX);
+    tokio::spawn(async move {
+        let mut batch = Vec::new();
+        while let Some(message) = rx.recv().await {
+            batch.push(message);
+            while let Ok(more) = rx.try_recv() {
+                batch.push(more);
+            }
+            if writer.write(&mut batch).await.is_err() {
+                return;
+            }
+        }
+        let _ = writer.close().await;
+    });
+    tx
+}
+
+/// The kit's conductor: the routing table and the writers, driven by one loop.
+struct Conductor {
+    table: RoutingTable,
+    names: Vec<String>,
+    /// One per connection; `None` once closed.
+    outboxes: Vec<Option<mpsc::Sender<Message>>>,
+    transcript: Transcript,
+    /// Set once the chain ends (the editor left, or a component ended or refused).
+    ended: Option<()>,
+}
+
+impl Conductor {
+    async fn run(mut self, mut inbox: mpsc::Receiver<(usize, Option<Inbound>)>) {
+        let mut out = Vec::new();
+        while let Some((conn, item)) = inbox.recv().await {
+            match item {
+                Some(inbound) => {
+                    if self.ended.is_some() && conn == EDITOR {
+                        // After the chain ended, the editor's requests get the error at once.
+                        if let Inbound::Message(Message::Request(request)) = inbound {
+                            let error = Error::new(code::INTERNAL_ERROR, "the chain has ended");
+                            self.send(
+                                EDITOR,
+                                Message::Response(crate::jsonrpc::Response::error(
+                                    request.id, &error,
+                                )),
+                            )
+                            .await;
+                        }
+                        continue;
+                    }
+                    let fatal = self.table.inbound(conn, inbound, &mut out);
+                    self.deliver(&mut out).await;
+                    if let Some(Fatal::Refused(position)) = fatal {
+                        tracing::error!("{}", self.table.refusal(position));
+                        self.end(None).await;
+                    }
+                }
+                None if conn == EDITOR => {
+                    // The editor left: every component's input closes, in chain order.
+                    self.end(Some(EDITOR)).await;
+                    for outbox in &mut self.outboxes {
+                        outbox.take();
+                    }
+                }
+                None => {
+                    let name = &self.names[conn - 1];
+                    let why = format!("component {conn} ({name:?}) closed its connection");
+                    if self.ended.is_none() {
+                        tracing::error!("{why}");
+                        let error = Error::new(code::INTERNAL_ERROR, &why)
+                            .with_data(serde_json::json!({"component": conn, "name": name}));
+                        self.table.fail_all(&error, &mut out);
+                        self.deliver(&mut out).await;
+                    }
+                    self.end(Some(conn)).await;
+                }
+            }
+        }
+    }
+
+    /// Writes and records what the table said to send, in order.
+    async fn deliver(&mut self, out: &mut Vec<Delivery>) {
+        for delivery in out.drain(..) {
+            let names = &self.names;
+            let name = |node: Node| match node {
+                Node::Client => "editor".to_owned(),
+                Node::Component(p) => names[p - 1].clone(),
+                Node::Successor => "successor".to_owned(),
+                Node::Conductor => "conductor".to_owned(),
+                Node::Bridge => "bridge".to_owned(),
+            };
+            self.transcript.push(Record::of(&delivery, &name));
+            self.send(delivery.conn, delivery.message).await;
+        }
+    }
+
+    async fn send(&mut self, conn: usize, message: Message) {
+        if let Some(Some(outbox)) = self.outboxes.get(conn)
+            && outbox.send(message).await.is_err()
+        {
+            self.outboxes[conn] = None;
+        }
+    }
+
+    /// The chain ends: every component's input closes (the one that ended, `gone`, has none
+    /// left). The editor's stays open for the errors it is still owed.
+    async fn end(&mut self, gone: Option<usize>) {
+        if let Some(gone) = gone
+            && let Some(outbox) = self.outboxes.get_mut(gone)
+        {
+            outbox.take();
+        }
+        if self.ended.is_some() {
+            return;
+        }
+        self.ended = Some(());
+        for outbox in self.outboxes.iter_mut().skip(1) {
+            outbox.take();
+        }
+    }
+}
+
+/// A running [`TestChain`]: its editor, its components, and the transcript.
+pub struct RunningChain {
+    editor: ScriptedEditor,
+    members: Vec<(String, Arc<dyn Any + Send + Sync>)>,
+    /// Each component's connection, by name, in chain order.
+    components: Vec<(String, Connection)>,
+    transcript: Transcript,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for RunningChain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.members.iter().map(|m| m.0.as_str()).collect();
+        f.debug_struct("RunningChain")
+            .field("components", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunningChain {
+    /// The editor in front of the chain.
+    pub fn editor(&self) -> &ScriptedEditor {
+        &self.editor
+    }
+
+    /// A new session with the editor's defaults (see [`ScriptedEditor::new_session`]).
+    pub async fn new_session(&self) -> Result<Session, Error> {
+        self.editor.new_session().await
+    }
+
+    /// The first proxy of type `P`, as it is now (its counters, its notebooks).
+    ///
+    /// # Panics
+    /// When the chain has no proxy of that type.
+    pub fn proxy<P: Proxy>(&self) -> &P {
+        self.find::<P>()
+    }
+
+    /// The agent, as it is now (a [`ScriptedAgent`]'s records).
+    ///
+    /// # Panics
+    /// When the agent is of another type.
+    pub fn agent<A: Agent>(&self) -> &A {
+        self.find::<A>()
+    }
+
+    fn find<T: 'static>(&self) -> &T {
+        self.members
+            .iter()
+            .find_map(|(_, value)| value.downcast_ref::<T>())
+            .unwrap_or_else(|| {
+                let names: Vec<&str> = self.members.iter().map(|m| m.0.as_str()).collect();
+                panic!(
+                    "the chain has no component of type {}; it has {names:?}",
+                    std::any::type_name::<T>()
+                )
+            })
+    }
+
+    /// Every message delivered so far, hop by hop.
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// Ends the chain as an editor that quits does: closes its connection, then waits for every
+    /// component to end (failing the test after [`PATIENCE`](super::PATIENCE)). An error names
+    /// a component whose connection failed.
+    pub async fn close(self) -> Result<Transcript, Error> {
+        self.editor.connection().close();
+        let mut failed = None;
+        for (name, connection) in &self.components {
+            let ended = within(&format!("{name} to end"), connection.closed()).await;
+            if let Err(e) = ended {
+                failed.get_or_insert(e.with_data(serde_json::json!({ "component": name })));
+            }
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(self.transcript.clone()),
+        }
+    }
+}
+
+impl Drop for RunningChain {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        for (_, connection) in &self.components {
+            connection.close();
+        }
+        self.editor.connection().close();
+    }
+}
