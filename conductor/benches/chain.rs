@@ -23,6 +23,8 @@
 //!   libraries' pages, which every process of the same binary counts again;
 //! - **CPU µs and read/write syscalls per update**, per process, while streaming.
 //!
+//! A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
+//! its type, each chunk rewritten, written losslessly), the cost of typed handling.
 //! A last row runs N = 3 pass-through proxies *inside* the conductor's process
 //! (`examples/one_binary.rs`, `Chain::proxy`) with the agent as a process. The table ends with
 //! the performance goals (N = 3 against direct) met or not.
@@ -107,6 +109,17 @@ async fn run(scale: f64) {
             args.push(agent.to_string_lossy().into_owned());
             let figures = measure(&counts, &conductor, &args, Some(n)).await;
             rows.push((format!("N = {n}"), figures));
+        }
+        // One typed proxy: `prefix-proxy` reads every prompt and every update into its type
+        // and rewrites each chunk's text; what it sends is written losslessly.
+        if wanted("N = 1 typed") {
+            let args = [
+                "agent".to_owned(),
+                format!("{} '» '", proxy.with_file_name("prefix-proxy").display()),
+                agent.to_string_lossy().into_owned(),
+            ];
+            let figures = measure(&counts, &conductor, &args, Some(1)).await;
+            rows.push(("N = 1 typed".to_owned(), figures));
         }
         // Three pass-through proxies inside the conductor's process, the agent a process.
         if wanted("N = 3 in-process") {
@@ -494,7 +507,8 @@ async fn measure(
             figures.rss_tree_kib = figures.rss_conductor_kib;
             figures.anon_tree_kib = anon(editor.pid());
             for (pid, name) in pids {
-                if name.starts_with("passthrough") {
+                // (`comm` names are cut at 15 bytes.)
+                if name.starts_with("passthrough") || name.starts_with("prefix") {
                     let proxy = rss(pid);
                     figures.rss_proxy_kib = figures.rss_proxy_kib.max(proxy);
                     figures.rss_tree_kib = figures.rss_tree_kib.zip(proxy).map(|(a, b)| a + b);
@@ -723,7 +737,12 @@ fn on_line(state: &Mutex<State>, line: &[u8]) {
             }
             session.received += 1;
             let in_order = match session.expecting {
-                Some(_) => update.update.content.text == format!("chunk {}", session.received),
+                // `ends_with`: a transforming proxy in the chain may prefix each chunk.
+                Some(_) => update
+                    .update
+                    .content
+                    .text
+                    .ends_with(&format!("chunk {}", session.received)),
                 None => session.received == 1,
             };
             if !in_order {

@@ -40,7 +40,10 @@
 
 #![forbid(unsafe_code)]
 
+mod origin;
 pub mod table;
+
+pub use self::origin::{HasOrigin, Origin};
 
 #[doc(hidden)]
 pub mod lenient;

@@ -15,8 +15,17 @@
 //!
 //! Messages the tables do not name — other protocols' methods and `_`-prefixed extensions —
 //! have no type here; proxies forward them untyped and unchanged.
+//!
+//! **Typed is lossless.** Every request, response and notification type keeps the JSON it was
+//! read from (its `origin` field, see [`Origin`]), and is written against it: a message a
+//! handler passes on unchanged goes out byte for byte, and one it changed keeps every field,
+//! `null` and key it did not touch — fields newer than this schema included (see
+//! [`lossless`](crate::jsonrpc::lossless)). Unknown kinds of a tagged union arrive as its
+//! `Other` variant, and leave as they came.
 
-use crate::jsonrpc::{JsonRpcNotification, JsonRpcRequest};
+pub use sacp_schema::{HasOrigin, Origin};
+
+use crate::jsonrpc::{JsonRpcNotification, JsonRpcRequest, RawJson, lossless};
 
 pub use sacp_schema::acp::v1::*;
 
@@ -89,6 +98,22 @@ macro_rules! impl_requests {
         impl JsonRpcRequest for $params {
             const METHOD: &'static str = <$params>::METHOD;
             type Response = $response;
+
+            fn read(params: Option<RawJson>) -> crate::Result<Self> {
+                lossless::read_params(params)
+            }
+
+            fn write(&self) -> crate::Result<RawJson> {
+                lossless::write(self)
+            }
+
+            fn read_response(result: RawJson) -> crate::Result<$response> {
+                lossless::read_result(result)
+            }
+
+            fn write_response(response: &$response) -> crate::Result<RawJson> {
+                lossless::write(response)
+            }
         }
         impl AcpRequest for $params {
             const FROM: Side = sender!($receiver);
@@ -109,6 +134,14 @@ macro_rules! impl_notifications {
     (@one $params:ty, $receiver:ident) => {
         impl JsonRpcNotification for $params {
             const METHOD: &'static str = <$params>::METHOD;
+
+            fn read(params: Option<RawJson>) -> crate::Result<Self> {
+                lossless::read_params(params)
+            }
+
+            fn write(&self) -> crate::Result<RawJson> {
+                lossless::write(self)
+            }
         }
         impl AcpNotification for $params {
             const FROM: Side = sender!($receiver);

@@ -253,13 +253,31 @@ fn generate(target: &Target, loaded: &sources::Loaded) -> Result<Vec<(String, St
         Protocol::Mcp => tables::mcp_tables(&original)?,
     };
     let responses = tables.requests.iter().map(|r| r.response.clone()).collect();
-    let stats = post::run(&mut file, &annotated, &responses, &integer_consts);
+    // ACP's messages keep the JSON they were read from (MCP's travel inside `_mcp/*` as they
+    // are).
+    let messages = match target.protocol {
+        Protocol::Acp => tables
+            .requests
+            .iter()
+            .flat_map(|r| [r.params.clone(), r.response.clone()])
+            .chain(tables.notifications.iter().map(|n| n.params.clone()))
+            .collect(),
+        Protocol::Mcp => std::collections::BTreeSet::new(),
+    };
+    let stats = post::run(
+        &mut file,
+        &annotated,
+        &responses,
+        &messages,
+        &integer_consts,
+    );
     eprintln!(
-        "  {}: {} unions emitted, {} optional defaults, {} lenient fields, {} null-tolerant responses, {} constructors",
+        "  {}: {} unions emitted, {} optional defaults, {} lenient fields, {} messages keeping their origin, {} null-tolerant responses, {} constructors",
         target.module,
         emitted.replaced.len(),
         stats.optional_defaults,
         stats.lenient,
+        stats.origins,
         stats.null_results,
         stats.constructors
     );

@@ -6,10 +6,13 @@
 //! 2. [`lenient_fields`]: the schema's `x-deserialize-default-on-error`,
 //!    `x-deserialize-default-on-null` and `x-deserialize-skip-invalid-items` hints, through
 //!    `sacp_schema::lenient`.
-//! 3. [`null_results`]: response types without required fields accept `"result": null`.
-//! 4. [`constructors`]: `new(required fields…)` and a setter per optional field.
-//! 5. [`integer_consts`]: named constants on integer newtypes made from constant unions.
-//! 6. [`exact_numbers`]: schema `number`s are `serde_json::Number`, not `f64`, so `50` is
+//! 3. [`origins`]: every message type (a method's params or result) keeps the JSON it was read
+//!    from, in a field serde skips (`origin: crate::Origin`), and implements `HasOrigin`.
+//! 4. [`null_results`]: response types without required fields accept `"result": null`.
+//! 5. [`constructors`]: `new(required fields…)` and a setter per optional field. (Fields serde
+//!    skips are neither: they start as their default, in both passes.)
+//! 6. [`integer_consts`]: named constants on integer newtypes made from constant unions.
+//! 7. [`exact_numbers`]: schema `number`s are `serde_json::Number`, not `f64`, so `50` is
 //!    written back as `50` (not `50.0`) and every value keeps its exact text.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,6 +32,7 @@ use crate::passes::{Defs, required_of};
 pub(crate) struct Stats {
     pub(crate) optional_defaults: usize,
     pub(crate) lenient: usize,
+    pub(crate) origins: usize,
     pub(crate) null_results: usize,
     pub(crate) constructors: usize,
 }
@@ -37,12 +41,14 @@ pub(crate) fn run(
     file: &mut syn::File,
     defs: &Defs,
     responses: &BTreeSet<String>,
+    messages: &BTreeSet<String>,
     integers: &[(String, String, i64)],
 ) -> Stats {
     exact_numbers(file);
     let stats = Stats {
         optional_defaults: absent_stays_absent(file),
         lenient: lenient_fields(file, defs),
+        origins: origins(file, messages),
         null_results: null_results(file, responses),
         constructors: constructors(file, defs),
     };
@@ -93,6 +99,12 @@ fn meta_str(metas: &[Meta], name: &str) -> Option<String> {
 
 fn has_meta(metas: &[Meta], name: &str) -> bool {
     metas.iter().any(|m| meta_name(m) == name)
+}
+
+/// Whether serde skips the field (`#[serde(skip)]`): it is not on the wire.
+fn is_skipped(f: &Field) -> bool {
+    let mut attrs = f.attrs.clone();
+    has_meta(&take_serde(&mut attrs), "skip")
 }
 
 /// `Some(T)` for `Option<T>` (however the path to `Option` is spelled).
@@ -298,7 +310,52 @@ pub(crate) fn lenient_fields(file: &mut syn::File, defs: &Defs) -> usize {
     n
 }
 
-/// Pass 3: response types with no required field accept `null` (ACP peers answer empty
+/// Pass 3: message types keep where they came from. Each struct in `messages` (the params and
+/// results of the protocol's methods) gets `#[serde(skip)] pub origin: crate::Origin` and an
+/// `impl crate::HasOrigin`.
+pub(crate) fn origins(file: &mut syn::File, messages: &BTreeSet<String>) -> usize {
+    let mut impls = Vec::new();
+    for item in &mut file.items {
+        let Item::Struct(s) = item else { continue };
+        let name = s.ident.to_string();
+        if !messages.contains(&name) {
+            continue;
+        }
+        let Some(fields) = named_fields(s) else {
+            continue;
+        };
+        assert!(
+            !fields
+                .iter()
+                .any(|f| f.ident.as_ref().is_some_and(|i| i == "origin")),
+            "{name} has a field `origin` of its own: the origin field needs another name"
+        );
+        fields.push(parse_quote! {
+            /// The JSON this message was read from, when it was received (never serialized):
+            /// what a handler does not change is sent on exactly as it came. See
+            /// [`Origin`](crate::Origin).
+            #[serde(skip)]
+            pub origin: crate::Origin
+        });
+        let ty = &s.ident;
+        impls.push(quote! {
+            impl crate::HasOrigin for #ty {
+                fn origin(&self) -> &crate::Origin {
+                    &self.origin
+                }
+                fn origin_mut(&mut self) -> &mut crate::Origin {
+                    &mut self.origin
+                }
+            }
+        });
+    }
+    let n = impls.len();
+    let extra: syn::File = syn::parse2(quote!(#(#impls)*)).expect("origin impls parse");
+    file.items.extend(extra.items);
+    n
+}
+
+/// Pass 4: response types with no required field accept `null` (ACP peers answer empty
 /// responses with `"result": null`). The derived `Deserialize` moves to a hidden mirror struct;
 /// the type's own impl reads `null` or the mirror.
 pub(crate) fn null_results(file: &mut syn::File, responses: &BTreeSet<String>) -> usize {
@@ -312,12 +369,23 @@ pub(crate) fn null_results(file: &mut syn::File, responses: &BTreeSet<String>) -
         let Fields::Named(fields) = &s.fields else {
             continue;
         };
-        if !fields.named.iter().all(|f| option_inner(&f.ty).is_some()) {
+        if !fields
+            .named
+            .iter()
+            .all(|f| option_inner(&f.ty).is_some() || is_skipped(f))
+        {
             continue;
         }
         let field_names: Vec<Ident> = fields
             .named
             .iter()
+            .filter(|f| !is_skipped(f))
+            .filter_map(|f| f.ident.clone())
+            .collect();
+        let skipped: Vec<Ident> = fields
+            .named
+            .iter()
+            .filter(|f| is_skipped(f))
             .filter_map(|f| f.ident.clone())
             .collect();
         let ty = s.ident.clone();
@@ -329,6 +397,12 @@ pub(crate) fn null_results(file: &mut syn::File, responses: &BTreeSet<String>) -
         mirror
             .attrs
             .insert(0, parse_quote!(#[derive(::serde::Deserialize)]));
+        if let Some(mirrored) = named_fields(&mut mirror) {
+            *mirrored = std::mem::take(mirrored)
+                .into_iter()
+                .filter(|f| !is_skipped(f))
+                .collect();
+        }
         for f in named_fields(&mut mirror).into_iter().flatten() {
             f.attrs.retain(|a| a.path().is_ident("serde"));
             f.vis = syn::Visibility::Inherited;
@@ -339,8 +413,14 @@ pub(crate) fn null_results(file: &mut syn::File, responses: &BTreeSet<String>) -
                 fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> ::std::result::Result<Self, D::Error> {
                     let wire: ::std::option::Option<#wire> = ::serde::Deserialize::deserialize(d)?;
                     Ok(match wire {
-                        Some(w) => Self { #(#field_names: w.#field_names,)* },
-                        None => Self { #(#field_names: ::std::option::Option::None,)* },
+                        Some(w) => Self {
+                            #(#field_names: w.#field_names,)*
+                            #(#skipped: ::std::default::Default::default(),)*
+                        },
+                        None => Self {
+                            #(#field_names: ::std::option::Option::None,)*
+                            #(#skipped: ::std::default::Default::default(),)*
+                        },
                     })
                 }
             }
@@ -355,8 +435,8 @@ pub(crate) fn null_results(file: &mut syn::File, responses: &BTreeSet<String>) -
     n
 }
 
-/// Pass 4: `new(required…)` (arguments in the schema's `required` order) and a builder-style
-/// setter per optional field.
+/// Pass 5: `new(required…)` (arguments in the schema's `required` order) and a builder-style
+/// setter per optional field; fields serde skips start as their default.
 pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
     let required_order: BTreeMap<String, Vec<String>> = defs
         .iter()
@@ -372,9 +452,16 @@ pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
             continue;
         };
         let ty = &s.ident;
+        let skipped: Vec<&Ident> = fields
+            .named
+            .iter()
+            .filter(|f| is_skipped(f))
+            .filter_map(|f| f.ident.as_ref())
+            .collect();
         let (mut required, optional): (Vec<&Field>, Vec<&Field>) = fields
             .named
             .iter()
+            .filter(|f| !is_skipped(f))
             .partition(|f| option_inner(&f.ty).is_none());
         if let Some(order) = required_order.get(&ty.to_string()) {
             let position = |f: &Field| {
@@ -418,6 +505,7 @@ pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
                     Self {
                         #(#req_names: #req_names.into(),)*
                         #(#opt_names: ::std::option::Option::None,)*
+                        #(#skipped: ::std::default::Default::default(),)*
                     }
                 }
                 #(#setters)*

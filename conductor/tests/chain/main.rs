@@ -11,6 +11,7 @@ mod failures;
 mod faults;
 mod in_process;
 mod in_process_agent;
+mod lossless;
 mod mcp;
 #[path = "../../benches/support/processes.rs"]
 mod processes;

@@ -16,6 +16,7 @@
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
 //! | `then N` | ends the turn at once, then streams `N` chunks `after 1` … `after N` right behind the answer |
+//! | `future` | sends what a newer agent would: a chunk `future` with fields this schema lacks (`futureAnno`, `futureUpd`, `futureParam`), a `tool_call_update` with explicit `null`s, an update of a kind this schema lacks, and an answer with `futureRes` (see [`FUTURE`]) |
 //!
 //! It lists its sessions (`session/list`) and forgets one on `session/close`.
 //!
@@ -204,6 +205,16 @@ impl TestAgent {
                 });
                 return Ok(PromptResponse::new(StopReason::EndTurn));
             }
+            ["future"] => {
+                for update in FUTURE {
+                    let raw = update.replace("SESSION", &session.0);
+                    let raw = sacp::jsonrpc::RawJson::from_string(raw)?;
+                    client.notify_raw("session/update", Some(raw)).await?;
+                }
+                // A typed answer that keeps the JSON it was read from: `futureRes` goes out.
+                let answer = sacp::jsonrpc::RawJson::from_string(FUTURE_ANSWER)?;
+                return sacp::jsonrpc::lossless::read(&answer);
+            }
             ["noise", lines] => {
                 let lines: u64 = lines.parse().map_err(|_| bad_prompt("noise N"))?;
                 {
@@ -304,6 +315,17 @@ impl TestAgent {
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
 }
+
+/// What the `future` keyword streams (`SESSION` is the session's id): the messages of a newer
+/// agent than this schema knows, for tests of what proxies keep.
+pub const FUTURE: [&str; 3] = [
+    r#"{"sessionId":"SESSION","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"future","futureAnno":{"x":1}},"futureUpd":true},"futureParam":[1,null]}"#,
+    r#"{"sessionId":"SESSION","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":null,"locations":null,"status":"completed"}}"#,
+    r#"{"sessionId":"SESSION","update":{"sessionUpdate":"future_kind","futureData":{"a":[1,2]}}}"#,
+];
+
+/// The answer of the `future` keyword.
+pub const FUTURE_ANSWER: &str = r#"{"stopReason":"end_turn","futureRes":3}"#;
 
 fn bad_prompt(usage: &str) -> sacp::Error {
     sacp::Error::invalid_params(format!("the test agent expects `{usage}`"))

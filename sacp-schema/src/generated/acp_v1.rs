@@ -476,6 +476,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 Must be one of the methods advertised in the initialize response.*/
     #[serde(rename = "methodId")]
     pub method_id: AuthMethodId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to the `authenticate` method.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -494,6 +499,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Information about a command.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -688,6 +698,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the session to cancel operations for.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Notification to cancel an ongoing request.
 
@@ -711,6 +726,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the request to cancel.
     #[serde(rename = "requestId")]
     pub request_id: RequestId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Capabilities supported by the client.
 
@@ -1001,6 +1021,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the session to close.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from closing a session.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1019,6 +1044,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Client support for ID-addressed context compaction updates.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1171,6 +1201,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Session configuration options have been updated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1365,6 +1400,11 @@ specified limit.*/
     ///The session ID for this request.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response containing the ID of the created terminal.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1386,6 +1426,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The unique identifier for the created terminal.
     #[serde(rename = "terminalId")]
     pub terminal_id: TerminalId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**The current mode of the session has changed
 
@@ -1432,6 +1477,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the session to delete.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from deleting a session.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1450,6 +1500,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**A diff representing file modifications.
 
@@ -2226,6 +2281,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The latest protocol version supported by the client.
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Response to the `initialize` method.
 
@@ -2280,6 +2340,11 @@ or the latest protocol version supported by the agent.
 The client should disconnect, if it doesn't support this version.*/
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Schema for integer properties in an elicitation form.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2361,6 +2426,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the terminal to kill.
     #[serde(rename = "terminalId")]
     pub terminal_id: TerminalId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to `terminal/kill` method
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2379,6 +2449,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Request parameters for listing existing sessions.
 
@@ -2405,6 +2480,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from listing sessions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2435,6 +2515,11 @@ to fetch the next page. If absent, there are no more results.*/
     ///Array of session information objects
     #[serde(default, deserialize_with = "crate::lenient::skip_invalid_items_or_default")]
     pub sessions: ::std::vec::Vec<SessionInfo>,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Request parameters for loading an existing session.
 
@@ -2484,6 +2569,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the session to load.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from loading an existing session.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2521,6 +2611,11 @@ See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/s
         deserialize_with = "crate::lenient::default_on_error"
     )]
     pub modes: ::std::option::Option<SessionModeState>,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Logout capabilities supported by the agent.
 
@@ -2561,6 +2656,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to the `logout` method.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2579,6 +2679,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///MCP capabilities supported by the agent
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2832,6 +2937,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Response from creating a new session.
 
@@ -2876,6 +2986,11 @@ See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/s
 Used in all subsequent requests for this conversation.*/
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Fire-and-forget information for the user.
 
@@ -3468,6 +3583,11 @@ pieces of context from sources the agent may not have access to.*/
     ///The ID of the session to send this user message to
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Response from processing a user prompt.
 
@@ -3491,6 +3611,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///Indicates why the agent stopped processing the turn.
     #[serde(rename = "stopReason")]
     pub stop_reason: StopReason,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Protocol version identifier.
 
@@ -3568,6 +3693,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The session ID for this request.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response containing the contents of a text file.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3588,6 +3718,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Request to release a terminal and free its resources.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3612,6 +3747,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the terminal to release.
     #[serde(rename = "terminalId")]
     pub terminal_id: TerminalId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to terminal/release method
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -3630,6 +3770,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**JSON RPC Request Id
 
@@ -3681,6 +3826,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///Details about the tool call requiring permission.
     #[serde(rename = "toolCall")]
     pub tool_call: ToolCallUpdate,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3701,6 +3851,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     >,
     ///The user's decision on the permission request.
     pub outcome: crate::acp::v1::RequestPermissionOutcome,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///A resource that the server is capable of reading, included in a prompt or tool call result.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3893,6 +4048,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the session to resume.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from resuming an existing session.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -3930,6 +4090,11 @@ See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/s
         deserialize_with = "crate::lenient::default_on_error"
     )]
     pub modes: ::std::option::Option<SessionModeState>,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///The sender or recipient of messages and data in a conversation.
 #[derive(
@@ -4714,6 +4879,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub session_id: SessionId,
     ///The actual update content.
     pub update: crate::acp::v1::SessionUpdate,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Capabilities for the `session/resume` method.
 
@@ -4799,6 +4969,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Request parameters for setting a session mode.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -4823,6 +4998,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the session to set the mode for.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to `session/set_mode` method.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4841,6 +5021,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Reasons why an agent stops processing a prompt turn.
 
@@ -5222,6 +5407,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the terminal to get output from.
     #[serde(rename = "terminalId")]
     pub terminal_id: TerminalId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response containing the terminal output and exit status.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5252,6 +5442,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub output: ::std::string::String,
     ///Whether the output was truncated due to byte limits.
     pub truncated: bool,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Text provided to or from an LLM.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5823,6 +6018,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The ID of the terminal to wait for.
     #[serde(rename = "terminalId")]
     pub terminal_id: TerminalId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response containing the exit status of a terminal command.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -5856,6 +6056,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         deserialize_with = "crate::lenient::default_on_error"
     )]
     pub signal: ::std::option::Option<::std::string::String>,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Request to write content to a text file.
 
@@ -5883,6 +6088,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///The session ID for this request.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to `fs/write_text_file`
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -5901,6 +6111,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /// Error types.
 pub mod error {
@@ -6019,6 +6234,11 @@ pub struct CreateElicitationRequest {
     /// The fields of this kind, with its tag.
     #[serde(flatten)]
     pub kind: CreateElicitationRequestKind,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "mode")]
@@ -6471,6 +6691,11 @@ pub struct SetSessionConfigOptionRequest {
     /// The fields of this kind, with its tag.
     #[serde(flatten)]
     pub kind: SetSessionConfigOptionRequestKind,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type")]
@@ -6518,6 +6743,11 @@ pub struct CreateElicitationResponse {
     /// The fields of this kind, with its tag.
     #[serde(flatten)]
     pub kind: CreateElicitationResponseKind,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "action")]
@@ -6534,6 +6764,374 @@ pub enum CreateElicitationResponseKind {
     /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+impl crate::HasOrigin for AuthenticateRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for AuthenticateResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CancelNotification {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CancelRequestNotification {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CloseSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CloseSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CompleteElicitationNotification {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CreateTerminalRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CreateTerminalResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for DeleteSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for DeleteSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for InitializeRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for InitializeResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for KillTerminalRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for KillTerminalResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ListSessionsRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ListSessionsResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for LoadSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for LoadSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for LogoutRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for LogoutResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for NewSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for NewSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for PromptRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for PromptResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ReadTextFileRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ReadTextFileResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ReleaseTerminalRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ReleaseTerminalResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for RequestPermissionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for RequestPermissionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ResumeSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ResumeSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for SessionNotification {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for SetSessionConfigOptionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for SetSessionModeRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for SetSessionModeResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for TerminalOutputRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for TerminalOutputResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for WaitForTerminalExitRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for WaitForTerminalExitResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for WriteTextFileRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for WriteTextFileResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CreateElicitationRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for SetSessionConfigOptionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CreateElicitationResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
 }
 #[derive(::serde::Deserialize)]
 struct __AuthenticateResponseWire {
@@ -6556,10 +7154,16 @@ impl<'de> ::serde::Deserialize<'de> for AuthenticateResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6587,10 +7191,16 @@ impl<'de> ::serde::Deserialize<'de> for CloseSessionResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6618,10 +7228,16 @@ impl<'de> ::serde::Deserialize<'de> for DeleteSessionResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6649,10 +7265,16 @@ impl<'de> ::serde::Deserialize<'de> for KillTerminalResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6700,6 +7322,7 @@ impl<'de> ::serde::Deserialize<'de> for LoadSessionResponse {
                         config_options: w.config_options,
                         meta: w.meta,
                         modes: w.modes,
+                        origin: ::std::default::Default::default(),
                     }
                 }
                 None => {
@@ -6707,6 +7330,7 @@ impl<'de> ::serde::Deserialize<'de> for LoadSessionResponse {
                         config_options: ::std::option::Option::None,
                         meta: ::std::option::Option::None,
                         modes: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6734,10 +7358,16 @@ impl<'de> ::serde::Deserialize<'de> for LogoutResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6765,10 +7395,16 @@ impl<'de> ::serde::Deserialize<'de> for ReleaseTerminalResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6816,6 +7452,7 @@ impl<'de> ::serde::Deserialize<'de> for ResumeSessionResponse {
                         config_options: w.config_options,
                         meta: w.meta,
                         modes: w.modes,
+                        origin: ::std::default::Default::default(),
                     }
                 }
                 None => {
@@ -6823,6 +7460,7 @@ impl<'de> ::serde::Deserialize<'de> for ResumeSessionResponse {
                         config_options: ::std::option::Option::None,
                         meta: ::std::option::Option::None,
                         modes: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6850,10 +7488,16 @@ impl<'de> ::serde::Deserialize<'de> for SetSessionModeResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6899,6 +7543,7 @@ impl<'de> ::serde::Deserialize<'de> for WaitForTerminalExitResponse {
                         exit_code: w.exit_code,
                         meta: w.meta,
                         signal: w.signal,
+                        origin: ::std::default::Default::default(),
                     }
                 }
                 None => {
@@ -6906,6 +7551,7 @@ impl<'de> ::serde::Deserialize<'de> for WaitForTerminalExitResponse {
                         exit_code: ::std::option::Option::None,
                         meta: ::std::option::Option::None,
                         signal: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -6933,10 +7579,16 @@ impl<'de> ::serde::Deserialize<'de> for WriteTextFileResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -7290,6 +7942,7 @@ impl AuthenticateRequest {
         Self {
             method_id: method_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -7310,6 +7963,7 @@ impl AuthenticateResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -7491,6 +8145,7 @@ impl CancelNotification {
         Self {
             session_id: session_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -7512,6 +8167,7 @@ impl CancelRequestNotification {
         Self {
             request_id: request_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -7689,6 +8345,7 @@ impl CloseSessionRequest {
         Self {
             session_id: session_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -7709,6 +8366,7 @@ impl CloseSessionResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -7800,6 +8458,7 @@ impl CompleteElicitationNotification {
         Self {
             elicitation_id: elicitation_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -7973,6 +8632,7 @@ impl CreateTerminalRequest {
             env: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             output_byte_limit: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `args`.
@@ -8027,6 +8687,7 @@ impl CreateTerminalResponse {
         Self {
             terminal_id: terminal_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8069,6 +8730,7 @@ impl DeleteSessionRequest {
         Self {
             session_id: session_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8089,6 +8751,7 @@ impl DeleteSessionResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8616,6 +9279,7 @@ impl InitializeRequest {
             client_capabilities: ::std::option::Option::None,
             client_info: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `client_capabilities`.
@@ -8658,6 +9322,7 @@ impl InitializeResponse {
             agent_info: ::std::option::Option::None,
             auth_methods: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `agent_capabilities`.
@@ -8771,6 +9436,7 @@ impl KillTerminalRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8791,6 +9457,7 @@ impl KillTerminalResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8813,6 +9480,7 @@ impl ListSessionsRequest {
             cursor: ::std::option::Option::None,
             cwd: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `cursor`.
@@ -8855,6 +9523,7 @@ impl ListSessionsResponse {
             sessions: sessions.into(),
             meta: ::std::option::Option::None,
             next_cursor: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8894,6 +9563,7 @@ impl LoadSessionRequest {
             session_id: session_id.into(),
             additional_directories: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `additional_directories`.
@@ -8925,6 +9595,7 @@ impl LoadSessionResponse {
             config_options: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             modes: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `config_options`.
@@ -8982,6 +9653,7 @@ impl LogoutRequest {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9002,6 +9674,7 @@ impl LogoutResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9214,6 +9887,7 @@ impl NewSessionRequest {
             mcp_servers: mcp_servers.into(),
             additional_directories: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `additional_directories`.
@@ -9246,6 +9920,7 @@ impl NewSessionResponse {
             config_options: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             modes: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `config_options`.
@@ -9509,6 +10184,7 @@ impl PromptRequest {
             session_id: session_id.into(),
             prompt: prompt.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9530,6 +10206,7 @@ impl PromptResponse {
         Self {
             stop_reason: stop_reason.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9557,6 +10234,7 @@ impl ReadTextFileRequest {
             limit: ::std::option::Option::None,
             line: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `limit`.
@@ -9590,6 +10268,7 @@ impl ReadTextFileResponse {
         Self {
             content: content.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9615,6 +10294,7 @@ impl ReleaseTerminalRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9635,6 +10315,7 @@ impl ReleaseTerminalResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9662,6 +10343,7 @@ impl RequestPermissionRequest {
             tool_call: tool_call.into(),
             options: options.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9685,6 +10367,7 @@ impl RequestPermissionResponse {
         Self {
             outcome: outcome.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9781,6 +10464,7 @@ impl ResumeSessionRequest {
             additional_directories: ::std::option::Option::None,
             mcp_servers: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `additional_directories`.
@@ -9821,6 +10505,7 @@ impl ResumeSessionResponse {
             config_options: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             modes: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `config_options`.
@@ -10348,6 +11033,7 @@ impl SessionNotification {
             session_id: session_id.into(),
             update: update.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -10432,6 +11118,7 @@ impl SetSessionConfigOptionResponse {
         Self {
             config_options: config_options.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -10457,6 +11144,7 @@ impl SetSessionModeRequest {
             session_id: session_id.into(),
             mode_id: mode_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -10477,6 +11165,7 @@ impl SetSessionModeResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -10684,6 +11373,7 @@ impl TerminalOutputRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -10710,6 +11400,7 @@ impl TerminalOutputResponse {
             truncated: truncated.into(),
             exit_status: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `exit_status`.
@@ -11097,6 +11788,7 @@ impl WaitForTerminalExitRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -11119,6 +11811,7 @@ impl WaitForTerminalExitResponse {
             exit_code: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             signal: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `exit_code`.
@@ -11161,6 +11854,7 @@ impl WriteTextFileRequest {
             path: path.into(),
             content: content.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -11181,6 +11875,7 @@ impl WriteTextFileResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -11205,6 +11900,7 @@ impl CreateElicitationRequest {
         Self {
             common: common.into(),
             kind: kind.into(),
+            origin: ::std::default::Default::default(),
         }
     }
 }
@@ -11257,6 +11953,7 @@ impl SetSessionConfigOptionRequest {
         Self {
             common: common.into(),
             kind: kind.into(),
+            origin: ::std::default::Default::default(),
         }
     }
 }
@@ -11270,6 +11967,7 @@ impl CreateElicitationResponse {
         Self {
             common: common.into(),
             kind: kind.into(),
+            origin: ::std::default::Default::default(),
         }
     }
 }

@@ -668,6 +668,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
 Receivers match it only against requests they received from that sender.*/
     #[serde(rename = "requestId")]
     pub request_id: RequestId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Notification to cancel a session's foreground work and its prompts not yet inserted.
 
@@ -691,6 +696,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     ///The ID of the session to cancel operations for.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Request parameters for cancelling one terminal.
 
@@ -727,6 +737,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     ///The ID of the terminal to cancel.
     #[serde(rename = "terminalId")]
     pub terminal_id: TerminalId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from cancelling a terminal.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -745,6 +760,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Request parameters for cancelling one tool call.
 
@@ -780,6 +800,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     ///The ID of the tool call to cancel.
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from cancelling a tool call.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -798,6 +823,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///The request was not approved and no option was selected.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1087,6 +1117,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     ///The ID of the session to close.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from closing a session.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1105,6 +1140,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**A slash command the user can invoke by including it in a prompt.
 
@@ -1313,6 +1353,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Session configuration options have been updated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1469,6 +1514,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     ///The ID of the session to delete.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from deleting a session.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -1487,6 +1537,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**File changes produced by a tool call.
 
@@ -2451,6 +2506,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     ///The latest protocol version supported by the client.
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Response to the `initialize` method.
 
@@ -2502,6 +2562,11 @@ The client must check that it supports this version and should disconnect
 if it does not.*/
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Schema for integer properties in an elicitation form.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2588,6 +2653,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response from listing sessions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2617,6 +2687,11 @@ results. An empty string is a valid cursor, not the end of results.*/
     ///Array of session information objects.
     #[serde(default, deserialize_with = "crate::lenient::skip_invalid_items_or_default")]
     pub sessions: ::std::vec::Vec<SessionInfo>,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Request parameters for the `auth/login` method.
 
@@ -2645,6 +2720,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
 Must be one of the methods advertised in the initialize response.*/
     #[serde(rename = "methodId")]
     pub method_id: AuthMethodId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to the `auth/login` method.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2663,6 +2743,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Request parameters for the `auth/logout` method.
 
@@ -2687,6 +2772,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to the `auth/logout` method.
 #[derive(::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2705,6 +2795,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///MCP capabilities supported by the agent for session lifecycle requests.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -3035,6 +3130,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Response from creating a new session.
 
@@ -3092,6 +3192,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
 Used in all subsequent requests for this conversation.*/
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Fire-and-forget information for the user.
 
@@ -3586,6 +3691,11 @@ inserting it.*/
     ///The ID of the session to send this user message to
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Response acknowledging that a user prompt was inserted into the ACP conversation.
 
@@ -3622,6 +3732,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Protocol version identifier.
 
@@ -3759,6 +3874,11 @@ Omitted and `null` are equivalent and mean no structured subject was provided.*/
 This title is specific to the permission prompt and does not update any
 subject's displayed title.*/
     pub title: ::std::string::String,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Response to a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3779,6 +3899,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     >,
     ///The user's decision on the permission request.
     pub outcome: crate::acp::v2::RequestPermissionOutcome,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**The foreground workflow as a whole is blocked on user action.
 
@@ -4049,6 +4174,11 @@ or resuming without replay.*/
     ///The ID of the session to resume.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 /**Response from resuming an existing session.
 
@@ -4101,6 +4231,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Foreground work is in progress.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -4801,6 +4936,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///String item schema for multi-select enum properties.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -5689,6 +5829,11 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/e
     pub session_id: SessionId,
     ///The actual update content.
     pub update: crate::acp::v2::SessionUpdate,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 ///Context window and cost update for a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -6444,6 +6589,11 @@ pub struct CreateElicitationRequest {
     /// The fields of this kind, with its tag.
     #[serde(flatten)]
     pub kind: CreateElicitationRequestKind,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "mode")]
@@ -7309,6 +7459,11 @@ pub struct SetSessionConfigOptionRequest {
     /// The fields of this kind, with its tag.
     #[serde(flatten)]
     pub kind: SetSessionConfigOptionRequestKind,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type")]
@@ -7358,6 +7513,11 @@ pub struct CreateElicitationResponse {
     /// The fields of this kind, with its tag.
     #[serde(flatten)]
     pub kind: CreateElicitationResponseKind,
+    /// The JSON this message was read from, when it was received (never serialized):
+    /// what a handler does not change is sent on exactly as it came. See
+    /// [`Origin`](crate::Origin).
+    #[serde(skip)]
+    pub origin: crate::Origin,
 }
 #[derive(::serde::Serialize, ::serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(tag = "action")]
@@ -7374,6 +7534,262 @@ pub enum CreateElicitationResponseKind {
     /// A kind this version of the schema does not know, kept as it was received.
     #[serde(untagged)]
     Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+}
+impl crate::HasOrigin for CancelRequestNotification {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CancelSessionNotification {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CancelTerminalRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CancelTerminalResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CancelToolCallRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CancelToolCallResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CloseSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CloseSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CompleteElicitationNotification {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for DeleteSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for DeleteSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for InitializeRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for InitializeResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ListSessionsRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ListSessionsResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for LoginAuthRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for LoginAuthResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for LogoutAuthRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for LogoutAuthResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for NewSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for NewSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for PromptRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for PromptResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for RequestPermissionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for RequestPermissionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ResumeSessionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for ResumeSessionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for SetSessionConfigOptionResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for UpdateSessionNotification {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CreateElicitationRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for SetSessionConfigOptionRequest {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
+}
+impl crate::HasOrigin for CreateElicitationResponse {
+    fn origin(&self) -> &crate::Origin {
+        &self.origin
+    }
+    fn origin_mut(&mut self) -> &mut crate::Origin {
+        &mut self.origin
+    }
 }
 #[derive(::serde::Deserialize)]
 struct __CancelTerminalResponseWire {
@@ -7396,10 +7812,16 @@ impl<'de> ::serde::Deserialize<'de> for CancelTerminalResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -7427,10 +7849,16 @@ impl<'de> ::serde::Deserialize<'de> for CancelToolCallResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -7458,10 +7886,16 @@ impl<'de> ::serde::Deserialize<'de> for CloseSessionResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -7489,10 +7923,16 @@ impl<'de> ::serde::Deserialize<'de> for DeleteSessionResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -7520,10 +7960,16 @@ impl<'de> ::serde::Deserialize<'de> for LoginAuthResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -7551,10 +7997,16 @@ impl<'de> ::serde::Deserialize<'de> for LogoutAuthResponse {
         )?;
         Ok(
             match wire {
-                Some(w) => Self { meta: w.meta },
+                Some(w) => {
+                    Self {
+                        meta: w.meta,
+                        origin: ::std::default::Default::default(),
+                    }
+                }
                 None => {
                     Self {
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -7605,6 +8057,7 @@ impl<'de> ::serde::Deserialize<'de> for ResumeSessionResponse {
                         available_commands: w.available_commands,
                         config_options: w.config_options,
                         meta: w.meta,
+                        origin: ::std::default::Default::default(),
                     }
                 }
                 None => {
@@ -7612,6 +8065,7 @@ impl<'de> ::serde::Deserialize<'de> for ResumeSessionResponse {
                         available_commands: ::std::option::Option::None,
                         config_options: ::std::option::Option::None,
                         meta: ::std::option::Option::None,
+                        origin: ::std::default::Default::default(),
                     }
                 }
             },
@@ -8107,6 +8561,7 @@ impl CancelRequestNotification {
         Self {
             request_id: request_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8128,6 +8583,7 @@ impl CancelSessionNotification {
         Self {
             session_id: session_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8153,6 +8609,7 @@ impl CancelTerminalRequest {
             session_id: session_id.into(),
             terminal_id: terminal_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8173,6 +8630,7 @@ impl CancelTerminalResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8198,6 +8656,7 @@ impl CancelToolCallRequest {
             session_id: session_id.into(),
             tool_call_id: tool_call_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8218,6 +8677,7 @@ impl CancelToolCallResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8371,6 +8831,7 @@ impl CloseSessionRequest {
         Self {
             session_id: session_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8391,6 +8852,7 @@ impl CloseSessionResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8556,6 +9018,7 @@ impl CompleteElicitationNotification {
         Self {
             elicitation_id: elicitation_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8716,6 +9179,7 @@ impl DeleteSessionRequest {
         Self {
             session_id: session_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -8736,6 +9200,7 @@ impl DeleteSessionResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9399,6 +9864,7 @@ impl InitializeRequest {
             info: info.into(),
             capabilities: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `capabilities`.
@@ -9435,6 +9901,7 @@ impl InitializeResponse {
             auth_methods: ::std::option::Option::None,
             capabilities: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `auth_methods`.
@@ -9536,6 +10003,7 @@ impl ListSessionsRequest {
             cursor: ::std::option::Option::None,
             cwd: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `cursor`.
@@ -9575,6 +10043,7 @@ impl ListSessionsResponse {
             sessions: sessions.into(),
             meta: ::std::option::Option::None,
             next_cursor: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9605,6 +10074,7 @@ impl LoginAuthRequest {
         Self {
             method_id: method_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9625,6 +10095,7 @@ impl LoginAuthResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9645,6 +10116,7 @@ impl LogoutAuthRequest {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9665,6 +10137,7 @@ impl LogoutAuthResponse {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -9915,6 +10388,7 @@ impl NewSessionRequest {
             additional_directories: ::std::option::Option::None,
             mcp_servers: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `additional_directories`.
@@ -9956,6 +10430,7 @@ impl NewSessionResponse {
             available_commands: ::std::option::Option::None,
             config_options: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `available_commands`.
@@ -10320,6 +10795,7 @@ impl PromptRequest {
             session_id: session_id.into(),
             prompt: prompt.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -10341,6 +10817,7 @@ impl PromptResponse {
         Self {
             message_id: message_id.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -10390,6 +10867,7 @@ impl RequestPermissionRequest {
             description: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             subject: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `description`.
@@ -10431,6 +10909,7 @@ impl RequestPermissionResponse {
         Self {
             outcome: outcome.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -10565,6 +11044,7 @@ impl ResumeSessionRequest {
             mcp_servers: ::std::option::Option::None,
             meta: ::std::option::Option::None,
             replay_from: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `additional_directories`.
@@ -10614,6 +11094,7 @@ impl ResumeSessionResponse {
             available_commands: ::std::option::Option::None,
             config_options: ::std::option::Option::None,
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `available_commands`.
@@ -11093,6 +11574,7 @@ impl SetSessionConfigOptionResponse {
         Self {
             config_options: config_options.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -11883,6 +12365,7 @@ impl UpdateSessionNotification {
             session_id: session_id.into(),
             update: update.into(),
             meta: ::std::option::Option::None,
+            origin: ::std::default::Default::default(),
         }
     }
     /// Sets `meta`.
@@ -11983,6 +12466,7 @@ impl CreateElicitationRequest {
         Self {
             common: common.into(),
             kind: kind.into(),
+            origin: ::std::default::Default::default(),
         }
     }
 }
@@ -12048,6 +12532,7 @@ impl SetSessionConfigOptionRequest {
         Self {
             common: common.into(),
             kind: kind.into(),
+            origin: ::std::default::Default::default(),
         }
     }
 }
@@ -12061,6 +12546,7 @@ impl CreateElicitationResponse {
         Self {
             common: common.into(),
             kind: kind.into(),
+            origin: ::std::default::Default::default(),
         }
     }
 }

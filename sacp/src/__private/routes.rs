@@ -15,7 +15,7 @@
 #![allow(clippy::result_large_err)]
 
 use crate::acp::{AcpNotification, AcpRequest, Side};
-use crate::jsonrpc::Error;
+use crate::jsonrpc::{Error, JsonRpcRequest, RawJson};
 use crate::runtime::{Context, Incoming, Reply};
 
 /// A request the client sends: `#[on_request]` / `#[on_request(from = client)]`.
@@ -31,6 +31,9 @@ pub trait RequestFromClient: AcpRequest {
     /// a wrong message type is reported once, as this trait's error.
     type Response: serde::Serialize;
 
+    /// Writes the handler's result (see [`JsonRpcRequest::write_response`]).
+    fn write_response(response: &<Self as RequestFromClient>::Response) -> Result<RawJson, Error>;
+
     /// Whether a message of `method` from `from` is this handler's.
     fn matches(method: &str, from: Side) -> bool {
         from == Side::Client && method == Self::METHOD
@@ -41,8 +44,12 @@ pub trait RequestFromClient: AcpRequest {
     fn take(
         message: Incoming,
     ) -> Result<(Self, TypedReply<<Self as RequestFromClient>::Response>), Incoming> {
-        take_request(message, Side::Client)
-            .map(|(request, reply)| (request, TypedReply::new(reply)))
+        take_request(message, Side::Client).map(|(request, reply)| {
+            (
+                request,
+                TypedReply::new(reply, <Self as RequestFromClient>::write_response),
+            )
+        })
     }
 }
 
@@ -59,6 +66,9 @@ pub trait RequestFromAgent: AcpRequest {
     /// a wrong message type is reported once, as this trait's error.
     type Response: serde::Serialize;
 
+    /// Writes the handler's result (see [`JsonRpcRequest::write_response`]).
+    fn write_response(response: &<Self as RequestFromAgent>::Response) -> Result<RawJson, Error>;
+
     /// Whether a message of `method` from `from` is this handler's.
     fn matches(method: &str, from: Side) -> bool {
         from == Side::Agent && method == Self::METHOD
@@ -69,7 +79,12 @@ pub trait RequestFromAgent: AcpRequest {
     fn take(
         message: Incoming,
     ) -> Result<(Self, TypedReply<<Self as RequestFromAgent>::Response>), Incoming> {
-        take_request(message, Side::Agent).map(|(request, reply)| (request, TypedReply::new(reply)))
+        take_request(message, Side::Agent).map(|(request, reply)| {
+            (
+                request,
+                TypedReply::new(reply, <Self as RequestFromAgent>::write_response),
+            )
+        })
     }
 }
 
@@ -127,20 +142,21 @@ pub trait NotificationFromAgent: AcpNotification {
 /// fit is reported at its return type.
 pub struct TypedReply<T> {
     reply: Reply,
-    response: std::marker::PhantomData<fn(T)>,
+    /// How the result is written: keeping what it was read from, for an ACP response the
+    /// handler got from its successor and returns.
+    write: fn(&T) -> Result<RawJson, Error>,
 }
 
 impl<T: serde::Serialize> TypedReply<T> {
-    fn new(reply: Reply) -> Self {
-        TypedReply {
-            reply,
-            response: std::marker::PhantomData,
-        }
+    fn new(reply: Reply, write: fn(&T) -> Result<RawJson, Error>) -> Self {
+        TypedReply { reply, write }
     }
 
     /// Answers with the handler's result.
     pub fn answer<E: Into<Error>>(self, result: Result<T, E>) {
-        self.reply.answer(result)
+        let write = self.write;
+        self.reply
+            .answer_raw(result.map_err(Into::into).and_then(|value| write(&value)))
     }
 }
 
@@ -157,7 +173,7 @@ pub fn take_request<R: AcpRequest>(
     let Some(reply) = message.reply.take() else {
         return Err(message);
     };
-    match parse::<R>(&mut message) {
+    match parse(&mut message, R::read) {
         Some(request) => Ok((request, reply)),
         None => {
             message.reply = Some(reply);
@@ -174,7 +190,7 @@ pub fn take_notification<N: AcpNotification>(
     if message.from != side || message.method != N::METHOD || message.reply.is_some() {
         return Err(message);
     }
-    parse::<N>(&mut message).ok_or(message)
+    parse(&mut message, N::read).ok_or(message)
 }
 
 fn finish_notification(method: &str, result: Result<(), Error>) {
@@ -183,9 +199,9 @@ fn finish_notification(method: &str, result: Result<(), Error>) {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(message: &mut Incoming) -> Option<T> {
+fn parse<T>(message: &mut Incoming, read: fn(Option<RawJson>) -> Result<T, Error>) -> Option<T> {
     // A clone of the params is a reference count, not a copy.
-    match crate::jsonrpc::parse_params::<T>(message.params.clone()) {
+    match read(message.params.clone()) {
         Ok(value) => Some(value),
         Err(e) => {
             let e = Error::invalid_params(format!(
@@ -210,11 +226,19 @@ macro_rules! route {
     (request, Agent, $params:ty, $response:ty) => {
         impl RequestFromClient for $params {
             type Response = $response;
+
+            fn write_response(response: &$response) -> Result<RawJson, Error> {
+                <$params as JsonRpcRequest>::write_response(response)
+            }
         }
     };
     (request, Client, $params:ty, $response:ty) => {
         impl RequestFromAgent for $params {
             type Response = $response;
+
+            fn write_response(response: &$response) -> Result<RawJson, Error> {
+                <$params as JsonRpcRequest>::write_response(response)
+            }
         }
     };
     (notification, Agent, $params:ty) => {

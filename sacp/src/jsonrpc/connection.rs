@@ -267,7 +267,7 @@ impl Connection {
         &self,
         notification: N,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        let params = RawJson::to_raw(&notification);
+        let params = notification.write();
         async move { self.notify_raw(N::METHOD, Some(params?)).await }
     }
 

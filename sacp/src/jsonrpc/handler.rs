@@ -17,8 +17,6 @@
 use std::collections::HashMap;
 use std::future::Future;
 
-use serde::de::DeserializeOwned;
-
 use super::connection::Connection;
 use super::lanes::Lane;
 use super::{
@@ -185,8 +183,8 @@ impl Methods {
         Fut: Future<Output = Result<R::Response, Error>> + Send + 'static,
     {
         self.on_raw_request(R::METHOD, move |params, cx| {
-            let fut = parse_params::<R>(params).map(|req| f(req, cx));
-            async move { RawJson::to_raw(&fut?.await?) }
+            let fut = R::read(params).map(|req| f(req, cx));
+            async move { R::write_response(&fut?.await?) }
         })
     }
 
@@ -199,7 +197,7 @@ impl Methods {
         Fut: Future<Output = Result<(), Error>> + Send + 'static,
     {
         self.on_raw_notification(N::METHOD, move |params, cx| {
-            let fut = parse_params::<N>(params).map(|n| f(n, cx));
+            let fut = N::read(params).map(|n| f(n, cx));
             async move { fut?.await }
         })
     }
@@ -224,17 +222,6 @@ impl Methods {
         self.notifications
             .insert(method.into(), Box::new(move |p, cx| Box::pin(f(p, cx))));
         self
-    }
-}
-
-/// Absent params are read as `null` (what `()` and `Option` expect) or, failing that, as `{}`
-/// (what a struct of optional fields expects).
-pub(crate) fn parse_params<T: DeserializeOwned>(params: Option<RawJson>) -> Result<T, Error> {
-    match params {
-        Some(raw) => raw.parse(),
-        None => RawJson::null()
-            .parse()
-            .or_else(|e| RawJson::empty_object().parse().map_err(|_| e)),
     }
 }
 

@@ -42,6 +42,7 @@ mod hold;
 mod id;
 mod in_flight;
 mod lanes;
+pub mod lossless;
 mod message;
 mod payload;
 mod pending;
@@ -63,21 +64,22 @@ pub(crate) use self::connection::{Admission, Outbound, Unsent};
 pub use self::connection::{Connection, Limits};
 pub use self::error::{Error, Result, code};
 pub use self::framing::DEFAULT_MAX_LINE_LENGTH;
-pub(crate) use self::handler::parse_params;
 pub use self::handler::{Handler, Methods, Work};
 pub use self::id::Id;
 pub use self::in_flight::CANCEL_REQUEST_METHOD;
 pub use self::lanes::Lane;
+pub use self::lossless::{HasOrigin, Origin};
 pub(crate) use self::message::structured as structured_params;
 pub use self::message::{Message, Notification, Request, Response, ResponseBody};
 pub use self::payload::RawJson;
 pub use self::relay::Answer;
 pub use self::responder::Responder;
 pub use self::response::PendingResponse;
-pub(crate) use self::response::decode_typed;
 pub use self::transport::{
     ByteStream, Channel, Inbound, MessageReader, MessageWriter, Transport, channel,
 };
+pub(crate) use self::typed::decode_typed;
+pub(crate) use self::typed::parse_params;
 pub use self::typed::{JsonRpcNotification, JsonRpcRequest};
 
 /// A boxed, sendable future: what handlers, lanes and MCP connections pass around.

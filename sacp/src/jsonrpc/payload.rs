@@ -218,6 +218,14 @@ impl RawJson {
         std::str::from_utf8(self.as_bytes()).unwrap_or("null")
     }
 
+    /// The JSON text, as shared bytes (a reference count, not a copy).
+    pub(crate) fn bytes(&self) -> Bytes {
+        match &self.0 {
+            Repr::Text(bytes) => bytes.clone(),
+            Repr::Envelope(e) => e.text().clone(),
+        }
+    }
+
     /// The JSON text as bytes.
     pub fn as_bytes(&self) -> &[u8] {
         self.text()

@@ -75,9 +75,9 @@ impl<T: Send + 'static> PendingResponse<T> {
         R: JsonRpcRequest<Response = T>,
         T: serde::de::DeserializeOwned,
     {
-        match RawJson::to_raw(request) {
-            Ok(params) => send(params).decoded(decode_typed::<T>),
-            Err(e) => PendingResponse::failed(e, decode_typed::<T>),
+        match request.write() {
+            Ok(params) => send(params).decoded(R::read_response),
+            Err(e) => PendingResponse::failed(e, R::read_response),
         }
     }
 
@@ -199,15 +199,4 @@ impl Drop for CancelOnDrop {
 /// Shared by typed and raw requests: the decode step for a raw result.
 pub(crate) fn keep_raw(raw: RawJson) -> Result<RawJson, Error> {
     Ok(raw)
-}
-
-/// The decode step for a typed result: a result that does not fit is an internal error (the
-/// peer answered something else than the method promises), not invalid params.
-pub(crate) fn decode_typed<T: serde::de::DeserializeOwned>(raw: RawJson) -> Result<T, Error> {
-    serde_json::from_slice(raw.as_bytes()).map_err(|e| {
-        Error::internal_error(format!(
-            "the peer's response does not match the expected type: {e}"
-        ))
-        .with_data(raw.as_str())
-    })
 }

@@ -77,7 +77,7 @@ impl Neighbour {
         &self,
         notification: N,
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-        let params = RawJson::to_raw(&notification);
+        let params = notification.write();
         async move { self.notify_raw(N::METHOD, Some(params?)).await }
     }
 

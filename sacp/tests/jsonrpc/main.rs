@@ -6,6 +6,7 @@
 mod bad_input;
 mod cancellation;
 mod common;
+mod lossless;
 mod ordering;
 #[path = "../../src/testing/patience.rs"]
 mod patience;

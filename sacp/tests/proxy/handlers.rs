@@ -84,7 +84,8 @@ async fn a_transforming_proxy_changes_the_prompt_and_the_chunks() {
     assert_eq!(
         lines,
         [
-            r#"agent <- request session/prompt {"prompt":[{"type":"text","text":"hello"},{"type":"text","text":"(be brief)"}],"sessionId":"s1"}"#.to_owned(),
+            // Changed in place: the editor's key order stays.
+            r#"agent <- request session/prompt {"sessionId":"s1","prompt":[{"type":"text","text":"hello"},{"type":"text","text":"(be brief)"}]}"#.to_owned(),
             format!("editor <- notification session/update {}", chunk("s1", "» hello")),
             format!("editor <- notification session/update {}", chunk("s1", "» (be brief)")),
         ],
@@ -184,7 +185,7 @@ async fn a_handler_awaits_its_successor_twice_before_answering() {
             r#"agent <- request session/prompt {"prompt":[{"type":"text","text":"embody"}],"sessionId":"s1"}"#.to_owned(),
             format!("editor <- notification session/update {}", chunk("s1", "embody")),
             // Handled, so re-serialized: the fields in the type's order.
-            r#"agent <- request session/prompt {"prompt":[{"type":"text","text":"hi"}],"sessionId":"s1"}"#.to_owned(),
+            r#"agent <- request session/prompt {"sessionId":"s1","prompt":[{"type":"text","text":"hi"}]}"#.to_owned(),
             format!("editor <- notification session/update {}", chunk("s1", "hi")),
         ],
         "{:?}",
