@@ -16,6 +16,7 @@
 //! args = ["--extra", "two words"] # optional, appended as they are
 //! cwd = "/work/project"          # optional
 //! env = { SPARKLE_HOME = "/tmp/sparkle" } # optional, added to the conductor's environment
+//! dialect = "sacp"               # optional: "sacp", "s11" or "rfd"; found by probing otherwise
 //!
 //! [[component]]
 //! command = "my-agent --acp"
@@ -34,6 +35,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use sacp::protocol::dialect::Dialect;
 use serde::Deserialize;
 
 /// A chain that cannot be run as given.
@@ -142,6 +144,9 @@ pub struct Component {
     pub env: BTreeMap<String, String>,
     /// Its working directory (the conductor's when `None`).
     pub cwd: Option<PathBuf>,
+    /// The proxy-chain dialect it speaks, when declared (`--dialect`, or `dialect` in a chain
+    /// file); found by probing its `initialize` otherwise (see [`Dialect`]).
+    pub dialect: Option<Dialect>,
     /// Set for a proxy that runs in the conductor's process: then there is no program.
     pub(crate) in_process: Option<InProcess>,
 }
@@ -159,6 +164,7 @@ impl Component {
             args: words.collect(),
             env: BTreeMap::new(),
             cwd: None,
+            dialect: None,
             in_process: None,
         })
     }
@@ -341,6 +347,32 @@ impl Chain {
         }
     }
 
+    /// Declares the proxy-chain dialect of components by their 1-based position, from
+    /// `POSITION=DIALECT` words (the command line's `--dialect`).
+    pub fn declare_dialects<S: AsRef<str>>(&mut self, declarations: &[S]) -> Result<(), String> {
+        for declaration in declarations {
+            let declaration = declaration.as_ref();
+            let (position, dialect) = declaration.split_once('=').ok_or_else(|| {
+                format!("--dialect {declaration:?}: expected POSITION=DIALECT, e.g. 1=rfd")
+            })?;
+            let position: usize = position.trim().parse().map_err(|_| {
+                format!("--dialect {declaration:?}: {position:?} is not a position")
+            })?;
+            let count = self.components.len();
+            let component = position
+                .checked_sub(1)
+                .and_then(|i| self.components.get_mut(i))
+                .ok_or_else(|| {
+                    format!(
+                        "--dialect {declaration:?}: the chain has no component {position} \
+                         (it has {count})"
+                    )
+                })?;
+            component.dialect = Some(dialect.trim().parse()?);
+        }
+        Ok(())
+    }
+
     /// Reads a chain file and appends its components.
     pub fn push_file(&mut self, path: &Path) -> Result<(), ChainError> {
         let text = std::fs::read_to_string(path).map_err(|source| ChainError::Read {
@@ -372,6 +404,7 @@ impl Chain {
             #[serde(default)]
             env: BTreeMap<String, String>,
             cwd: Option<PathBuf>,
+            dialect: Option<String>,
         }
         let file: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
         if file.mcp_bridge.is_some() {
@@ -387,6 +420,7 @@ impl Chain {
             component.args.extend(entry.args);
             component.env = entry.env;
             component.cwd = entry.cwd;
+            component.dialect = entry.dialect.map(|d| d.parse()).transpose()?;
             self.components.push(component);
         }
         Ok(())

@@ -149,6 +149,12 @@ struct AgentArgs {
     #[arg(long, value_name = "stdio|http|auto")]
     mcp_bridge: Option<BridgeMode>,
 
+    /// Declares the proxy-chain dialect of the component at POSITION (1-based): `sacp` (this
+    /// project's), `s11` (symposium's sacp 11) or `rfd` (ACP's RFD, agent-client-protocol 5).
+    /// Repeatable. Without it, each proxy's dialect is found from its answer to `initialize`.
+    #[arg(long, value_name = "POSITION=DIALECT")]
+    dialect: Vec<String>,
+
     /// Components as separate words instead of quoted command lines, after `--`, separated
     /// by `--`: `-- proxy --flag -- agent --acp`.
     #[arg(last = true, value_name = "WORDS")]
@@ -165,6 +171,7 @@ impl AgentArgs {
             .push_command_lines(&self.components)
             .map_err(|e| e.to_string())?;
         chain.push_argv_groups(self.words);
+        chain.declare_dialects(&self.dialect)?;
         let options = Options {
             trace: self.trace,
             trace_payloads: self.trace_payloads,

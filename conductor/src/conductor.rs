@@ -275,8 +275,14 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     let bridges = Bridges::new(mode, program, hub_end);
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
     let names = chain.components.iter().map(|c| c.name.clone()).collect();
+    let mut router = RoutingTable::new(names);
+    for (i, component) in chain.components.iter().enumerate() {
+        if let Some(dialect) = component.dialect {
+            router.declare(i + 1, dialect);
+        }
+    }
     let conductor = Conductor {
-        router: RoutingTable::new(names),
+        router,
         bridges,
         members,
         outboxes,

@@ -47,6 +47,7 @@ impl Chain {
             args: Vec::new(),
             env: BTreeMap::new(),
             cwd: None,
+            dialect: Some(sacp::protocol::dialect::Dialect::Sacp),
             in_process: Some(start),
         });
         self

@@ -10,7 +10,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common::*;
-use crate::mcp::said;
 
 /// `conductor agent [flags] tool-proxy "test-agent <agent_flags>"`, with a trace of payloads.
 fn bridged_chain(flags: &[&str], agent_flags: &str, trace: &std::path::Path) -> Vec<String> {

@@ -511,3 +511,25 @@ pub(crate) async fn standard_script(editor: &mut Editor) -> Vec<String> {
     editor.prompt(&second, "second session").await;
     editor.transcript.clone()
 }
+
+/// What the agent said (its message chunks) during the last prompt.
+pub(crate) fn said(editor: &Editor) -> Vec<String> {
+    let start = editor
+        .transcript
+        .iter()
+        .rposition(|l| l.starts_with("request session/prompt"))
+        .unwrap_or(0);
+    editor.transcript[start..]
+        .iter()
+        .filter_map(|l| l.strip_prefix("notification session/update "))
+        .filter_map(|update| {
+            let update: serde_json::Value = serde_json::from_str(update).unwrap();
+            (update["update"]["sessionUpdate"] == "agent_message_chunk").then(|| {
+                update["update"]["content"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+        })
+        .collect()
+}

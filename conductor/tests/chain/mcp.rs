@@ -15,28 +15,6 @@ fn chain_with_tools(proxies: &[&str]) -> Vec<String> {
     args
 }
 
-/// What the agent said (its message chunks) during the last prompt.
-pub(crate) fn said(editor: &Editor) -> Vec<String> {
-    let start = editor
-        .transcript
-        .iter()
-        .rposition(|l| l.starts_with("request session/prompt"))
-        .unwrap_or(0);
-    editor.transcript[start..]
-        .iter()
-        .filter_map(|l| l.strip_prefix("notification session/update "))
-        .filter_map(|update| {
-            let update: serde_json::Value = serde_json::from_str(update).unwrap();
-            (update["update"]["sessionUpdate"] == "agent_message_chunk").then(|| {
-                update["update"]["content"]["text"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn the_agent_calls_a_proxys_tools_while_that_proxy_awaits_it() {
     let mut editor = Editor::start(conductor(), &chain_with_tools(&["tools"]));

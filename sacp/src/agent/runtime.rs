@@ -58,7 +58,7 @@ impl<A: Agent> AgentHandler<A> {
         after: Option<Arc<AfterAnswer>>,
     ) -> Cx {
         Cx {
-            neighbours: Neighbours::new(conn.clone()),
+            neighbours: Neighbours::new(conn.clone(), Arc::default()),
             turns: self.turns.clone(),
             turn,
             clients: self.clients.clone(),
@@ -99,7 +99,7 @@ impl<A: Agent> Handler for AgentHandler<A> {
         let message = Incoming::request(request.method, request.params, reply);
         let after = Arc::new(AfterAnswer::default());
         let cx = self.cx(conn, turn, Some(after.clone()));
-        let neighbours = Neighbours::new(conn.clone());
+        let neighbours = Neighbours::new(conn.clone(), Arc::default());
         schedule(&self.agent, message, cx, conn).map(|work| {
             Either::Left(async move {
                 work.await;

@@ -14,9 +14,10 @@ pub const SUCCESSOR_REQUEST: &str = "_proxy/successor/request";
 /// Carries a notification to (from a proxy) or from (from the conductor) the successor.
 pub const SUCCESSOR_NOTIFICATION: &str = "_proxy/successor/notification";
 
-/// Whether `method` is one of the two envelope methods.
+/// Whether `method` is a successor envelope, in any dialect (see [`super::dialect`]): the
+/// params of all of them unwrap the same way.
 pub fn is_envelope(method: &str) -> bool {
-    method == SUCCESSOR_REQUEST || method == SUCCESSOR_NOTIFICATION
+    super::dialect::Dialect::of_envelope(method).is_some()
 }
 
 /// Wraps raw params: the result is `{"method":…,"params":…}` with `params` as they are (and

@@ -20,6 +20,9 @@ pub const DISCONNECT: &str = "_mcp/disconnect";
 pub const REQUEST: &str = "_mcp/request";
 /// Carries an MCP notification, either way.
 pub const NOTIFICATION: &str = "_mcp/notification";
+/// symposium's `sacp` 11 carries both MCP requests and notifications in one method, its
+/// params naming the connection `connectionId` (see [`super::dialect`]).
+pub const S11_MESSAGE: &str = "_mcp/message";
 
 /// The `_meta` key with which an agent says it speaks MCP over ACP itself.
 pub const TRANSPORT_CAPABILITY: &str = "mcp_acp_transport";
@@ -40,9 +43,12 @@ pub const PROTOCOL_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
 /// The URL scheme of MCP servers reached over ACP.
 pub const SCHEME: &str = "acp:";
 
-/// Whether `method` is one of the four `_mcp/*` messages.
+/// Whether `method` is one of the `_mcp/*` messages (ours, or S11's `_mcp/message`).
 pub fn is_mcp_message(method: &str) -> bool {
-    matches!(method, CONNECT | DISCONNECT | REQUEST | NOTIFICATION)
+    matches!(
+        method,
+        CONNECT | DISCONNECT | REQUEST | NOTIFICATION | S11_MESSAGE
+    )
 }
 
 /// A fresh `acp:` URL: `acp:` and a random UUID.
@@ -83,7 +89,8 @@ pub struct DisconnectParams {
 /// connection it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageParams {
-    /// The connection.
+    /// The connection (`connectionId` in S11's `_mcp/message`).
+    #[serde(alias = "connectionId")]
     pub connection_id: String,
     /// The MCP method.
     pub method: String,
@@ -114,6 +121,7 @@ impl MessageParams {
 pub fn connection_of(params: Option<&RawJson>) -> Option<String> {
     #[derive(Deserialize)]
     struct Named {
+        #[serde(alias = "connectionId")]
         connection_id: Option<String>,
     }
     params?.parse::<Named>().ok()?.connection_id

@@ -18,9 +18,13 @@ pub struct Cx {
 }
 
 impl Cx {
-    pub(crate) fn new(conn: Connection, mcp: Arc<Registry>) -> Cx {
+    pub(crate) fn new(
+        conn: Connection,
+        mcp: Arc<Registry>,
+        dialect: Arc<crate::protocol::dialect::ConductorDialect>,
+    ) -> Cx {
         Cx {
-            neighbours: Neighbours::new(conn),
+            neighbours: Neighbours::new(conn, dialect),
             mcp,
         }
     }

@@ -20,7 +20,8 @@ use crate::jsonrpc::{
     Admission, BoxFuture, Connection, Error, Handler, Notification, Outbound, RawJson, Request,
     Responder, Unsent, Work,
 };
-use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use crate::protocol::dialect::{ConductorDialect, Dialect};
+use crate::protocol::envelope;
 use crate::protocol::handshake;
 use crate::runtime::{HandlerSet, Incoming, Kind, Reply, schedule};
 
@@ -44,6 +45,8 @@ impl<P: Proxy> HandlerSet for AsProxy<P> {
 pub(crate) struct ProxyHandler<P: Proxy> {
     proxy: Arc<AsProxy<P>>,
     mcp: Arc<Registry>,
+    /// The dialect the conductor initialized this proxy in.
+    dialect: Arc<ConductorDialect>,
 }
 
 impl<P: Proxy> ProxyHandler<P> {
@@ -53,11 +56,12 @@ impl<P: Proxy> ProxyHandler<P> {
         ProxyHandler {
             proxy: Arc::new(AsProxy(proxy)),
             mcp,
+            dialect: Arc::default(),
         }
     }
 
     fn cx(&self, conn: &Connection) -> Cx {
-        Cx::new(conn.clone(), self.mcp.clone())
+        Cx::new(conn.clone(), self.mcp.clone(), self.dialect.clone())
     }
 }
 
@@ -72,7 +76,7 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
         conn: &Connection,
     ) -> Work<impl Future<Output = ()> + Send + 'static, Side> {
         let Request { method, params, .. } = request;
-        let message = if method == SUCCESSOR_REQUEST {
+        let message = if envelope::is_envelope(&method) {
             match envelope::unwrap(params.as_ref()) {
                 Ok((method, params)) if self.mcp.owns(&method, params.as_ref()) => {
                     // The agent's MCP client, to one of this proxy's servers.
@@ -86,9 +90,17 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
                     return refuse(responder, e, Side::Agent);
                 }
             }
+        } else if let Some(dialect) = Dialect::of_init_method(&method) {
+            // A conductor of another dialect: its init method carries `initialize`'s params
+            // unchanged, and takes the successor's result as it is.
+            self.dialect.set(dialect);
+            tracing::debug!(%dialect, "initialized by a conductor of another dialect");
+            let reply = Reply::new(responder, Side::Client);
+            Incoming::request(INITIALIZE.to_owned(), params, reply)
         } else if method == INITIALIZE {
             match handshake::accept_offer(params.as_ref()) {
                 Ok(params) => {
+                    self.dialect.set(Dialect::Sacp);
                     let reply = Reply::new(responder, Side::Client)
                         .finishing(Box::new(|result| result.and_then(handshake::mark_accepted)));
                     Incoming::request(method, Some(params), reply)
@@ -129,7 +141,7 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
         conn: &Connection,
     ) -> Work<impl Future<Output = ()> + Send + 'static, Side> {
         let Notification { method, params } = notification;
-        let message = if method == SUCCESSOR_NOTIFICATION {
+        let message = if envelope::is_envelope(&method) {
             match envelope::unwrap(params.as_ref()) {
                 Ok((method, params)) if self.mcp.owns(&method, params.as_ref()) => {
                     self.mcp.notify(&method, params.as_ref());

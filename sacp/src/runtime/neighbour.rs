@@ -3,21 +3,24 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 
 use crate::acp::Side;
 use crate::jsonrpc::{
     Admission, Connection, Error, JsonRpcNotification, JsonRpcRequest, Lane, Outbound,
     PendingResponse, RawJson, Unsent,
 };
-use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use crate::protocol::dialect::{Carried, ConductorDialect};
+use crate::protocol::envelope;
 
 /// A neighbour to send requests and notifications to: the client (the editor, or the proxy in
 /// front), or a proxy's successor (the next proxy, or the agent).
 ///
 /// Both neighbours of a proxy are reached over its one connection to the conductor: what goes
 /// to the client is sent as is, what goes to the successor is wrapped in
-/// `_proxy/successor/request` or `_proxy/successor/notification`. A `Neighbour` hides the
-/// difference: the response to a wrapped request is the successor's own response.
+/// `_proxy/successor/request` or `_proxy/successor/notification` (or the envelope of the
+/// conductor's dialect, see [`crate::protocol::dialect`]). A `Neighbour` hides the difference:
+/// the response to a wrapped request is the successor's own response.
 ///
 /// Requests go out at once. Notifications wait (`.await`) while the conductor reads too slowly,
 /// so a handler that streams updates cannot fill memory faster than they are written.
@@ -26,6 +29,8 @@ pub struct Neighbour {
     conn: Connection,
     /// Which neighbour: the client, or the successor (`Side::Agent`).
     side: Side,
+    /// The envelopes the conductor speaks.
+    dialect: Arc<ConductorDialect>,
 }
 
 impl fmt::Debug for Neighbour {
@@ -130,10 +135,10 @@ impl Neighbour {
         let (method, params) = match self.side {
             Side::Client => (method, params),
             Side::Agent => {
-                let envelope = match kind {
-                    Kind::Request => SUCCESSOR_REQUEST,
-                    Kind::Notification => SUCCESSOR_NOTIFICATION,
-                };
+                let envelope = self.dialect.get().envelope(match kind {
+                    Kind::Request => Carried::Request,
+                    Kind::Notification => Carried::Notification,
+                });
                 (
                     envelope.to_owned(),
                     Some(envelope::wrap_owned(method, params)),
@@ -175,11 +180,13 @@ impl Neighbour {
 #[derive(Debug, Clone)]
 pub(crate) struct Neighbours {
     conn: Connection,
+    dialect: Arc<ConductorDialect>,
 }
 
 impl Neighbours {
-    pub(crate) fn new(conn: Connection) -> Neighbours {
-        Neighbours { conn }
+    /// The neighbours over `conn`, wrapping for the successor in `dialect`'s envelopes.
+    pub(crate) fn new(conn: Connection, dialect: Arc<ConductorDialect>) -> Neighbours {
+        Neighbours { conn, dialect }
     }
 
     /// The client side: the editor, or the proxy in front.
@@ -187,6 +194,7 @@ impl Neighbours {
         Neighbour {
             conn: self.conn.clone(),
             side: Side::Client,
+            dialect: self.dialect.clone(),
         }
     }
 
@@ -195,6 +203,7 @@ impl Neighbours {
         Neighbour {
             conn: self.conn.clone(),
             side: Side::Agent,
+            dialect: self.dialect.clone(),
         }
     }
 
@@ -212,6 +221,11 @@ impl Neighbours {
         F: Future<Output = ()> + Send + 'static,
     {
         self.conn.spawn(work)
+    }
+
+    /// The proxy-chain dialect of the conductor on the other end.
+    pub(crate) fn dialect(&self) -> crate::protocol::dialect::Dialect {
+        self.dialect.get()
     }
 
     /// The connection to the conductor (or the client).

@@ -82,6 +82,15 @@ fn line(who: &str, kind: &str, method: &str, params: &Option<RawJson>) -> String
     }
 }
 
+/// How the transcript marks an envelope of another dialect than ours: `" via METHOD"`.
+fn via(method: &str) -> &'static str {
+    match method {
+        "_proxy/successor" => " via _proxy/successor",
+        "proxy/successor" => " via proxy/successor",
+        _ => "",
+    }
+}
+
 impl Handler for StandIn {
     type Lane = ();
 
@@ -91,10 +100,11 @@ impl Handler for StandIn {
         responder: Responder,
         conn: &Connection,
     ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        let work = if request.method == SUCCESSOR_REQUEST {
+        let work = if envelope::is_envelope(&request.method) {
+            let via = via(&request.method);
             envelope::unwrap(request.params.as_ref()).map(|(method, params)| {
                 self.transcript
-                    .push(line("agent", "request", &method, &params));
+                    .push(line("agent", "request", &method, &params) + via);
                 (self.agent)(method, params, conn.clone())
             })
         } else {
@@ -116,12 +126,12 @@ impl Handler for StandIn {
         n: Notification,
         _conn: &Connection,
     ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        if n.method == SUCCESSOR_NOTIFICATION {
+        if envelope::is_envelope(&n.method) {
+            let via = via(&n.method);
             match envelope::unwrap(n.params.as_ref()) {
-                Ok((method, params)) => {
-                    self.transcript
-                        .push(line("agent", "notification", &method, &params))
-                }
+                Ok((method, params)) => self
+                    .transcript
+                    .push(line("agent", "notification", &method, &params) + via),
                 Err(e) => self.transcript.push(format!("bad envelope: {e}")),
             }
         } else {

@@ -121,3 +121,53 @@ async fn a_handler_of_initialize_gets_the_offer_accepted_too() {
         .unwrap_err();
     assert!(err.message.contains("proxy capability"), "{err}");
 }
+
+#[tokio::test]
+async fn under_a_conductor_of_another_dialect_it_answers_in_kind_and_speaks_its_envelopes() {
+    let dialects = [
+        ("_proxy/initialize", "_proxy/successor"),
+        ("proxy/initialize", "proxy/successor"),
+    ];
+    for (init, envelope) in dialects {
+        let agent: Answer = Arc::new(move |method, _, conn| {
+            Box::pin(async move {
+                match method.as_str() {
+                    "initialize" => RawJson::from_string(r#"{"protocolVersion":1}"#),
+                    _ => {
+                        // An update from inside the answer, in the conductor's envelope.
+                        let update = sacp::protocol::envelope::wrap(
+                            "session/update",
+                            Some(&raw(r#"{"sessionId":"s","update":{"u":1}}"#)),
+                        );
+                        conn.notify_raw(envelope, Some(update)).await.unwrap();
+                        RawJson::from_string(r#"{"stopReason":"end_turn"}"#)
+                    }
+                }
+            })
+        });
+        let chain = chain(PassThrough, agent, empty_answers());
+        let result: Value = chain
+            .request_as_editor(init, r#"{"protocolVersion":1,"clientCapabilities":{}}"#)
+            .await
+            .unwrap()
+            .parse()
+            .unwrap();
+        // Its answer is its successor's, without our marker: that conductor expects none.
+        assert_eq!(result, json!({"protocolVersion":1}), "{init}");
+        let prompt = r#"{"sessionId":"s","prompt":[]}"#;
+        let answer = chain.request_as_editor("session/prompt", prompt).await;
+        assert!(answer.is_ok(), "{init}: {answer:?}");
+        assert_eq!(
+            chain.transcript.lines(),
+            [
+                format!(
+                    r#"agent <- request initialize {{"protocolVersion":1,"clientCapabilities":{{}}}} via {envelope}"#
+                ),
+                format!(r#"agent <- request session/prompt {prompt} via {envelope}"#),
+                r#"editor <- notification session/update {"sessionId":"s","update":{"u":1}}"#
+                    .to_owned(),
+            ],
+            "{init}"
+        );
+    }
+}

@@ -35,7 +35,8 @@ use crate::jsonrpc::{
     CANCEL_REQUEST_METHOD, Error, Id, Inbound, Message, Notification, RawJson, Request, Response,
     ResponseBody, code,
 };
-use crate::protocol::envelope::{self, SUCCESSOR_NOTIFICATION, SUCCESSOR_REQUEST};
+use crate::protocol::dialect::{Carried, Dialect};
+use crate::protocol::envelope;
 use crate::protocol::handshake;
 
 /// A connection: [`EDITOR`] or a component's (its 1-based position).
@@ -123,8 +124,33 @@ struct Pending {
     requester: Node,
     dir: Dir,
     method: Box<str>,
-    /// For `initialize`: the position it was sent to, and whether it offered the capability.
-    initialize: Option<(usize, bool)>,
+    /// For `initialize`: the position it was sent to, whether it offered the capability, and
+    /// what a resend in another dialect needs.
+    initialize: Option<Init>,
+}
+
+/// What follows an error answer to an offered `initialize`.
+enum Next {
+    /// Offer the capability again in this dialect.
+    Offer(Dialect),
+    /// The component refused the proxy capability.
+    Refuse,
+    /// The component speaks another dialect than the one it was declared to.
+    Contradiction(Error),
+}
+
+/// An `initialize` on its way to a component.
+#[derive(Debug)]
+struct Init {
+    position: usize,
+    offered: bool,
+    /// The params without the offer, for a resend under another dialect's method.
+    params: Option<RawJson>,
+    /// The dialects offered so far, ours first.
+    tried: Vec<Dialect>,
+    /// Set while finding out what a component speaks that refused its declared dialect
+    /// without naming another: that dialect.
+    diagnosing: Option<Dialect>,
 }
 
 /// The ids of one connection.
@@ -153,6 +179,11 @@ pub struct RoutingTable {
     agent_mcp: Option<mcp::AgentMcp>,
     /// The MCP connections the bridges opened.
     bridged: std::collections::HashSet<String>,
+    /// The proxy-chain dialect of each position (`0` unused; `n + 1`: the outer conductor in
+    /// proxy mode), and whether it was declared (no probe, no switch).
+    dialects: Vec<(Dialect, bool)>,
+    /// Why the chain ended, when it is more than [`RoutingTable::refusal`]'s default.
+    refused: Option<Error>,
 }
 
 /// How an arriving request or notification travels.
@@ -176,14 +207,32 @@ impl RoutingTable {
     pub fn new(names: Vec<String>) -> RoutingTable {
         // The editor, the components, and the bridges.
         let conns = (0..names.len() + 2).map(|_| Ids::default()).collect();
+        let dialects = vec![(Dialect::Sacp, false); names.len() + 2];
         RoutingTable {
             names,
+            dialects,
+            refused: None,
             proxy_mode: false,
             mode_fixed: false,
             conns,
             agent_mcp: None,
             bridged: std::collections::HashSet::new(),
         }
+    }
+
+    /// Declares the dialect of the component at `position` (1-based): its `initialize` goes
+    /// out under that dialect's method at once, and a refusal asking for another is an error
+    /// naming both.
+    pub fn declare(&mut self, position: usize, dialect: Dialect) {
+        if let Some(slot) = self.dialects.get_mut(position) {
+            *slot = (dialect, true);
+        }
+    }
+
+    /// The dialect the component at `position` speaks (as far as the conductor knows: ours
+    /// until its `initialize` answer says otherwise); at `n + 1`, the outer conductor's.
+    pub fn dialect(&self, position: usize) -> Dialect {
+        self.dialects.get(position).map_or(Dialect::Sacp, |d| d.0)
     }
 
     /// Whether the conductor was initialized as a proxy.
@@ -294,8 +343,12 @@ impl RoutingTable {
         ))
     }
 
-    /// The error for a component that refused the proxy capability.
+    /// The error for a component that refused the proxy capability (or the reason the chain
+    /// ended at its `initialize`, once it did).
     pub fn refusal(&self, position: usize) -> Error {
+        if let Some(error) = &self.refused {
+            return error.clone();
+        }
         Error::new(
             code::INTERNAL_ERROR,
             format!(
@@ -380,9 +433,10 @@ impl RoutingTable {
         }
     }
 
-    /// The method and params `resolved` is written with: wrapped in `envelope` when it
-    /// reaches a component from its successor side, or the outer conductor as our successor.
-    fn on_the_wire(&self, resolved: Resolved, envelope: &str) -> (String, Option<RawJson>) {
+    /// The method and params `resolved` is written with: wrapped in its receiver's envelope
+    /// for `carried` when it reaches a component from its successor side, or the outer
+    /// conductor as our successor.
+    fn on_the_wire(&self, resolved: Resolved, carried: Carried) -> (String, Option<RawJson>) {
         let Resolved {
             to,
             dir,
@@ -392,7 +446,7 @@ impl RoutingTable {
         } = resolved;
         if self.wraps(to, dir) {
             let wrapped = envelope::wrap_owned(method, params);
-            (envelope.to_owned(), Some(wrapped))
+            (self.dialect(to).envelope(carried).to_owned(), Some(wrapped))
         } else {
             (method, params)
         }
@@ -431,7 +485,11 @@ impl RoutingTable {
     }
 
     fn request(&mut self, conn: Conn, request: Request, out: &mut Vec<Delivery>) {
-        let Request { id, method, params } = request;
+        let Request {
+            id,
+            mut method,
+            params,
+        } = request;
         if self.conns[conn].in_flight.contains_key(&id) {
             // Forwarding it would lose track of the first one (its answer, its cancellation).
             let error = Error::invalid_request(format!(
@@ -440,8 +498,21 @@ impl RoutingTable {
             tracing::warn!(peer = %self.peer(conn), %error, "refused a request");
             return self.answer(conn, id, &error, out);
         }
+        // An outer conductor of another dialect initializes this one as a proxy with its own
+        // method; from here on it is an `initialize` that offered the capability, and what
+        // goes to the outer conductor goes in its envelopes.
+        let outer = if conn == EDITOR {
+            Dialect::of_init_method(&method)
+        } else {
+            None
+        };
+        if let Some(dialect) = outer {
+            let outer = self.n() + 1;
+            self.dialects[outer] = (dialect, true);
+            method = "initialize".to_owned();
+        }
         if conn == EDITOR && method == "initialize" {
-            let offered = handshake::offered(params.as_ref());
+            let offered = outer.is_some() || handshake::offered(params.as_ref());
             if self.mode_fixed && offered != self.proxy_mode {
                 let error = self.mode_switch(offered);
                 tracing::warn!(%error, "refused an initialize");
@@ -455,13 +526,32 @@ impl RoutingTable {
             Err(failed) => return self.answer(conn, id, &failed.1, out),
         };
         let mut initialize = None;
+        let mut wire_method = None;
         if resolved.dir == Dir::Down && resolved.method == "initialize" {
             let offered = resolved.to <= self.n() && self.is_proxy(resolved.to);
-            match handshake::offer(resolved.params.as_ref(), offered) {
-                Ok(params) => resolved.params = Some(params),
+            let dialect = self.dialect(resolved.to);
+            let plain = match handshake::offer(resolved.params.as_ref(), false) {
+                Ok(params) => params,
                 Err(error) => return self.answer(conn, id, &error, out),
+            };
+            if offered && dialect == Dialect::Sacp {
+                match handshake::offer(Some(&plain), true) {
+                    Ok(params) => resolved.params = Some(params),
+                    Err(error) => return self.answer(conn, id, &error, out),
+                }
+            } else {
+                resolved.params = Some(plain.clone());
             }
-            initialize = Some((resolved.to, offered));
+            if offered {
+                wire_method = Some(dialect.init_method());
+            }
+            initialize = Some(Init {
+                position: resolved.to,
+                offered,
+                params: offered.then_some(plain),
+                tried: vec![dialect],
+                diagnosing: None,
+            });
         }
 
         let target = self.target_conn(&resolved);
@@ -480,7 +570,10 @@ impl RoutingTable {
         };
         ids.pending.insert(out_id, pending);
         self.conns[conn].in_flight.insert(id, (target, out_id));
-        let (method, params) = self.on_the_wire(resolved, SUCCESSOR_REQUEST);
+        let (mut method, params) = self.on_the_wire(resolved, Carried::Request);
+        if let Some(init) = wire_method {
+            init.clone_into(&mut method);
+        }
         out.push(Delivery {
             conn: target,
             message: Message::Request(Request {
@@ -511,7 +604,7 @@ impl RoutingTable {
         }
         let target = self.target_conn(&resolved);
         let hop = self.hop_of(conn, target, &resolved);
-        let (method, params) = self.on_the_wire(resolved, SUCCESSOR_NOTIFICATION);
+        let (method, params) = self.on_the_wire(resolved, Carried::Notification);
         out.push(Delivery {
             conn: target,
             message: Message::Notification(Notification { method, params }),
@@ -591,22 +684,55 @@ impl RoutingTable {
         {
             self.note_bridge_connect(result);
         }
-        if let (Some((position, offered)), ResponseBody::Result(result)) =
-            (pending.initialize, &body)
-        {
-            self.note_agent_initialize(position, result);
-            if offered && !handshake::accepted(result) {
-                let error = self.refusal(position);
-                tracing::error!("{error}");
-                // Unless this is its own answer, the editor's `initialize` still waits on the
-                // first hop.
-                if let Some(editors) = self.take_editor_initialize() {
-                    self.answer(EDITOR, editors.origin_id, &error, out);
+        if let Some(init) = &pending.initialize {
+            let position = init.position;
+            match &body {
+                ResponseBody::Error(error) if init.offered => {
+                    let error = error.parse::<Error>().unwrap_or_else(|_| {
+                        Error::internal_error(format!("a malformed error: {}", error.as_str()))
+                    });
+                    return match self.after_refusal(init, &error) {
+                        Next::Offer(dialect) => {
+                            self.resend_initialize(conn, pending, dialect, out);
+                            None
+                        }
+                        Next::Refuse => {
+                            let refusal = self
+                                .refusal(position)
+                                .with_data(format!("it answered: {}", error.message));
+                            self.end_with(refusal, pending, out)
+                        }
+                        Next::Contradiction(error) => self.end_with(error, pending, out),
+                    };
                 }
-                self.answer(pending.origin, pending.origin_id, &error, out);
-                return Some(Fatal::Refused(position));
+                ResponseBody::Error(_) => {}
+                ResponseBody::Result(result) => {
+                    self.note_agent_initialize(position, result);
+                    // Ours accepts with the marker; the other dialects' proxies answer their
+                    // own init method with their successor's result.
+                    let accepted =
+                        self.dialect(position) != Dialect::Sacp || handshake::accepted(result);
+                    if let Some(declared) = init.diagnosing {
+                        let error = match accepted {
+                            true => self.contradiction(position, declared, Dialect::Sacp),
+                            false => self.refusal(position),
+                        };
+                        return self.end_with(error, pending, out);
+                    }
+                    if init.offered && !accepted {
+                        let refusal = self.refusal(position);
+                        return self.end_with(refusal, pending, out);
+                    }
+                    if init.offered && self.dialect(position) != Dialect::Sacp {
+                        tracing::info!(
+                            "component {position} ({:?}) speaks the {} proxy dialect",
+                            self.name(position),
+                            self.dialect(position)
+                        );
+                    }
+                    body = ResponseBody::Result(self.initialize_result(result, pending.requester));
+                }
             }
-            body = ResponseBody::Result(self.initialize_result(result, pending.requester));
         }
         out.push(Delivery {
             conn: pending.origin,
@@ -624,11 +750,125 @@ impl RoutingTable {
         None
     }
 
+    /// What to do after `error` answered the offer in `init`: offer the dialect the refusal
+    /// asks for, unless it was offered already; for a declared dialect, end with an error
+    /// naming both when the component speaks another (to find out which, when the refusal
+    /// names none, ours is offered once more).
+    fn after_refusal(&self, init: &Init, error: &Error) -> Next {
+        let asked = Dialect::asked_for(error);
+        let (dialect, declared) = self.dialects[init.position];
+        if let Some(declared) = init.diagnosing {
+            return match asked {
+                Some(asked) => {
+                    Next::Contradiction(self.contradiction(init.position, declared, asked))
+                }
+                None => Next::Refuse,
+            };
+        }
+        match asked {
+            Some(asked) if declared && asked != dialect => {
+                Next::Contradiction(self.contradiction(init.position, dialect, asked))
+            }
+            Some(asked) if !declared && !init.tried.contains(&asked) => Next::Offer(asked),
+            None if declared && dialect != Dialect::Sacp => Next::Offer(Dialect::Sacp),
+            _ => Next::Refuse,
+        }
+    }
+
+    /// The error for a component declared to speak `declared` that speaks `speaks`.
+    fn contradiction(&self, position: usize, declared: Dialect, speaks: Dialect) -> Error {
+        Error::new(
+            code::INTERNAL_ERROR,
+            format!(
+                "component {position} ({:?}) was declared to speak the {declared} proxy dialect \
+                 (`{}`), but it refused that and speaks the {speaks} dialect (`{}`)",
+                self.name(position),
+                declared.init_method(),
+                speaks.init_method()
+            ),
+        )
+    }
+
+    /// Offers the proxy capability again, under `dialect`'s method, on the same connection:
+    /// the request keeps its origin and gets a new id.
+    fn resend_initialize(
+        &mut self,
+        conn: Conn,
+        mut pending: Pending,
+        dialect: Dialect,
+        out: &mut Vec<Delivery>,
+    ) {
+        let Some(init) = pending.initialize.as_mut() else {
+            return;
+        };
+        let position = init.position;
+        tracing::debug!(
+            "component {position} ({:?}) asks for the {dialect} proxy dialect: offering it",
+            self.name(position)
+        );
+        init.tried.push(dialect);
+        let (current, declared) = self.dialects[position];
+        if declared {
+            // Finding out what a component speaks that refused its declared dialect.
+            init.diagnosing = Some(current);
+        }
+        self.dialects[position].0 = dialect;
+        let params = match dialect {
+            // Ours offers in the params; they were an object when first offered.
+            Dialect::Sacp => handshake::offer(init.params.as_ref(), true).ok(),
+            _ => init.params.clone(),
+        };
+        let hop = Hop {
+            from: pending.requester,
+            to: pending.responder,
+            dir: pending.dir.reverse(),
+            answers: None,
+        };
+        let ids = &mut self.conns[conn];
+        ids.last += 1;
+        let out_id = ids.last;
+        self.conns[pending.origin]
+            .in_flight
+            .insert(pending.origin_id.clone(), (conn, out_id));
+        self.conns[conn].pending.insert(out_id, pending);
+        out.push(Delivery {
+            conn,
+            message: Message::Request(Request {
+                id: Id::Number(out_id),
+                method: dialect.init_method().to_owned(),
+                params,
+            }),
+            hop,
+        });
+    }
+
+    /// Ends the chain with `error`: the answer to the `initialize` that `pending` was, and to
+    /// the editor's own if it still waits on the first hop.
+    fn end_with(
+        &mut self,
+        error: Error,
+        pending: Pending,
+        out: &mut Vec<Delivery>,
+    ) -> Option<Fatal> {
+        tracing::error!("{}", error.message);
+        let position = pending.initialize.as_ref().map_or(0, |i| i.position);
+        if let Some(editors) = self.take_editor_initialize() {
+            self.answer(EDITOR, editors.origin_id, &error, out);
+        }
+        self.answer(pending.origin, pending.origin_id, &error, out);
+        self.refused = Some(error);
+        Some(Fatal::Refused(position))
+    }
+
     /// An `initialize` result as its requester gets it: the `_meta.proxy` a component answered
     /// is hop-local and removed; the client of a conductor in proxy mode gets the conductor's
     /// own acceptance.
     fn initialize_result(&self, result: &RawJson, requester: Node) -> RawJson {
         let rewritten = handshake::withdraw(result).and_then(|result| match requester {
+            // The outer conductor of another dialect takes the result as it is.
+            Node::Client if self.proxy_mode && self.dialect(self.n() + 1) != Dialect::Sacp => {
+                Ok(result)
+            }
             Node::Client if self.proxy_mode => handshake::mark_accepted(result),
             // The editor hears of MCP over ACP only from an agent that speaks it itself.
             Node::Client => {

@@ -503,3 +503,141 @@ fn a_wrapped_message_with_scalar_params_is_refused_to_the_proxy_that_sent_it() {
     assert_eq!(to, 2);
     assert_eq!(sent, json!({"jsonrpc":"2.0","method":"session/cancel"}));
 }
+
+#[test]
+fn a_proxy_of_another_dialect_is_found_by_its_refusal_and_gets_its_own_envelopes() {
+    let refusals = [
+        ("_proxy/initialize", "_proxy/successor"),
+        ("proxy/initialize", "proxy/successor"),
+    ];
+    for (init, envelope) in refusals {
+        let mut r = chain(2);
+        let (_, offered) = one(
+            &mut r,
+            EDITOR,
+            json!({"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":1}}),
+        );
+        assert_eq!(offered["params"]["_meta"]["proxy"], true);
+        // Refused the way other SDKs refuse: resent at once under its method, without the
+        // offer, on the same connection, with a new id.
+        let refusal = format!("proxies must be initialized with `{init}`");
+        let (to, resent) = one(
+            &mut r,
+            1,
+            json!({"jsonrpc":"2.0","id":offered["id"],"error":{"code":-32600,"message":"Invalid request","data":refusal}}),
+        );
+        assert_eq!(to, 1);
+        assert_eq!(
+            resent,
+            json!({"jsonrpc":"2.0","id":2,"method":init,"params":{"protocolVersion":1}})
+        );
+        // It forwards `initialize` in its own envelope; the agent gets it plain.
+        let (to, down) = one(
+            &mut r,
+            1,
+            json!({"jsonrpc":"2.0","id":"u-1","method":envelope,"params":{"method":"initialize","params":{"protocolVersion":1},"meta":{"x":1}}}),
+        );
+        assert_eq!((to, &down["method"]), (2, &json!("initialize")));
+        one(
+            &mut r,
+            2,
+            json!({"jsonrpc":"2.0","id":down["id"],"result":{"protocolVersion":1}}),
+        );
+        // Its answer to its own method needs no marker: the editor gets it.
+        let (to, answer) = one(
+            &mut r,
+            1,
+            json!({"jsonrpc":"2.0","id":2,"result":{"protocolVersion":1}}),
+        );
+        assert_eq!((to, &answer["id"]), (EDITOR, &json!("i")));
+        assert_eq!(r.dialect(1).init_method(), init);
+        // What the agent sends up reaches it in its envelope, requests and notifications alike.
+        let (_, up) = one(
+            &mut r,
+            2,
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"u":1}}),
+        );
+        assert_eq!(
+            up,
+            json!({"jsonrpc":"2.0","method":envelope,"params":{"method":"session/update","params":{"u":1}}})
+        );
+        let (_, up) = one(
+            &mut r,
+            2,
+            json!({"jsonrpc":"2.0","id":"a-1","method":"session/request_permission","params":{}}),
+        );
+        assert_eq!(up["method"], envelope);
+        assert!(up["id"].is_number());
+    }
+}
+
+#[test]
+fn a_declared_dialect_is_offered_first_and_a_contradiction_names_both() {
+    let mut r = chain(2);
+    r.declare(1, crate::protocol::dialect::Dialect::Rfd);
+    let (_, offered) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":1}}),
+    );
+    assert_eq!(offered["method"], "proxy/initialize");
+    assert_eq!(offered["params"], json!({"protocolVersion":1}));
+    // An S11 proxy does not know the method: ours is offered to find out what it speaks.
+    let (_, probe) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":offered["id"],"error":{"code":-32601,"message":"Method not found"}}),
+    );
+    assert_eq!(probe["method"], "initialize");
+    assert_eq!(probe["params"]["_meta"]["proxy"], true);
+    let (sent, fatal) = feed(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":probe["id"],"error":{"code":-32600,"message":"Invalid request","data":"proxies must be initialized with `_proxy/initialize`"}}),
+    );
+    assert!(matches!(fatal, Some(Fatal::Refused(1))));
+    assert_eq!(
+        sent[0].1["error"]["message"],
+        "component 1 (\"c1\") was declared to speak the rfd proxy dialect (`proxy/initialize`), \
+         but it refused that and speaks the s11 dialect (`_proxy/initialize`)"
+    );
+}
+
+#[test]
+fn under_an_outer_conductor_of_another_dialect_the_conductor_is_its_proxy() {
+    let mut r = chain(1);
+    let (to, sent) = one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":"o-1","method":"_proxy/initialize","params":{"protocolVersion":1}}),
+    );
+    assert!(r.proxy_mode());
+    assert_eq!((to, &sent["method"]), (1, &json!("initialize")));
+    assert_eq!(sent["params"]["_meta"]["proxy"], true);
+    // The last component's successor is the outer conductor: in its envelope.
+    let (to, sent) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"method":"_proxy/successor/request","params":{"method":"initialize","params":{"protocolVersion":1}}}),
+    );
+    assert_eq!(to, EDITOR);
+    assert_eq!(sent["method"], "_proxy/successor");
+    one(
+        &mut r,
+        EDITOR,
+        json!({"jsonrpc":"2.0","id":sent["id"],"result":{"protocolVersion":1}}),
+    );
+    let (to, answer) = one(
+        &mut r,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"_meta":{"proxy":true}}}),
+    );
+    // The outer conductor gets no marker it does not expect.
+    assert_eq!(
+        (to, answer),
+        (
+            EDITOR,
+            json!({"jsonrpc":"2.0","id":"o-1","result":{"protocolVersion":1}})
+        )
+    );
+}

@@ -183,7 +183,7 @@ impl Registry {
             mcp::CONNECT => params
                 .and_then(|p| p.parse::<ConnectParams>().ok())
                 .is_some_and(|c| lock(&self.urls).contains_key(&c.acp_url)),
-            mcp::REQUEST | mcp::NOTIFICATION | mcp::DISCONNECT => {
+            mcp::REQUEST | mcp::NOTIFICATION | mcp::DISCONNECT | mcp::S11_MESSAGE => {
                 mcp::connection_of(params).is_some_and(|id| lock(&self.open).contains_key(&id))
             }
             _ => false,

@@ -103,19 +103,34 @@ impl ClientLink {
         &self.cx
     }
 
+    /// The `_mcp/*` method and params that carry an MCP message of `kind` to the client, in
+    /// the conductor's dialect.
     fn params(
         &self,
+        kind: &'static str,
         method: String,
         params: Option<RawJson>,
         related: Option<Value>,
-    ) -> Result<RawJson, Error> {
-        RawJson::to_raw(&MessageParams {
+    ) -> Result<(&'static str, RawJson), Error> {
+        if self.cx.neighbours().dialect() == crate::protocol::dialect::Dialect::S11 {
+            let mut message = serde_json::json!({
+                "connectionId": self.connection_id,
+                "method": method,
+            });
+            if let Some(params) = params {
+                message["params"] = serde_json::from_str(params.as_str())
+                    .map_err(|e| Error::internal_error(e.to_string()))?;
+            }
+            return Ok((mcp::S11_MESSAGE, RawJson::to_raw(&message)?));
+        }
+        let wrapped = RawJson::to_raw(&MessageParams {
             connection_id: self.connection_id.clone(),
             method,
             params,
             mcp_request_id: None,
             related_mcp_request_id: related,
-        })
+        })?;
+        Ok((kind, wrapped))
     }
 
     /// Sends an MCP request to the client (`ping`, `sampling/createMessage`, …); `related` is
@@ -126,8 +141,8 @@ impl ClientLink {
         params: Option<RawJson>,
         related: Option<Value>,
     ) -> PendingResponse<RawJson> {
-        match self.params(method.into(), params, related) {
-            Ok(wrapped) => self.cx.successor().request_raw(mcp::REQUEST, Some(wrapped)),
+        match self.params(mcp::REQUEST, method.into(), params, related) {
+            Ok((method, wrapped)) => self.cx.successor().request_raw(method, Some(wrapped)),
             Err(e) => PendingResponse::failed(e, Ok),
         }
     }
@@ -139,10 +154,7 @@ impl ClientLink {
         params: Option<RawJson>,
         related: Option<Value>,
     ) -> Result<(), Error> {
-        let wrapped = self.params(method.into(), params, related)?;
-        self.cx
-            .successor()
-            .notify_raw(mcp::NOTIFICATION, Some(wrapped))
-            .await
+        let (method, wrapped) = self.params(mcp::NOTIFICATION, method.into(), params, related)?;
+        self.cx.successor().notify_raw(method, Some(wrapped)).await
     }
 }

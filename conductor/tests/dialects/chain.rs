@@ -1,0 +1,223 @@
+//! Proxies of other SDKs in our chains (`../shared/spec/DIALECTS.md`): a pass-through built on
+//! symposium's `sacp` 11 (S11) and one on `agent-client-protocol` 5 (the RFD), real crates
+//! from the registry (`conductor/tests/peers`), found by probing their `initialize` or
+//! declared, alone and mixed with ours.
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+use crate::peers::*;
+
+/// The two foreign pass-throughs, or `None` where they cannot be built (said on stderr).
+fn peers() -> Option<[(String, &'static str); 2]> {
+    Some([
+        (peer("s11-passthrough")?, "_proxy/initialize"),
+        (peer("rfd-passthrough")?, "proxy/initialize"),
+    ])
+}
+
+/// A stream in order before its answer, a permission request across the chain and back, and
+/// a cancel that reaches the agent, for a session of `editor`.
+async fn stream_permission_and_cancel(editor: &mut Editor, what: &str) {
+    let session = editor.open_session().await;
+    let id = editor.send_prompt(&session, "stream 20").await;
+    expect_stream(editor, &id, 20, "").await;
+
+    let done = editor.prompt(&session, "permission").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{what}: {done}");
+    assert!(
+        editor
+            .transcript
+            .iter()
+            .any(|l| l.starts_with("asked session/request_permission")),
+        "{what}: the permission request never reached the editor"
+    );
+    assert_eq!(said(editor), ["permission: allow"], "{what}");
+
+    let waiting = editor.start_waiting(&session).await;
+    editor
+        .notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let done = editor.until_response(&waiting).await;
+    assert_eq!(done["result"]["stopReason"], "cancelled", "{what}: {done}");
+}
+
+/// The methods of the trace's lines that went to component `position`.
+fn methods_to(trace: &str, position: usize) -> Vec<String> {
+    trace
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| {
+            r["to"]
+                .as_str()
+                .is_some_and(|to| to.starts_with(&format!("{position}:")))
+                && r["kind"] == "request"
+        })
+        .filter_map(|r| r["method"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_pass_through_of_each_sdk_runs_in_our_chain_found_by_its_refusal() {
+    let Some(peers) = peers() else { return };
+    let dir = std::env::temp_dir().join(format!("sacp-dialects-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (proxy, init) in peers {
+        let trace = dir.join("trace.jsonl");
+        let args = [
+            "agent".to_owned(),
+            "--trace".to_owned(),
+            trace.to_string_lossy().into_owned(),
+            proxy.clone(),
+            agent(),
+        ];
+        let mut editor = Editor::start(conductor(), &args);
+        stream_permission_and_cancel(&mut editor, &proxy).await;
+        // Other SDKs' proxies do not exit at the end of stdin: the conductor ends them.
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+        // The trace shows the probe: ours offered, then the proxy's own method.
+        let methods = methods_to(&std::fs::read_to_string(&trace).unwrap(), 1);
+        assert_eq!(methods[..2], ["initialize", init], "{proxy}: {methods:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_declared_dialect_is_offered_at_once() {
+    let Some(peers) = peers() else { return };
+    let dir = std::env::temp_dir().join(format!("sacp-dialects-declared-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for ((proxy, init), dialect) in peers.into_iter().zip(["s11", "rfd"]) {
+        let trace = dir.join("trace.jsonl");
+        let args = [
+            "agent".to_owned(),
+            "--trace".to_owned(),
+            trace.to_string_lossy().into_owned(),
+            "--dialect".to_owned(),
+            format!("1={dialect}"),
+            proxy.clone(),
+            agent(),
+        ];
+        let mut editor = Editor::start(conductor(), &args);
+        let session = editor.open_session().await;
+        let id = editor.send_prompt(&session, "stream 3").await;
+        expect_stream(&mut editor, &id, 3, "").await;
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+        let methods = methods_to(&std::fs::read_to_string(&trace).unwrap(), 1);
+        assert_eq!(methods[0], init, "{proxy}: {methods:?}");
+    }
+}
+
+#[tokio::test]
+async fn mixed_chains_in_both_orders_carry_a_turn_a_permission_and_a_cancel() {
+    let Some([(s11, _), (rfd, _)]) = peers() else {
+        return;
+    };
+    let ours = example("audit-proxy");
+    for order in [[&ours, &s11, &rfd], [&rfd, &s11, &ours]] {
+        let mut args = vec!["agent".to_owned()];
+        args.extend(order.iter().map(|p| p.to_string()));
+        args.push(agent());
+        let mut editor = Editor::start(conductor(), &args);
+        stream_permission_and_cancel(&mut editor, &format!("{order:?}")).await;
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn sparkles_tools_reach_the_agent_across_other_sdks_proxies() {
+    let Some([(s11, _), (rfd, _)]) = peers() else {
+        return;
+    };
+    let args = [
+        "agent".to_owned(),
+        example("sparkle"),
+        s11,
+        rfd,
+        format!("{} --mcp-acp", quoted(&agent())),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let session = editor.open_session().await;
+    editor.prompt(&session, "tools").await;
+    let tools = said(&editor);
+    assert!(
+        tools.len() == 1 && tools[0].starts_with("sparkle: "),
+        "{tools:?}\n{}",
+        editor.stderr()
+    );
+    editor
+        .prompt(
+            &session,
+            r#"call sparkle save_insight {"topic":"dialects","insight":"they meet","tags":[]}"#,
+        )
+        .await;
+    editor
+        .prompt(&session, "call sparkle list_insights {}")
+        .await;
+    let listed = said(&editor);
+    assert!(listed[0].contains("they meet"), "{listed:?}");
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+}
+
+#[tokio::test]
+async fn a_declared_dialect_the_proxy_refuses_is_an_error_naming_both() {
+    let Some([(s11, _), _]) = peers() else { return };
+    let args = [
+        "agent".to_owned(),
+        "--dialect".to_owned(),
+        "1=rfd".to_owned(),
+        s11,
+        agent(),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let init = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    let message = init["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(init["error"]["code"], -32603, "{init}");
+    assert!(
+        message.contains("declared to speak the rfd proxy dialect (`proxy/initialize`)")
+            && message.contains("speaks the s11 dialect (`_proxy/initialize`)"),
+        "{init}"
+    );
+    assert_eq!(editor.exit().await.0, Some(1));
+    editor.assert_no_process_left().await;
+}
+
+#[tokio::test]
+async fn a_component_that_refuses_every_dialect_is_named() {
+    // The test agent is no proxy: offered our capability it answers without the marker;
+    // offered S11's or the RFD's init method, it answers an error. Either way §3's refusal.
+    for dialect in [None, Some("s11"), Some("rfd")] {
+        let mut args = vec!["agent".to_owned()];
+        if let Some(dialect) = dialect {
+            args.extend(["--dialect".to_owned(), format!("1={dialect}")]);
+        }
+        args.extend([agent(), agent()]);
+        let mut editor = Editor::start(conductor(), &args);
+        let init = editor
+            .request(
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            )
+            .await;
+        assert_eq!(init["error"]["code"], -32603, "{dialect:?}: {init}");
+        assert_eq!(
+            init["error"]["message"],
+            "component 1 (\"test-agent\") did not accept the proxy capability",
+            "{dialect:?}: {init}"
+        );
+        assert_eq!(editor.exit().await.0, Some(1), "{dialect:?}");
+        editor.assert_no_process_left().await;
+    }
+}

@@ -1,0 +1,78 @@
+//! Our proxies under the other SDKs' conductors, `cargo install`ed from the registry:
+//! symposium's `sacp-conductor` 11.0.0 and `agent-client-protocol-conductor` 5.0.0. Prompts
+//! stream in order, a permission request crosses the chain both ways, and Sparkle's tools reach
+//! the agent where that conductor gives MCP servers to it.
+
+use crate::common::*;
+use crate::peers::*;
+
+/// `CONDUCTOR agent <our pass-through> <Sparkle> <test agent>`, driven through a turn, a
+/// stream and a permission request; what the agent said of its MCP servers (`tools`).
+async fn our_chain_under(conductor: &str) -> (Editor, String, Vec<String>) {
+    let args = [
+        "agent".to_owned(),
+        passthrough(),
+        example("sparkle"),
+        agent(),
+    ];
+    let mut editor = Editor::start(conductor, &args);
+    let session = editor.open_session().await;
+    // Sparkle takes part in the first prompt (it embodies); the stream comes after it.
+    let done = editor.prompt(&session, "hello").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let id = editor.send_prompt(&session, "stream 20").await;
+    expect_stream(&mut editor, &id, 20, "").await;
+    editor.prompt(&session, "permission").await;
+    assert_eq!(said(&editor), ["permission: allow"]);
+    editor.prompt(&session, "tools").await;
+    let tools = said(&editor);
+    (editor, session, tools)
+}
+
+/// Ends the foreign conductor (neither exits at the end of its stdin) and checks that our
+/// components, which do, left nothing behind.
+async fn end(mut editor: Editor) {
+    editor.close_stdin();
+    let _ = editor.child.start_kill();
+    let _ = editor.exit().await;
+    editor.assert_no_process_left().await;
+}
+
+#[tokio::test]
+async fn our_proxies_run_under_sacp_conductor_11_and_sparkles_tools_reach_its_agent() {
+    let Some(conductor) = installed("sacp-conductor", "11.0.0", "sacp-conductor") else {
+        return;
+    };
+    let (mut editor, session, tools) = our_chain_under(&conductor).await;
+    // Its conductor bridges MCP over ACP for the agent itself (over HTTP): Sparkle answers
+    // its `_mcp/connect` and `_mcp/message`s.
+    assert_eq!(
+        tools,
+        ["sparkle: embody_sparkle, save_insight, list_insights (over http)"]
+    );
+    let save =
+        r#"call sparkle save_insight {"topic":"dialects","insight":"ours under theirs","tags":[]}"#;
+    editor.prompt(&session, save).await;
+    editor
+        .prompt(&session, "call sparkle list_insights {}")
+        .await;
+    let listed = said(&editor);
+    assert!(listed[0].contains("ours under theirs"), "{listed:?}");
+    end(editor).await;
+}
+
+#[tokio::test]
+async fn our_proxies_run_under_agent_client_protocol_conductor_5() {
+    let Some(conductor) = installed(
+        "agent-client-protocol-conductor",
+        "5.0.0",
+        "agent-client-protocol-conductor",
+    ) else {
+        return;
+    };
+    let (editor, _, tools) = our_chain_under(&conductor).await;
+    // That conductor gives MCP servers over ACP only to an agent that declares
+    // `mcpCapabilities.acp`, which the test agent does not: it sees none.
+    assert_eq!(tools, ["no MCP servers"]);
+    end(editor).await;
+}

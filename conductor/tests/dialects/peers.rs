@@ -1,0 +1,81 @@
+//! The other SDKs' crates these tests run: built by cargo from the registry on first use.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// A proxy written with another SDK (`conductor/tests/peers/NAME`, a crate of its own with its
+/// lock file), built by cargo into `target/peers` on first use. `None`, said on stderr, when it
+/// cannot be built here (no registry, say) — except under CI, where that fails the test.
+pub(crate) fn peer(name: &str) -> Option<String> {
+    static BUILT: Mutex<Vec<(String, Option<String>)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = built.iter().find(|(n, _)| n == name) {
+        return path.clone();
+    }
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(name)
+        .join("Cargo.toml");
+    let target = peers_dir();
+    let mut command = cargo();
+    command
+        .args(["build", "--quiet", "--locked", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target);
+    let path = run_cargo(command, name).map(|()| target.join("debug").join(name));
+    let path = path.map(|p| p.to_string_lossy().into_owned());
+    built.push((name.to_owned(), path.clone()));
+    path
+}
+
+/// Another project's published binary crate, `cargo install`ed (a debug build, with its own
+/// lock file) into `target/peers/install` on first use; the path of its binary `bin`. `None`
+/// as for [`peer`].
+pub(crate) fn installed(krate: &str, version: &str, bin: &str) -> Option<String> {
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    let root = peers_dir().join("install");
+    let mut command = cargo();
+    command
+        .args(["install", "--quiet", "--locked", "--debug"])
+        .arg(format!("{krate}@{version}"))
+        .arg("--root")
+        .arg(&root)
+        .arg("--target-dir")
+        .arg(peers_dir());
+    run_cargo(command, krate)?;
+    Some(root.join("bin").join(bin).to_string_lossy().into_owned())
+}
+
+/// `target/peers`, beside this test's own `target/debug`.
+fn peers_dir() -> PathBuf {
+    // `target/debug/deps/<test>-…` → `target`.
+    let exe = std::env::current_exe().expect("the test's own path");
+    exe.ancestors()
+        .nth(3)
+        .expect("a target directory")
+        .join("peers")
+}
+
+fn cargo() -> std::process::Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command.env_remove("RUSTFLAGS");
+    command
+}
+
+/// Runs a cargo build of a peer: `None` (said on stderr) when it fails, except under CI.
+fn run_cargo(mut command: std::process::Command, what: &str) -> Option<()> {
+    let output = command.output().expect("cargo runs");
+    if output.status.success() {
+        return Some(());
+    }
+    let why = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "cannot build the peer {what}:\n{why}"
+    );
+    eprintln!("skipped: cannot build the peer {what} here (it needs the crate registry):\n{why}");
+    None
+}
