@@ -221,3 +221,69 @@ async fn a_component_that_refuses_every_dialect_is_named() {
         editor.assert_no_process_left().await;
     }
 }
+
+#[tokio::test]
+async fn an_rfd_agent_calls_sparkles_tools_through_every_dialect_with_mcp_message() {
+    let Some([(s11, _), (rfd, _)]) = peers() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("sacp-dialects-rfd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.jsonl");
+    let args = [
+        "agent".to_owned(),
+        "--trace".to_owned(),
+        trace.to_string_lossy().into_owned(),
+        "--trace-payloads".to_owned(),
+        example("sparkle"),
+        s11,
+        rfd,
+        format!("{} --mcp-rfd", quoted(&agent())),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let session = editor.open_session().await;
+    editor.prompt(&session, "tools").await;
+    assert_eq!(
+        said(&editor),
+        ["sparkle: embody_sparkle, save_insight, list_insights"],
+        "{}",
+        editor.stderr()
+    );
+    let save = r#"call sparkle save_insight {"topic":"rfd","insight":"stateless","tags":[]}"#;
+    editor.prompt(&session, save).await;
+    editor
+        .prompt(&session, "call sparkle list_insights {}")
+        .await;
+    let listed = said(&editor);
+    assert!(listed[0].contains("stateless"), "{listed:?}");
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+    // The agent saw only what it declared: no `_mcp/*`, no `_proxy/*`; it asked with
+    // `mcp/message`.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let to_agent: Vec<&str> = records
+        .iter()
+        .filter(|r| r["to"].as_str().is_some_and(|to| to.starts_with("4:")))
+        .filter_map(|r| r["method"].as_str())
+        .collect();
+    assert!(
+        to_agent
+            .iter()
+            .all(|m| !m.starts_with("_mcp/") && !m.starts_with("_proxy/")),
+        "{to_agent:?}"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["from"].as_str().is_some_and(|f| f.starts_with("4:"))
+                // Delivered in the RFD proxy's envelope.
+                && r["method"] == "proxy/successor"
+                && r["payload"]["method"] == "mcp/message"),
+        "the agent never sent mcp/message"
+    );
+}

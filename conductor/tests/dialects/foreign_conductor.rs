@@ -8,13 +8,8 @@ use crate::peers::*;
 
 /// `CONDUCTOR agent <our pass-through> <Sparkle> <test agent>`, driven through a turn, a
 /// stream and a permission request; what the agent said of its MCP servers (`tools`).
-async fn our_chain_under(conductor: &str) -> (Editor, String, Vec<String>) {
-    let args = [
-        "agent".to_owned(),
-        passthrough(),
-        example("sparkle"),
-        agent(),
-    ];
+async fn our_chain_under(conductor: &str, agent: String) -> (Editor, String, Vec<String>) {
+    let args = ["agent".to_owned(), passthrough(), example("sparkle"), agent];
     let mut editor = Editor::start(conductor, &args);
     let session = editor.open_session().await;
     // Sparkle takes part in the first prompt (it embodies); the stream comes after it.
@@ -43,7 +38,7 @@ async fn our_proxies_run_under_sacp_conductor_11_and_sparkles_tools_reach_its_ag
     let Some(conductor) = installed("sacp-conductor", "11.0.0", "sacp-conductor") else {
         return;
     };
-    let (mut editor, session, tools) = our_chain_under(&conductor).await;
+    let (mut editor, session, tools) = our_chain_under(&conductor, agent()).await;
     // Its conductor bridges MCP over ACP for the agent itself (over HTTP): Sparkle answers
     // its `_mcp/connect` and `_mcp/message`s.
     assert_eq!(
@@ -70,9 +65,34 @@ async fn our_proxies_run_under_agent_client_protocol_conductor_5() {
     ) else {
         return;
     };
-    let (editor, _, tools) = our_chain_under(&conductor).await;
     // That conductor gives MCP servers over ACP only to an agent that declares
-    // `mcpCapabilities.acp`, which the test agent does not: it sees none.
+    // `mcpCapabilities.acp`: the test agent by default sees none ...
+    let (editor, _, tools) = our_chain_under(&conductor, agent()).await;
     assert_eq!(tools, ["no MCP servers"]);
+    end(editor).await;
+    // ... and with `--mcp-rfd` (the SDK's stateless MCP client) it calls Sparkle's tools
+    // with `mcp/message`, Sparkle declaring and serving them the RFD's way.
+    let rfd_agent = format!("{} --mcp-rfd", quoted(&agent()));
+    let (mut editor, session, tools) = our_chain_under(&conductor, rfd_agent).await;
+    assert_eq!(
+        tools,
+        ["sparkle: embody_sparkle, save_insight, list_insights"]
+    );
+    let save = r#"call sparkle save_insight {"topic":"dialects","insight":"stateless","tags":[]}"#;
+    editor.prompt(&session, save).await;
+    editor
+        .prompt(&session, "call sparkle list_insights {}")
+        .await;
+    let listed = said(&editor);
+    assert!(listed[0].contains("stateless"), "{listed:?}");
+    // A tool's own error is an MCP result with `isError`, not a failed delivery.
+    editor
+        .prompt(&session, r#"call sparkle save_insight {"wrong":1}"#)
+        .await;
+    let failed = said(&editor);
+    assert!(
+        failed[0].starts_with("sparkle.save_insight failed: "),
+        "{failed:?}"
+    );
     end(editor).await;
 }

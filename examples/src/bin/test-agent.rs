@@ -1,7 +1,7 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--mcp-acp|--mcp-http] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm]`:
-//! - `--mcp-acp`, `--mcp-http`: how it takes MCP servers (see the module docs);
+//! `test-agent [--mcp-acp|--mcp-rfd|--mcp-http] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm]`:
+//! - `--mcp-acp`, `--mcp-rfd`, `--mcp-http`: how it takes MCP servers (see the module docs);
 //! - `--ignore-eof`: keeps running after its stdin ends, as the agents people run do (they end
 //!   on a signal);
 //! - `--on-sigterm FILE`: on `SIGTERM`, writes `saved` to `FILE` (its session, as a real agent
@@ -30,6 +30,9 @@ fn args() -> Result<Args, String> {
             "--mcp-acp" if args.agent.is_none() => {
                 args.agent = Some(TestAgent::speaking_mcp_over_acp())
             }
+            "--mcp-rfd" if args.agent.is_none() => {
+                args.agent = Some(TestAgent::speaking_rfd_mcp_over_acp())
+            }
             "--mcp-http" if args.agent.is_none() => {
                 args.agent = Some(TestAgent::with_mcp_over_http())
             }
@@ -41,7 +44,7 @@ fn args() -> Result<Args, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}; expected --mcp-acp or --mcp-http, \
+                    "unknown argument {other:?}; expected --mcp-acp, --mcp-rfd or --mcp-http, \
                      --ignore-eof, --on-sigterm FILE, --ignore-sigterm"
                 ));
             }

@@ -2,7 +2,8 @@
 //! calls their tools.
 //!
 //! - `acp:` servers (with `--mcp-acp`, when it speaks MCP over ACP itself) through
-//!   `sacp::mcp::McpClient`;
+//!   `sacp::mcp::McpClient`; with `--mcp-rfd`, the RFD's `{"type": "acp", "serverId"}` servers,
+//!   statelessly (`McpClient::stateless`, one `mcp/message` per request);
 //! - stdio and `http` servers — what the conductor's bridges give an agent that does not —
 //!   the way agents people run do it: with a published MCP client, `rmcp` (its child-process
 //!   and streamable-HTTP transports), connected while `session/new` is handled, before it is
@@ -52,6 +53,8 @@ impl ClientHandler for Client {
 enum Server {
     /// Over ACP (`--mcp-acp`).
     Acp(String),
+    /// Over ACP the RFD's way, by server id (`--mcp-rfd`).
+    Rfd(String),
     /// Connected with rmcp, over `via` (`stdio` or `http`).
     Rmcp {
         via: &'static str,
@@ -66,6 +69,7 @@ impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Server::Acp(url) => write!(f, "Acp({url})"),
+            Server::Rfd(id) => write!(f, "Rfd({id})"),
             Server::Rmcp { via, .. } => write!(f, "Rmcp({via})"),
             Server::Failed(why) => write!(f, "Failed({why})"),
         }
@@ -77,6 +81,8 @@ impl std::fmt::Debug for Server {
 pub(super) struct Servers {
     /// Whether it speaks MCP over ACP itself (`--mcp-acp`).
     pub(super) over_acp: bool,
+    /// Whether it speaks the RFD's MCP over ACP (`--mcp-rfd`).
+    pub(super) rfd: bool,
     by_session: Mutex<HashMap<String, Vec<(String, Server)>>>,
     /// Tool calls made, to name them.
     calls: AtomicU64,
@@ -105,6 +111,14 @@ impl Servers {
     pub(super) fn over_acp() -> Servers {
         Servers {
             over_acp: true,
+            ..Servers::default()
+        }
+    }
+
+    /// The servers of an agent that speaks the RFD's MCP over ACP.
+    pub(super) fn rfd() -> Servers {
+        Servers {
+            rfd: true,
             ..Servers::default()
         }
     }
@@ -145,6 +159,14 @@ impl Servers {
                         Err(e) => Server::Failed(format!("cannot start {}: {e}", stdio.command)),
                     };
                     (stdio.name.clone(), server)
+                }
+                McpServer::Other(entry) if self.rfd && entry.get("type") == Some(&"acp".into()) => {
+                    let field =
+                        |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
+                    let (Some(name), Some(id)) = (field("name"), field("serverId")) else {
+                        continue;
+                    };
+                    (name, Server::Rfd(id))
                 }
                 _ => continue,
             };
@@ -249,12 +271,21 @@ where
     }
 }
 
+/// The MCP client of a server over ACP: connected (`_mcp/*`), or the RFD's stateless one.
+async fn acp_client(cx: &Cx, session: &SessionId, server: &Server) -> Result<McpClient, String> {
+    match server {
+        Server::Rfd(id) => Ok(McpClient::stateless(cx, id.clone())),
+        Server::Acp(url) => McpClient::connect(cx, url, Some(session))
+            .await
+            .map_err(|e| e.message),
+        _ => Err("not a server over ACP".to_owned()),
+    }
+}
+
 async fn list(cx: &Cx, session: &SessionId, server: &Server) -> Result<Vec<String>, String> {
     match server {
-        Server::Acp(url) => {
-            let client = McpClient::connect(cx, url, Some(session))
-                .await
-                .map_err(|e| e.message)?;
+        Server::Acp(_) | Server::Rfd(_) => {
+            let client = acp_client(cx, session, server).await?;
             let tools = client.list_tools().await;
             client.close().await;
             Ok(tools
@@ -280,10 +311,8 @@ async fn call(
     arguments: Map<String, Value>,
 ) -> Result<String, String> {
     match server {
-        Server::Acp(url) => {
-            let client = McpClient::connect(cx, url, Some(session))
-                .await
-                .map_err(|e| e.message)?;
+        Server::Acp(_) | Server::Rfd(_) => {
+            let client = acp_client(cx, session, server).await?;
             let result = client.call_tool(tool, Some(arguments)).await;
             client.close().await;
             let result = result.map_err(|e| e.message)?;

@@ -73,6 +73,15 @@ impl TestAgent {
         }
     }
 
+    /// The agent that speaks the MCP over ACP of ACP's RFD (`test-agent --mcp-rfd`): it
+    /// declares `mcpCapabilities.acp` and calls `{"type": "acp"}` servers with `mcp/message`.
+    pub fn speaking_rfd_mcp_over_acp() -> Self {
+        TestAgent {
+            mcp: mcp::Servers::rfd(),
+            ..TestAgent::default()
+        }
+    }
+
     /// The agent that declares `mcpCapabilities.http` (`test-agent --mcp-http`).
     pub fn with_mcp_over_http() -> Self {
         TestAgent {
@@ -99,6 +108,13 @@ impl TestAgent {
         let _ = req;
         let answer =
             InitializeResponse::new(ProtocolVersion::from(1)).agent_capabilities(capabilities);
+        if self.mcp.rfd {
+            // `mcpCapabilities.acp` is the RFD's, newer than the pinned schema: written into
+            // the answer's JSON, which a typed value keeps when read back (typed is lossless).
+            let mut json = serde_json::to_value(&answer)?;
+            json["agentCapabilities"]["mcpCapabilities"]["acp"] = true.into();
+            return sacp::jsonrpc::lossless::read(&sacp::jsonrpc::RawJson::to_raw(&json)?);
+        }
         Ok(if self.mcp.over_acp {
             answer.meta(sacp::protocol::mcp::capability_meta())
         } else {

@@ -1,6 +1,8 @@
 //! The MCP client side of MCP over ACP, for agents that speak it themselves (they declare
 //! `_meta.mcp_acp_transport: true` in their `initialize` result): connect to an `acp:` server,
-//! list its tools, call them.
+//! list its tools, call them. Also the RFD's stateless form (agents declaring
+//! `mcpCapabilities.acp`, servers declared `{"type": "acp", "serverId"}`): one `mcp/message`
+//! per MCP request, no connection, no `initialize` ([`McpClient::stateless`]).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +14,9 @@ use super::Cx;
 use crate::acp::SessionId;
 use crate::jsonrpc::{Error, RawJson, decode_typed};
 use crate::lock::lock;
-use crate::protocol::mcp::{self, ConnectParams, ConnectResult, DisconnectParams, MessageParams};
+use crate::protocol::mcp::{
+    self, ConnectParams, ConnectResult, DisconnectParams, MessageParams, RfdMessage,
+};
 use crate::runtime::Neighbour;
 use crate::schema::mcp::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation,
@@ -73,7 +77,9 @@ impl Clients {
 #[derive(Debug, Clone)]
 pub struct McpClient {
     peer: Neighbour,
+    /// The connection (`_mcp/*`), or the server id (the RFD's stateless `mcp/message`).
     connection_id: String,
+    stateless: bool,
     server: InitializeResult,
     next_id: Arc<AtomicU64>,
     clients: Arc<Clients>,
@@ -101,6 +107,7 @@ impl McpClient {
         let mut client = McpClient {
             peer,
             connection_id,
+            stateless: false,
             server: InitializeResult::new(
                 crate::schema::mcp::ServerCapabilities::new(),
                 "",
@@ -128,6 +135,78 @@ impl McpClient {
         Ok(client)
     }
 
+    /// A server declared in the RFD's form, `{"type": "acp", "name", "serverId"}`: each request
+    /// is one `mcp/message` carrying MCP 2026-07-28 (its revision, capabilities and client
+    /// info in the request's `_meta`), with no connection to open and no `initialize`.
+    pub fn stateless(cx: &Cx, server_id: impl Into<String>) -> McpClient {
+        McpClient {
+            peer: cx.client(),
+            connection_id: server_id.into(),
+            stateless: true,
+            server: InitializeResult::new(
+                crate::schema::mcp::ServerCapabilities::new(),
+                mcp::RFD_REVISION,
+                Implementation::new("", ""),
+            ),
+            next_id: Arc::new(AtomicU64::new(1)),
+            clients: cx.clients().clone(),
+        }
+    }
+
+    /// An RFD `mcp/message` request: the MCP answer, `{"result"}` or `{"error"}`, unwrapped.
+    async fn stateless_request(
+        &self,
+        id: u64,
+        method: String,
+        params: Option<RawJson>,
+    ) -> Result<RawJson, Error> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            result: Option<RawJson>,
+            error: Option<Error>,
+        }
+        let mut params: Map<String, Value> = match params {
+            Some(p) => p.parse()?,
+            None => Map::new(),
+        };
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(mcp::RFD_VERSION_KEY.into(), mcp::RFD_REVISION.into());
+            meta.insert(
+                "io.modelcontextprotocol/clientCapabilities".into(),
+                Value::Object(Map::new()),
+            );
+            meta.insert(
+                "io.modelcontextprotocol/clientInfo".into(),
+                serde_json::json!({"name": "sacp", "version": env!("CARGO_PKG_VERSION")}),
+            );
+        }
+        let message = RfdMessage {
+            server_id: self.connection_id.clone(),
+            request_id: Value::from(id),
+            method,
+            params: Some(RawJson::to_raw(&params)?),
+        };
+        let answer = self
+            .peer
+            .request_raw(mcp::RFD_MESSAGE, Some(RawJson::to_raw(&message)?))
+            .await?;
+        match answer.parse::<Answer>()? {
+            Answer {
+                error: Some(error), ..
+            } => Err(error),
+            Answer {
+                result: Some(result),
+                ..
+            } => Ok(result),
+            _ => Err(Error::internal_error(
+                "an mcp/message answer without `result` or `error`",
+            )),
+        }
+    }
+
     /// What the server said of itself in `initialize`.
     pub fn server(&self) -> &InitializeResult {
         &self.server
@@ -140,6 +219,9 @@ impl McpClient {
         params: Option<RawJson>,
     ) -> Result<RawJson, Error> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if self.stateless {
+            return self.stateless_request(id, method.into(), params).await;
+        }
         let message = MessageParams {
             connection_id: self.connection_id.clone(),
             method: method.into(),
@@ -158,6 +240,11 @@ impl McpClient {
         method: impl Into<String>,
         params: Option<RawJson>,
     ) -> Result<(), Error> {
+        if self.stateless {
+            // The RFD's MCP over ACP has no notifications from the client.
+            tracing::debug!("not sent under the RFD: an MCP notification to a server");
+            return Ok(());
+        }
         let message = MessageParams {
             connection_id: self.connection_id.clone(),
             method: method.into(),
@@ -207,6 +294,9 @@ impl McpClient {
 
     /// Closes the connection (`_mcp/disconnect`).
     pub async fn close(self) {
+        if self.stateless {
+            return;
+        }
         lock(&self.clients.open).remove(&self.connection_id);
         let params = DisconnectParams {
             connection_id: self.connection_id.clone(),

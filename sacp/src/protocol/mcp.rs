@@ -24,6 +24,37 @@ pub const NOTIFICATION: &str = "_mcp/notification";
 /// params naming the connection `connectionId` (see [`super::dialect`]).
 pub const S11_MESSAGE: &str = "_mcp/message";
 
+/// ACP's RFD carries MCP over ACP in one stateless method (see [`RfdMessage`]).
+pub const RFD_MESSAGE: &str = "mcp/message";
+/// The MCP revision the RFD's `mcp/message` carries (no `initialize`: each request names it
+/// in its `_meta`).
+pub const RFD_REVISION: &str = "2026-07-28";
+/// The `_meta` key of an RFD request's MCP revision.
+pub const RFD_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// `mcp/message` params (ACP's RFD): an MCP request to the server `server_id`, under the
+/// caller's `request_id` (a provider's notifications about that request carry it back).
+/// The result is `{"result": …}` or `{"error": …}`, the MCP answer; a JSON-RPC error means the
+/// message could not be delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RfdMessage {
+    /// The server, as its `{"type": "acp", "serverId"}` entry names it.
+    pub server_id: String,
+    /// The caller's id of the MCP request.
+    pub request_id: serde_json::Value,
+    /// The MCP method.
+    pub method: String,
+    /// The MCP params, as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<RawJson>,
+}
+
+/// The `mcpServers` entry of an MCP server over ACP in the RFD's form.
+pub fn rfd_entry(name: &str, server_id: &str) -> serde_json::Value {
+    serde_json::json!({"type": "acp", "name": name, "serverId": server_id})
+}
+
 /// The `_meta` key with which an agent says it speaks MCP over ACP itself.
 pub const TRANSPORT_CAPABILITY: &str = "mcp_acp_transport";
 

@@ -52,11 +52,12 @@ pub(crate) struct ProxyHandler<P: Proxy> {
 impl<P: Proxy> ProxyHandler<P> {
     pub(crate) fn new(proxy: P) -> Self {
         let proxy = Arc::new(proxy);
-        let mcp = Arc::new(Registry::new(P::mcp_servers(&proxy)));
+        let dialect = Arc::<ConductorDialect>::default();
+        let mcp = Arc::new(Registry::new(P::mcp_servers(&proxy), dialect.clone()));
         ProxyHandler {
             proxy: Arc::new(AsProxy(proxy)),
             mcp,
-            dialect: Arc::default(),
+            dialect,
         }
     }
 
@@ -177,10 +178,12 @@ fn serve_mcp<F>(
     responder: Responder,
 ) -> Work<Either<F, BoxFuture>, Side> {
     let work: BoxFuture = Box::pin(async move {
-        let answer = if method == crate::protocol::mcp::CONNECT {
-            registry.connect(&cx, params.as_ref())
-        } else {
-            registry.request(params.as_ref()).await
+        let answer = match method.as_str() {
+            crate::protocol::mcp::CONNECT => registry.connect(&cx, params.as_ref()),
+            crate::protocol::mcp::RFD_MESSAGE => {
+                registry.stateless_request(&cx, params.as_ref()).await
+            }
+            _ => registry.request(params.as_ref()).await,
         };
         responder.answer_raw(answer);
     });

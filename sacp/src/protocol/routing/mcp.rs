@@ -21,6 +21,9 @@ pub struct AgentMcp {
     pub native: bool,
     /// `agentCapabilities.mcpCapabilities.http: true`: it can reach MCP servers over HTTP.
     pub http: bool,
+    /// `agentCapabilities.mcpCapabilities.acp: true`: it speaks ACP's RFD MCP over ACP
+    /// (`{"type": "acp"}` entries, stateless `mcp/message`).
+    pub rfd: bool,
 }
 
 impl AgentMcp {
@@ -44,18 +47,21 @@ impl AgentMcp {
         struct McpCapabilities {
             #[serde(default)]
             http: Option<bool>,
+            #[serde(default)]
+            acp: Option<bool>,
         }
         let parsed: Result = result.parse().unwrap_or_default();
+        let mcp = parsed
+            .agent_capabilities
+            .and_then(|c| c.mcp_capabilities)
+            .unwrap_or_default();
         AgentMcp {
             native: parsed
                 .meta
                 .and_then(|m| m.get(mcp::TRANSPORT_CAPABILITY).cloned())
                 == Some(serde_json::Value::Bool(true)),
-            http: parsed
-                .agent_capabilities
-                .and_then(|c| c.mcp_capabilities)
-                .and_then(|m| m.http)
-                .unwrap_or(false),
+            http: mcp.http.unwrap_or(false),
+            rfd: mcp.acp.unwrap_or(false),
         }
     }
 }
@@ -163,7 +169,7 @@ mod tests {
             )),
             AgentMcp {
                 native: true,
-                http: false
+                ..AgentMcp::default()
             }
         );
         assert_eq!(
@@ -171,8 +177,17 @@ mod tests {
                 r#"{"agentCapabilities":{"mcpCapabilities":{"http":true,"sse":false}}}"#
             )),
             AgentMcp {
-                native: false,
-                http: true
+                http: true,
+                ..AgentMcp::default()
+            }
+        );
+        assert_eq!(
+            AgentMcp::of(&raw(
+                r#"{"agentCapabilities":{"mcpCapabilities":{"acp":true}}}"#
+            )),
+            AgentMcp {
+                rfd: true,
+                ..AgentMcp::default()
             }
         );
         assert_eq!(AgentMcp::of(&raw("[]")), AgentMcp::default());

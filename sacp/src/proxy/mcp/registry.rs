@@ -18,7 +18,8 @@ use super::server::{ClientLink, McpConnection, McpMessage, McpServer, SessionSlo
 use crate::acp::SessionId;
 use crate::jsonrpc::{Error, RawJson};
 use crate::lock::lock;
-use crate::protocol::mcp::{self, ConnectParams, ConnectResult, MessageParams};
+use crate::protocol::dialect::{ConductorDialect, Dialect};
+use crate::protocol::mcp::{self, ConnectParams, ConnectResult, MessageParams, RfdMessage};
 use crate::proxy::Cx;
 
 /// The ACP methods whose `mcpServers` declare the proxy's servers.
@@ -42,6 +43,11 @@ pub(crate) struct Registry {
     global: Vec<Arc<dyn McpServer>>,
     urls: Mutex<HashMap<String, Url>>,
     open: Mutex<HashMap<String, Open>>,
+    /// Under an RFD conductor: the one connection of each declared server, by server id (the
+    /// RFD's MCP over ACP is stateless: no connect, no `initialize`).
+    stateless: Mutex<HashMap<String, Arc<dyn McpConnection>>>,
+    /// The conductor's dialect: how servers are declared.
+    dialect: Arc<ConductorDialect>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -62,9 +68,10 @@ struct SessionOf {
 
 impl Registry {
     /// A registry for servers given to every session.
-    pub(crate) fn new(global: Vec<Arc<dyn McpServer>>) -> Registry {
+    pub(crate) fn new(global: Vec<Arc<dyn McpServer>>, dialect: Arc<ConductorDialect>) -> Registry {
         Registry {
             global,
+            dialect,
             ..Registry::default()
         }
     }
@@ -76,13 +83,18 @@ impl Registry {
         server: Arc<dyn McpServer>,
         session: SessionSlot,
     ) -> Result<String, Error> {
+        // The URL doubles as the RFD's server id.
         let url = mcp::new_url();
-        let entry = crate::acp::McpServer::Http(crate::acp::McpServerHttp::new(
-            server.name(),
-            url.clone(),
-            Vec::new(),
-        ));
-        servers.push(serde_json::to_value(entry)?);
+        if self.dialect.get() == Dialect::Rfd {
+            servers.push(mcp::rfd_entry(&server.name(), &url));
+        } else {
+            let entry = crate::acp::McpServer::Http(crate::acp::McpServerHttp::new(
+                server.name(),
+                url.clone(),
+                Vec::new(),
+            ));
+            servers.push(serde_json::to_value(entry)?);
+        }
         lock(&self.urls).insert(url.clone(), Url { server, session });
         Ok(url)
     }
@@ -152,6 +164,9 @@ impl Registry {
 
     fn withdraw(&self, url: &str) {
         lock(&self.urls).remove(url);
+        if let Some(connection) = lock(&self.stateless).remove(url) {
+            connection.close();
+        }
         let closing: Vec<_> = {
             let mut open = lock(&self.open);
             let ids: Vec<String> = open
@@ -186,6 +201,9 @@ impl Registry {
             mcp::REQUEST | mcp::NOTIFICATION | mcp::DISCONNECT | mcp::S11_MESSAGE => {
                 mcp::connection_of(params).is_some_and(|id| lock(&self.open).contains_key(&id))
             }
+            mcp::RFD_MESSAGE => params
+                .and_then(|p| p.parse::<RfdMessage>().ok())
+                .is_some_and(|m| lock(&self.urls).contains_key(&m.server_id)),
             _ => false,
         }
     }
@@ -216,6 +234,47 @@ impl Registry {
             },
         );
         RawJson::to_raw(&ConnectResult { connection_id })
+    }
+
+    /// `mcp/message` (the RFD's): the MCP request, answered by the server's one stateless
+    /// connection, as `{"result": …}` or `{"error": …}`.
+    pub(crate) async fn stateless_request(
+        &self,
+        cx: &Cx,
+        params: Option<&RawJson>,
+    ) -> Result<RawJson, Error> {
+        let message: RfdMessage = params
+            .ok_or_else(|| Error::invalid_params("mcp/message needs params"))?
+            .parse()?;
+        let connection = {
+            let mut stateless = lock(&self.stateless);
+            match stateless.get(&message.server_id) {
+                Some(connection) => connection.clone(),
+                None => {
+                    let urls = lock(&self.urls);
+                    let url = urls.get(&message.server_id).ok_or_else(|| {
+                        Error::new(-33001, format!("no MCP server {}", message.server_id))
+                    })?;
+                    let link =
+                        ClientLink::new(cx.clone(), message.server_id.clone(), url.session.clone());
+                    let connection: Arc<dyn McpConnection> = Arc::from(url.server.connect(link));
+                    stateless.insert(message.server_id.clone(), connection.clone());
+                    connection
+                }
+            }
+        };
+        let answer = connection
+            .request(McpMessage {
+                method: message.method,
+                params: message.params,
+                id: Some(message.request_id),
+            })
+            .await;
+        let body = match answer {
+            Ok(result) => serde_json::json!({ "result": result }),
+            Err(error) => serde_json::json!({ "error": error }),
+        };
+        RawJson::to_raw(&body)
     }
 
     fn connection(&self, params: &MessageParams) -> Result<Arc<dyn McpConnection>, Error> {

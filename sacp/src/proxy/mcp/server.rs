@@ -112,7 +112,31 @@ impl ClientLink {
         params: Option<RawJson>,
         related: Option<Value>,
     ) -> Result<(&'static str, RawJson), Error> {
-        if self.cx.neighbours().dialect() == crate::protocol::dialect::Dialect::S11 {
+        let dialect = self.cx.neighbours().dialect();
+        if dialect == crate::protocol::dialect::Dialect::Rfd {
+            // Stateless: a server speaks only about a request in progress, naming it.
+            let Some(request_id) = related else {
+                return Err(Error::method_not_found(&method).with_data(
+                    "under ACP's RFD an MCP server over ACP sends only notifications about a \
+                     request in progress",
+                ));
+            };
+            if kind == mcp::REQUEST {
+                return Err(Error::method_not_found(&method)
+                    .with_data("under ACP's RFD an MCP server over ACP cannot send requests"));
+            }
+            let mut message = serde_json::json!({
+                "serverId": self.connection_id,
+                "requestId": request_id,
+                "method": method,
+            });
+            if let Some(params) = params {
+                message["params"] = serde_json::from_str(params.as_str())
+                    .map_err(|e| Error::internal_error(e.to_string()))?;
+            }
+            return Ok((mcp::RFD_MESSAGE, RawJson::to_raw(&message)?));
+        }
+        if dialect == crate::protocol::dialect::Dialect::S11 {
             let mut message = serde_json::json!({
                 "connectionId": self.connection_id,
                 "method": method,
