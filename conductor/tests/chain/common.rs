@@ -341,6 +341,17 @@ impl Editor {
                 }
                 _ => json!({"error": {"code": -32602, "message": "no such file"}}),
             },
+            // The editor's own MCP server, the RFD's way (`{"type": "acp", "serverId"}`): one
+            // tool, `from_editor`.
+            "mcp/message" => json!({"result": match params["method"].as_str() {
+                Some("tools/list") => json!({"result": {"tools": [
+                    {"name": "from_editor", "inputSchema": {"type": "object"}}
+                ]}}),
+                Some("tools/call") => json!({"result": {"content": [
+                    {"type": "text", "text": format!("hello from the editor's {}", params["serverId"])}
+                ]}}),
+                _ => json!({"error": {"code": -32601, "message": "Method not found"}}),
+            }}),
             _ => json!({"error": {"code": -32601, "message": "Method not found"}}),
         };
         let mut response = json!({"jsonrpc": "2.0", "id": id});

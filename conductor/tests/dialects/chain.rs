@@ -287,3 +287,125 @@ async fn an_rfd_agent_calls_sparkles_tools_through_every_dialect_with_mcp_messag
         "the agent never sent mcp/message"
     );
 }
+
+#[tokio::test]
+async fn an_editors_own_rfd_mcp_server_reaches_the_agent_through_every_dialect() {
+    let Some([(s11, _), (rfd, _)]) = peers() else {
+        return;
+    };
+    let ours = passthrough();
+    let dir = std::env::temp_dir().join(format!("sacp-dialects-editor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.jsonl");
+    for order in [[&ours, &s11, &rfd], [&rfd, &s11, &ours]] {
+        let mut args = vec!["agent".to_owned()];
+        args.extend(["--trace", trace.to_str().unwrap(), "--trace-payloads"].map(str::to_owned));
+        args.extend(order.iter().map(|p| p.to_string()));
+        args.push(format!("{} --mcp-rfd", quoted(&agent())));
+        let mut editor = Editor::start(conductor(), &args);
+        editor
+            .request(
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            )
+            .await;
+        // An S11 proxy cannot parse this entry: it sees it as an `acp:` URL, and the hops
+        // after it see it as the editor wrote it.
+        let server = json!({"type": "acp", "name": "edmcp", "serverId": "editor-server-1"});
+        let created = editor
+            .request(
+                "session/new",
+                json!({"cwd": "/tmp", "mcpServers": [server]}),
+            )
+            .await;
+        let session = created["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{order:?}: {created}"))
+            .to_owned();
+        editor.prompt(&session, "tools").await;
+        assert_eq!(said(&editor), ["edmcp: from_editor"], "{order:?}");
+        editor.prompt(&session, "call edmcp from_editor {}").await;
+        assert_eq!(
+            said(&editor),
+            ["edmcp.from_editor: hello from the editor's \"editor-server-1\""],
+            "{order:?}"
+        );
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+        // What each hop was given: the S11 proxy (position 2) the `acp:` URL, the others the
+        // editor's entry.
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let given: Vec<(String, String)> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["direction"] == "down" && r["kind"] == "request")
+            .filter_map(|r| {
+                let p = &r["payload"];
+                let setup = if p["method"] == "session/new" {
+                    &p["params"]
+                } else {
+                    p
+                };
+                let entry = setup["mcpServers"].get(0)?;
+                Some((
+                    r["to"].as_str()?.to_owned(),
+                    entry["type"].as_str()?.to_owned(),
+                ))
+            })
+            .collect();
+        let types: Vec<&str> = given.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(types, ["acp", "http", "acp", "acp"], "{order:?}: {given:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_agent_on_the_typescript_sdk_calls_our_tools_the_rfds_way() {
+    // The official TypeScript SDK's `/unstable` agent (`McpOverAcpCaller`), an implementation
+    // that is not ours, behind our proxies and an S11 one.
+    let (Some(ts_agent), Some(s11)) = (ts_agent(), peer("s11-passthrough")) else {
+        return;
+    };
+    let args = [
+        "agent".to_owned(),
+        example("sparkle"),
+        s11,
+        format!("{} tools", quoted(&example("tool-proxy"))),
+        ts_agent,
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let session = editor.open_session().await;
+    editor.prompt(&session, "tools").await;
+    assert_eq!(
+        said(&editor),
+        [
+            "sparkle: embody_sparkle, save_insight, list_insights",
+            "tools: echo, add, whoami, status, steps"
+        ],
+        "{}",
+        editor.stderr()
+    );
+    editor
+        .prompt(&session, r#"call tools add {"a":2,"b":40}"#)
+        .await;
+    assert_eq!(said(&editor), [r#"tools.add: {"sum":42} [0 progress]"#]);
+    // A tool's failure is an inner MCP error, not a failed ACP request.
+    editor
+        .prompt(&session, r#"call sparkle save_insight {"wrong":1}"#)
+        .await;
+    let failed = said(&editor);
+    assert!(
+        failed[0].starts_with("sparkle.save_insight failed: MCP error -32602: Invalid params"),
+        "{failed:?}"
+    );
+    // Progress reaches it, tied to its request; the RFD has no requests from a server, so the
+    // tool's closing `ping` fails, inside the tool.
+    editor.prompt(&session, r#"call tools steps {"n":3}"#).await;
+    assert_eq!(
+        said(&editor),
+        ["tools.steps: Method not found: ping (error) [3 progress]"]
+    );
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+}

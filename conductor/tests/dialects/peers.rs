@@ -79,3 +79,62 @@ fn run_cargo(mut command: std::process::Command, what: &str) -> Option<()> {
     eprintln!("skipped: cannot build the peer {what} here (it needs the crate registry):\n{why}");
     None
 }
+
+/// The ACP agent on the official TypeScript SDK (`tests/peers/ts-rfd-agent`), its packages
+/// installed with `npm ci` into `target/peers/ts-rfd-agent` on first use: the command line
+/// that runs it. `None`, said on stderr, where Node.js 20+ and npm are not there (a machine
+/// with only Rust) or the npm registry cannot be reached.
+pub(crate) fn ts_agent() -> Option<String> {
+    static READY: Mutex<Option<Option<String>>> = Mutex::new(None);
+    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(ready) = &*ready {
+        return ready.clone();
+    }
+    let found = install_ts_agent()
+        .map_err(|why| eprintln!("skipped: the TypeScript SDK's agent cannot run here: {why}"))
+        .ok();
+    *ready = Some(found.clone());
+    found
+}
+
+fn install_ts_agent() -> Result<String, String> {
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("no `node` ({e})"))?;
+    let version = String::from_utf8_lossy(&node.stdout).trim().to_owned();
+    let major: u32 = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major < 20 {
+        return Err(format!("Node.js {version}; the SDK needs 20 or later"));
+    }
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/ts-rfd-agent");
+    let dir = peers_dir().join("ts-rfd-agent");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mut changed = false;
+    for file in ["package.json", "package-lock.json", "agent.mjs"] {
+        let text = std::fs::read(source.join(file)).map_err(|e| e.to_string())?;
+        if std::fs::read(dir.join(file)).ok().as_ref() != Some(&text) {
+            std::fs::write(dir.join(file), &text).map_err(|e| e.to_string())?;
+            changed |= file != "agent.mjs";
+        }
+    }
+    if changed || !dir.join("node_modules").exists() {
+        let output = std::process::Command::new("npm")
+            .args(["ci", "--silent", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .output()
+            .map_err(|e| format!("no `npm` ({e})"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "npm ci failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    Ok(format!("node {}", dir.join("agent.mjs").display()))
+}

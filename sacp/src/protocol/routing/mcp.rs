@@ -100,7 +100,67 @@ pub(super) fn with_transport_as(
     RawJson::to_raw(&value)
 }
 
+/// The ACP methods whose `mcpServers` declare MCP servers.
+const SESSION_SETUP: [&str; 3] = ["session/new", "session/load", "session/resume"];
+
 impl RoutingTable {
+    /// A session setup's `mcpServers` as the component at `to` can parse them: an S11 proxy
+    /// cannot parse the RFD's `{"type": "acp", "name", "serverId"}` (it never answers such a
+    /// `session/new`), so it gets `{"type": "http", "url": "acp:…"}` for them, and every hop
+    /// after it gets the RFD's form back. `None` when nothing changes.
+    pub(super) fn declarations_for(
+        &mut self,
+        to: usize,
+        method: &str,
+        params: Option<&RawJson>,
+    ) -> Option<RawJson> {
+        use serde_json::{Map, Value};
+        if !SESSION_SETUP.contains(&method) || to == 0 || to > self.n() {
+            return None;
+        }
+        let s11 = self.dialect(to) == crate::protocol::dialect::Dialect::S11 && self.is_proxy(to);
+        if !s11 && self.rfd_servers.is_empty() {
+            return None;
+        }
+        let mut value: Map<String, Value> = params?.parse().ok()?;
+        let Some(Value::Array(servers)) = value.get_mut("mcpServers") else {
+            return None;
+        };
+        let mut changed = false;
+        for server in servers.iter_mut() {
+            let field = |key: &str| server.get(key).and_then(Value::as_str).map(str::to_owned);
+            match (
+                field("type").as_deref(),
+                field("name"),
+                field("serverId"),
+                field("url"),
+            ) {
+                (Some("acp"), Some(name), Some(id), _) if s11 => {
+                    let url = if mcp::is_acp_url(&id) {
+                        id.clone()
+                    } else {
+                        format!("{}{id}", mcp::SCHEME)
+                    };
+                    *server = serde_json::json!({"type": "http", "name": name, "url": url, "headers": []});
+                    self.rfd_servers.insert(url, id);
+                    changed = true;
+                }
+                (Some("http"), Some(name), _, Some(url)) if !s11 => {
+                    if let Some(id) = self.rfd_servers.get(&url) {
+                        *server = mcp::rfd_entry(&name, id);
+                        changed = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if changed {
+            RawJson::to_raw(&value).ok()
+        } else {
+            None
+        }
+    }
+
     /// The connection of the conductor's MCP bridges (after the components').
     pub fn bridge_conn(&self) -> Conn {
         self.n() + 1

@@ -184,6 +184,9 @@ pub struct RoutingTable {
     dialects: Vec<(Dialect, bool)>,
     /// Why the chain ended, when it is more than [`RoutingTable::refusal`]'s default.
     refused: Option<Error>,
+    /// RFD MCP servers (`{"type": "acp"}`) shown to an S11 proxy as `acp:` URLs: their server
+    /// ids, by URL, to give the hops after it the RFD's form back.
+    rfd_servers: HashMap<String, String>,
 }
 
 /// How an arriving request or notification travels.
@@ -212,6 +215,7 @@ impl RoutingTable {
             names,
             dialects,
             refused: None,
+            rfd_servers: HashMap::new(),
             proxy_mode: false,
             mode_fixed: false,
             conns,
@@ -525,6 +529,12 @@ impl RoutingTable {
             Ok(resolved) => resolved,
             Err(failed) => return self.answer(conn, id, &failed.1, out),
         };
+        if resolved.dir == Dir::Down
+            && let Some(params) =
+                self.declarations_for(resolved.to, &resolved.method, resolved.params.as_ref())
+        {
+            resolved.params = Some(params);
+        }
         let mut initialize = None;
         let mut wire_method = None;
         if resolved.dir == Dir::Down && resolved.method == "initialize" {

@@ -255,8 +255,11 @@ impl Registry {
                     let url = urls.get(&message.server_id).ok_or_else(|| {
                         Error::new(-33001, format!("no MCP server {}", message.server_id))
                     })?;
-                    let link =
-                        ClientLink::new(cx.clone(), message.server_id.clone(), url.session.clone());
+                    let link = ClientLink::stateless(
+                        cx.clone(),
+                        message.server_id.clone(),
+                        url.session.clone(),
+                    );
                     let connection: Arc<dyn McpConnection> = Arc::from(url.server.connect(link));
                     stateless.insert(message.server_id.clone(), connection.clone());
                     connection

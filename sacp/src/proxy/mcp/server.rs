@@ -75,8 +75,12 @@ impl SessionSlot {
 #[derive(Debug, Clone)]
 pub struct ClientLink {
     cx: Cx,
+    /// The connection, or for a stateless client the server id.
     connection_id: String,
     session: SessionSlot,
+    /// Whether the client calls statelessly (the RFD's `mcp/message`): then it is told in
+    /// that form, about the request in progress.
+    stateless: bool,
 }
 
 impl ClientLink {
@@ -85,6 +89,15 @@ impl ClientLink {
             cx,
             connection_id,
             session,
+            stateless: false,
+        }
+    }
+
+    /// The link of a server the client calls statelessly, by `server_id`.
+    pub(crate) fn stateless(cx: Cx, server_id: String, session: SessionSlot) -> ClientLink {
+        ClientLink {
+            stateless: true,
+            ..ClientLink::new(cx, server_id, session)
         }
     }
 
@@ -113,7 +126,7 @@ impl ClientLink {
         related: Option<Value>,
     ) -> Result<(&'static str, RawJson), Error> {
         let dialect = self.cx.neighbours().dialect();
-        if dialect == crate::protocol::dialect::Dialect::Rfd {
+        if self.stateless {
             // Stateless: a server speaks only about a request in progress, naming it.
             let Some(request_id) = related else {
                 return Err(Error::method_not_found(&method).with_data(
