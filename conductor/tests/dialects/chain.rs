@@ -409,3 +409,42 @@ async fn an_agent_on_the_typescript_sdk_calls_our_tools_the_rfds_way() {
         .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
         .await;
 }
+
+#[tokio::test]
+async fn an_s11_proxys_mcp_server_reaches_agents_that_speak_ours_or_none() {
+    // `s11-tools` serves `_mcp/connect` and S11's `_mcp/message`: the conductor puts each MCP
+    // message in its form on the way to it, and in ours on the way back.
+    let Some(tools) = peer("s11-tools") else {
+        return;
+    };
+    let agents = [
+        format!("{} --mcp-acp", quoted(&agent())),
+        agent(),
+        format!("{} --mcp-http", quoted(&agent())),
+    ];
+    let over = ["", " [over stdio; 0 progress]", " [over http; 0 progress]"];
+    for (test_agent, over) in agents.into_iter().zip(over) {
+        let args = ["agent".to_owned(), passthrough(), tools.clone(), test_agent];
+        let mut editor = Editor::start(conductor(), &args);
+        let session = editor.open_session().await;
+        editor.prompt(&session, "tools").await;
+        let listed = said(&editor);
+        assert!(
+            listed.len() == 1 && listed[0].starts_with("s11tools: greet"),
+            "{listed:?}\n{}",
+            editor.stderr()
+        );
+        editor
+            .prompt(&session, r#"call s11tools greet {"name":"ada"}"#)
+            .await;
+        assert_eq!(
+            said(&editor),
+            [format!(
+                r#"s11tools.greet: "hello, ada, from sacp 11"{over}"#
+            )]
+        );
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+    }
+}

@@ -161,6 +161,49 @@ impl RoutingTable {
         }
     }
 
+    /// MCP over ACP in the form of the hop a message makes: an S11 proxy carries MCP messages
+    /// in `_mcp/message` (`connectionId`) where ours has `_mcp/request` and
+    /// `_mcp/notification` (`connection_id`); what comes to it is put in its form, what comes
+    /// from it down the chain in ours. `request`: whether the message is a request. `None`
+    /// when nothing changes.
+    pub(super) fn mcp_for_hop(
+        &self,
+        (from, to, dir): (usize, usize, Dir),
+        request: bool,
+        method: &str,
+        params: Option<&RawJson>,
+    ) -> Option<(String, Option<RawJson>)> {
+        use crate::protocol::dialect::Dialect;
+        let s11 = |p: usize| (1..=self.n()).contains(&p) && self.dialect(p) == Dialect::S11;
+        match method {
+            mcp::REQUEST | mcp::NOTIFICATION if dir == Dir::Up && s11(to) => {
+                let message = mcp::MessageParams::parse(params).ok()?;
+                // S11 needs `params` even where MCP has none: `{}`, as MCP allows.
+                let inner = match &message.params {
+                    Some(inner) => serde_json::from_str(inner.as_str()).ok()?,
+                    None => serde_json::Value::Object(serde_json::Map::new()),
+                };
+                let theirs = serde_json::json!({
+                    "connectionId": message.connection_id,
+                    "method": message.method,
+                    "params": inner,
+                });
+                Some((mcp::S11_MESSAGE.to_owned(), RawJson::to_raw(&theirs).ok()))
+            }
+            mcp::S11_MESSAGE if dir == Dir::Down && s11(from) => {
+                // `connectionId` reads as `connection_id`; written back in ours.
+                let message = mcp::MessageParams::parse(params).ok()?;
+                let ours = if request {
+                    mcp::REQUEST
+                } else {
+                    mcp::NOTIFICATION
+                };
+                Some((ours.to_owned(), RawJson::to_raw(&message).ok()))
+            }
+            _ => None,
+        }
+    }
+
     /// The connection of the conductor's MCP bridges (after the components').
     pub fn bridge_conn(&self) -> Conn {
         self.n() + 1

@@ -456,6 +456,21 @@ impl RoutingTable {
         }
     }
 
+    /// Puts an `_mcp/*` message in the form of the hop it makes (see
+    /// [`RoutingTable::mcp_for_hop`]); only `_mcp/` methods are looked at.
+    fn mcp_in_form(&self, resolved: &mut Resolved, request: bool) {
+        if !resolved.method.starts_with("_mcp/") {
+            return;
+        }
+        let hop = (resolved.from, resolved.to, resolved.dir);
+        if let Some((method, params)) =
+            self.mcp_for_hop(hop, request, &resolved.method, resolved.params.as_ref())
+        {
+            resolved.method = method;
+            resolved.params = params;
+        }
+    }
+
     /// The connection a resolved message is written on: its target's, or the bridges' for
     /// the owner's `_mcp/*` to a connection they opened.
     fn target_conn(&self, resolved: &Resolved) -> Conn {
@@ -535,6 +550,7 @@ impl RoutingTable {
         {
             resolved.params = Some(params);
         }
+        self.mcp_in_form(&mut resolved, true);
         let mut initialize = None;
         let mut wire_method = None;
         if resolved.dir == Dir::Down && resolved.method == "initialize" {
@@ -609,6 +625,8 @@ impl RoutingTable {
                 return;
             }
         };
+        let mut resolved = resolved;
+        self.mcp_in_form(&mut resolved, false);
         if conn == self.bridge_conn() && resolved.method == crate::protocol::mcp::DISCONNECT {
             self.note_bridge_disconnect(resolved.params.as_ref());
         }
