@@ -42,6 +42,23 @@ async fn stream_permission_and_cancel(editor: &mut Editor, what: &str) {
     assert_eq!(done["result"]["stopReason"], "cancelled", "{what}: {done}");
 }
 
+/// Saves `insight` with Sparkle's `save_insight` (through whatever carries MCP to Sparkle on
+/// the way) and checks that `list_insights` then shows it.
+pub(crate) async fn sparkle_keeps(editor: &mut Editor, session: &str, insight: &str) {
+    let save = format!(
+        r#"call sparkle save_insight {{"topic":"dialects","insight":"{insight}","tags":[]}}"#
+    );
+    editor.prompt(session, &save).await;
+    editor
+        .prompt(session, "call sparkle list_insights {}")
+        .await;
+    let listed = said(editor);
+    assert!(
+        listed.first().is_some_and(|l| l.contains(insight)),
+        "{listed:?}"
+    );
+}
+
 /// The methods of the trace's lines that went to component `position`.
 fn methods_to(trace: &str, position: usize) -> Vec<String> {
     trace
@@ -150,17 +167,7 @@ async fn sparkles_tools_reach_the_agent_across_other_sdks_proxies() {
         "{tools:?}\n{}",
         editor.stderr()
     );
-    editor
-        .prompt(
-            &session,
-            r#"call sparkle save_insight {"topic":"dialects","insight":"they meet","tags":[]}"#,
-        )
-        .await;
-    editor
-        .prompt(&session, "call sparkle list_insights {}")
-        .await;
-    let listed = said(&editor);
-    assert!(listed[0].contains("they meet"), "{listed:?}");
+    sparkle_keeps(&mut editor, &session, "they meet").await;
     editor
         .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
         .await;
@@ -249,13 +256,7 @@ async fn an_rfd_agent_calls_sparkles_tools_through_every_dialect_with_mcp_messag
         "{}",
         editor.stderr()
     );
-    let save = r#"call sparkle save_insight {"topic":"rfd","insight":"stateless","tags":[]}"#;
-    editor.prompt(&session, save).await;
-    editor
-        .prompt(&session, "call sparkle list_insights {}")
-        .await;
-    let listed = said(&editor);
-    assert!(listed[0].contains("stateless"), "{listed:?}");
+    sparkle_keeps(&mut editor, &session, "stateless").await;
     editor
         .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
         .await;

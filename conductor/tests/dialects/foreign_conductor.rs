@@ -3,6 +3,7 @@
 //! stream in order, a permission request crosses the chain both ways, and Sparkle's tools reach
 //! the agent where that conductor gives MCP servers to it.
 
+use crate::chain::sparkle_keeps;
 use crate::common::*;
 use crate::peers::*;
 
@@ -45,14 +46,7 @@ async fn our_proxies_run_under_sacp_conductor_11_and_sparkles_tools_reach_its_ag
         tools,
         ["sparkle: embody_sparkle, save_insight, list_insights (over http)"]
     );
-    let save =
-        r#"call sparkle save_insight {"topic":"dialects","insight":"ours under theirs","tags":[]}"#;
-    editor.prompt(&session, save).await;
-    editor
-        .prompt(&session, "call sparkle list_insights {}")
-        .await;
-    let listed = said(&editor);
-    assert!(listed[0].contains("ours under theirs"), "{listed:?}");
+    sparkle_keeps(&mut editor, &session, "ours under theirs").await;
     end(editor).await;
 }
 
@@ -78,13 +72,7 @@ async fn our_proxies_run_under_agent_client_protocol_conductor_5() {
         tools,
         ["sparkle: embody_sparkle, save_insight, list_insights"]
     );
-    let save = r#"call sparkle save_insight {"topic":"dialects","insight":"stateless","tags":[]}"#;
-    editor.prompt(&session, save).await;
-    editor
-        .prompt(&session, "call sparkle list_insights {}")
-        .await;
-    let listed = said(&editor);
-    assert!(listed[0].contains("stateless"), "{listed:?}");
+    sparkle_keeps(&mut editor, &session, "stateless").await;
     // A tool's own error is an MCP result with `isError`, not a failed delivery.
     editor
         .prompt(&session, r#"call sparkle save_insight {"wrong":1}"#)
