@@ -88,34 +88,6 @@ impl Entry {
     }
 }
 
-/// For an agent that speaks ACP's RFD MCP over ACP: each `acp:` entry becomes the RFD's
-/// `{"type": "acp", "name", "serverId"}`, the URL being the server id (the SDK's proxies serve
-/// `mcp/message` for the URLs they declared).
-fn rfd_entries(request: &mut Request) {
-    let Some(Ok(mut value)) = request
-        .params
-        .as_ref()
-        .map(|p| p.parse::<Map<String, Value>>())
-    else {
-        return;
-    };
-    let Some(Value::Array(servers)) = value.get_mut("mcpServers") else {
-        return;
-    };
-    let mut changed = false;
-    for server in servers.iter_mut() {
-        if let Ok(McpServer::Http(http)) = serde_json::from_value::<McpServer>(server.clone())
-            && sacp::protocol::mcp::is_acp_url(&http.url)
-        {
-            *server = sacp::protocol::mcp::rfd_entry(&http.name, &http.url);
-            changed = true;
-        }
-    }
-    if changed && let Ok(rewritten) = RawJson::to_raw(&value) {
-        request.params = Some(rewritten);
-    }
-}
-
 /// The methods whose `mcpServers` are bridged.
 const SESSION_SETUP: [&str; 3] = ["session/new", "session/load", "session/resume"];
 /// The methods that end a session.
@@ -163,13 +135,10 @@ impl Bridges {
             }
             return;
         }
-        if agent.native || !SESSION_SETUP.contains(&method) {
+        // An agent that calls them itself — ours, or the RFD's way (the router gave it RFD
+        // entries, see `sacp::protocol::routing`) — needs no bridge.
+        if agent.native || agent.rfd || !SESSION_SETUP.contains(&method) {
             return;
-        }
-        if agent.rfd {
-            // It calls them itself, the RFD's way: `mcp/message` naming the server id, which
-            // travels up the chain to the owner like any message from the agent.
-            return rfd_entries(request);
         }
         let Some(params) = &request.params else {
             return;

@@ -449,3 +449,39 @@ async fn an_s11_proxys_mcp_server_reaches_agents_that_speak_ours_or_none() {
             .await;
     }
 }
+
+#[tokio::test]
+async fn an_rfd_agent_is_told_clearly_when_a_proxys_server_cannot_be_bridged() {
+    // An S11 proxy serves only `_mcp/*` connections; an RFD agent calls statelessly. The
+    // conductor does not bridge the two: the agent gets the RFD's binding error, naming why,
+    // instead of whatever the editor would say of an `mcp/message` it never expected.
+    let Some(tools) = peer("s11-tools") else {
+        return;
+    };
+    let args = [
+        "agent".to_owned(),
+        tools,
+        format!("{} --mcp-rfd", quoted(&agent())),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let session = editor.open_session().await;
+    editor.prompt(&session, "tools").await;
+    let listed = said(&editor);
+    assert!(
+        listed.len() == 1
+            && listed[0].starts_with("s11tools: cannot list its tools: MCP server acp:")
+            && listed[0].contains("does not serve ACP's stateless `mcp/message`"),
+        "{listed:?}"
+    );
+    assert!(
+        !editor
+            .transcript
+            .iter()
+            .any(|l| l.starts_with("asked mcp/message")),
+        "the editor was asked: {:#?}",
+        editor.transcript
+    );
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+}

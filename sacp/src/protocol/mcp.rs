@@ -29,6 +29,8 @@ pub const RFD_MESSAGE: &str = "mcp/message";
 /// The MCP revision the RFD's `mcp/message` carries (no `initialize`: each request names it
 /// in its `_meta`).
 pub const RFD_REVISION: &str = "2026-07-28";
+/// The RFD's binding error for a server that cannot be reached (an outer JSON-RPC error).
+pub const RFD_SERVER_UNAVAILABLE: i64 = -33001;
 /// The `_meta` key of an RFD request's MCP revision.
 pub const RFD_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 

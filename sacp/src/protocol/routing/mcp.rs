@@ -119,7 +119,12 @@ impl RoutingTable {
             return None;
         }
         let s11 = self.dialect(to) == crate::protocol::dialect::Dialect::S11 && self.is_proxy(to);
-        if !s11 && self.rfd_servers.is_empty() {
+        // An agent that speaks the RFD's MCP over ACP (and not ours) gets the proxies' `acp:`
+        // servers as RFD entries, the URL as the server id.
+        let rfd_agent = to == self.n()
+            && !self.proxy_mode
+            && self.agent_mcp.is_some_and(|a| a.rfd && !a.native);
+        if !s11 && !rfd_agent && self.rfd_servers.is_empty() {
             return None;
         }
         let mut value: Map<String, Value> = params?.parse().ok()?;
@@ -148,6 +153,10 @@ impl RoutingTable {
                 (Some("http"), Some(name), _, Some(url)) if !s11 => {
                     if let Some(id) = self.rfd_servers.get(&url) {
                         *server = mcp::rfd_entry(&name, id);
+                        changed = true;
+                    } else if rfd_agent && mcp::is_acp_url(&url) {
+                        *server = mcp::rfd_entry(&name, &url);
+                        self.lent_to_rfd_agent.insert(url);
                         changed = true;
                     }
                 }
@@ -202,6 +211,37 @@ impl RoutingTable {
             }
             _ => None,
         }
+    }
+
+    /// For an RFD agent's `mcp/message` that went up the whole chain unserved: the binding error
+    /// when the server was a proxy's (given to the agent as an RFD entry) — that proxy does not
+    /// serve the RFD's stateless form (an S11 proxy, say) — rather than the editor's "method not
+    /// found". `None` for the editor's own servers, and in proxy mode.
+    pub(super) fn unserved_for_rfd_agent(
+        &self,
+        to: usize,
+        method: &str,
+        params: Option<&RawJson>,
+    ) -> Option<crate::jsonrpc::Error> {
+        if to != 0
+            || self.proxy_mode
+            || method != mcp::RFD_MESSAGE
+            || self.lent_to_rfd_agent.is_empty()
+        {
+            return None;
+        }
+        let message: mcp::RfdMessage = params?.parse().ok()?;
+        self.lent_to_rfd_agent.contains(&message.server_id).then(|| {
+            crate::jsonrpc::Error::new(
+                mcp::RFD_SERVER_UNAVAILABLE,
+                format!(
+                    "MCP server {} is unavailable to this agent: the proxy that declared it does \
+                     not serve ACP's stateless `mcp/message` (only `_mcp/*` connections), and the \
+                     conductor cannot bridge the two",
+                    message.server_id
+                ),
+            )
+        })
     }
 
     /// The connection of the conductor's MCP bridges (after the components').

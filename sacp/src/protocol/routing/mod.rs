@@ -187,6 +187,8 @@ pub struct RoutingTable {
     /// RFD MCP servers (`{"type": "acp"}`) shown to an S11 proxy as `acp:` URLs: their server
     /// ids, by URL, to give the hops after it the RFD's form back.
     rfd_servers: HashMap<String, String>,
+    /// The proxies' `acp:` servers given to an RFD agent as RFD entries.
+    lent_to_rfd_agent: std::collections::HashSet<String>,
 }
 
 /// How an arriving request or notification travels.
@@ -216,6 +218,7 @@ impl RoutingTable {
             dialects,
             refused: None,
             rfd_servers: HashMap::new(),
+            lent_to_rfd_agent: std::collections::HashSet::new(),
             proxy_mode: false,
             mode_fixed: false,
             conns,
@@ -551,6 +554,12 @@ impl RoutingTable {
             resolved.params = Some(params);
         }
         self.mcp_in_form(&mut resolved, true);
+        if let Some(error) =
+            self.unserved_for_rfd_agent(resolved.to, &resolved.method, resolved.params.as_ref())
+        {
+            tracing::warn!("{}", error.message);
+            return self.answer(conn, id, &error, out);
+        }
         let mut initialize = None;
         let mut wire_method = None;
         if resolved.dir == Dir::Down && resolved.method == "initialize" {
