@@ -52,6 +52,31 @@ pub struct RfdMessage {
     pub params: Option<RawJson>,
 }
 
+/// S11's `_mcp/message` params (symposium's `sacp` 11): an MCP message on a connection, the
+/// connection named `connectionId`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct S11Message {
+    /// The connection.
+    pub connection_id: String,
+    /// The MCP method.
+    pub method: String,
+    /// The MCP params. Always present: an S11 peer cannot parse a message without them (it
+    /// exits), so absent MCP params are sent as `{}`, as MCP allows.
+    pub params: RawJson,
+}
+
+impl S11Message {
+    /// An MCP message on `connection_id`, in S11's form.
+    pub fn new(connection_id: String, method: String, params: Option<RawJson>) -> S11Message {
+        S11Message {
+            connection_id,
+            method,
+            params: params.unwrap_or_else(RawJson::empty_object),
+        }
+    }
+}
+
 /// The `mcpServers` entry of an MCP server over ACP in the RFD's form.
 pub fn rfd_entry(name: &str, server_id: &str) -> serde_json::Value {
     serde_json::json!({"type": "acp", "name": name, "serverId": server_id})

@@ -187,16 +187,8 @@ impl RoutingTable {
         match method {
             mcp::REQUEST | mcp::NOTIFICATION if dir == Dir::Up && s11(to) => {
                 let message = mcp::MessageParams::parse(params).ok()?;
-                // S11 needs `params` even where MCP has none: `{}`, as MCP allows.
-                let inner = match &message.params {
-                    Some(inner) => serde_json::from_str(inner.as_str()).ok()?,
-                    None => serde_json::Value::Object(serde_json::Map::new()),
-                };
-                let theirs = serde_json::json!({
-                    "connectionId": message.connection_id,
-                    "method": message.method,
-                    "params": inner,
-                });
+                let theirs =
+                    mcp::S11Message::new(message.connection_id, message.method, message.params);
                 Some((mcp::S11_MESSAGE.to_owned(), RawJson::to_raw(&theirs).ok()))
             }
             mcp::S11_MESSAGE if dir == Dir::Down && s11(from) => {

@@ -138,26 +138,16 @@ impl ClientLink {
                 return Err(Error::method_not_found(&method)
                     .with_data("under ACP's RFD an MCP server over ACP cannot send requests"));
             }
-            let mut message = serde_json::json!({
-                "serverId": self.connection_id,
-                "requestId": request_id,
-                "method": method,
-            });
-            if let Some(params) = params {
-                message["params"] = serde_json::from_str(params.as_str())
-                    .map_err(|e| Error::internal_error(e.to_string()))?;
-            }
+            let message = mcp::RfdMessage {
+                server_id: self.connection_id.clone(),
+                request_id,
+                method,
+                params,
+            };
             return Ok((mcp::RFD_MESSAGE, RawJson::to_raw(&message)?));
         }
         if dialect == crate::protocol::dialect::Dialect::S11 {
-            let mut message = serde_json::json!({
-                "connectionId": self.connection_id,
-                "method": method,
-            });
-            if let Some(params) = params {
-                message["params"] = serde_json::from_str(params.as_str())
-                    .map_err(|e| Error::internal_error(e.to_string()))?;
-            }
+            let message = mcp::S11Message::new(self.connection_id.clone(), method, params);
             return Ok((mcp::S11_MESSAGE, RawJson::to_raw(&message)?));
         }
         let wrapped = RawJson::to_raw(&MessageParams {
