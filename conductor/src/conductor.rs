@@ -271,11 +271,22 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         .bridge_program
         .clone()
         .or_else(|| options.launcher.clone());
+    // The MCP translator after them.
+    let (translator_end, router_end) = sacp::jsonrpc::channel();
+    let translator_conn = outboxes.len();
+    outboxes.push(Some(endpoint::start(
+        translator_conn,
+        router_end,
+        events_tx.clone(),
+        down.clone(),
+    )));
     let mode = options.mcp_bridge.or(chain.mcp_bridge).unwrap_or_default();
-    let bridges = Bridges::new(mode, program, hub_end);
+    let bridges = Bridges::new(mode, program, hub_end, translator_end);
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
     let names = chain.components.iter().map(|c| c.name.clone()).collect();
     let mut router = RoutingTable::new(names);
+    debug_assert_eq!(router.translator_conn(), translator_conn);
+    router.translate();
     for (i, component) in chain.components.iter().enumerate() {
         if let Some(dialect) = component.dialect {
             router.declare(i + 1, dialect);
@@ -477,9 +488,9 @@ impl Conductor {
                 self.begin_end(Exit::Clean, false);
             }
             Event::Closed(conn, _) | Event::WriteFailed(conn, _)
-                if conn == self.router.bridge_conn() =>
+                if conn == self.router.bridge_conn() || conn == self.router.translator_conn() =>
             {
-                tracing::debug!("the MCP bridges' connection closed");
+                tracing::debug!(conn, "the MCP bridges' connection closed");
             }
             Event::Closed(position, error) => {
                 if let Some(e) = error {

@@ -19,7 +19,7 @@ use sacp::jsonrpc::{
 };
 use sacp::protocol::mcp::{
     CONNECT, ConnectParams, ConnectResult, DISCONNECT, DisconnectParams, MessageParams,
-    NOTIFICATION, REQUEST,
+    NOTIFICATION, REQUEST, RFD_MESSAGE, RfdMessage,
 };
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -44,6 +44,33 @@ pub(crate) struct ToClient {
 pub(crate) struct Hub {
     conn: Connection,
     links: Arc<Links>,
+    notes: Arc<RfdNotes>,
+}
+
+/// An RFD provider's notification about a request: its MCP method and params.
+pub(crate) type RfdNote = (String, Option<RawJson>);
+
+/// Who waits for an RFD provider's `mcp/message` notifications about a request the hub sent
+/// (for the translator), by server and request id.
+#[derive(Debug, Default)]
+struct RfdNotes {
+    waiting: Mutex<HashMap<(String, String), mpsc::Sender<RfdNote>>>,
+}
+
+/// Notes for one RFD request, while it is open: dropped, it stops listening.
+pub(crate) struct RfdCall {
+    notes: Arc<RfdNotes>,
+    key: (String, String),
+    /// The request's answer (to be taken).
+    pub(crate) answer: Option<jsonrpc::PendingResponse<RawJson>>,
+    /// The provider's notifications about it, in order.
+    pub(crate) notes_rx: mpsc::Receiver<RfdNote>,
+}
+
+impl Drop for RfdCall {
+    fn drop(&mut self) {
+        lock(&self.notes.waiting).remove(&self.key);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -87,7 +114,15 @@ impl Hub {
     /// Starts the bridges' connection on `transport` (the other end is the router's).
     pub(crate) fn start(transport: impl jsonrpc::Transport) -> Hub {
         let links = Arc::new(Links::default());
+        let notes = Arc::new(RfdNotes::default());
         let handler = jsonrpc::Methods::new()
+            .on_raw_notification(RFD_MESSAGE, {
+                let notes = notes.clone();
+                move |params, _cx| {
+                    let notes = notes.clone();
+                    async move { note_for_translator(&notes, params).await }
+                }
+            })
             .on_raw_request(REQUEST, {
                 let links = links.clone();
                 move |params, _cx| {
@@ -105,7 +140,22 @@ impl Hub {
         let conn = Connection::builder()
             .name("mcp-bridge")
             .spawn(transport, handler);
-        Hub { conn, links }
+        Hub { conn, links, notes }
+    }
+
+    /// Sends an RFD `mcp/message` request up the chain, as the agent (for the translator):
+    /// its answer and the provider's notifications about it.
+    pub(crate) fn call_stateless(&self, message: &RfdMessage) -> Result<RfdCall, Error> {
+        let key = (message.server_id.clone(), message.request_id.to_string());
+        let (tx, notes_rx) = mpsc::channel(QUEUE);
+        let params = RawJson::to_raw(message)?;
+        lock(&self.notes.waiting).insert(key.clone(), tx);
+        Ok(RfdCall {
+            notes: self.notes.clone(),
+            key,
+            answer: Some(self.conn.request_raw(RFD_MESSAGE, Some(params))),
+            notes_rx,
+        })
     }
 
     /// Opens an MCP connection to the server of `acp_url` (`_mcp/connect`): the link, and
@@ -199,6 +249,27 @@ async fn tell_client(links: &Links, params: Option<RawJson>) -> Result<(), Error
     };
     // A client that stopped reading is left behind with its connection.
     let _ = shared.to_client.send(item).await;
+    Ok(())
+}
+
+/// An RFD provider's `mcp/message` notification: to the translator's request it is about.
+async fn note_for_translator(notes: &RfdNotes, params: Option<RawJson>) -> Result<(), Error> {
+    let message: RfdMessage = params
+        .ok_or_else(|| Error::invalid_params("mcp/message needs params"))?
+        .parse()?;
+    let key = (message.server_id, message.request_id.to_string());
+    let waiting = lock(&notes.waiting).get(&key).cloned();
+    match waiting {
+        // A request that ended meanwhile has nobody to tell.
+        Some(waiting) => {
+            let _ = waiting.send((message.method, message.params)).await;
+        }
+        None => tracing::debug!(
+            server = %key.0,
+            request = %key.1,
+            "dropped an MCP notification about no open request"
+        ),
+    }
     Ok(())
 }
 

@@ -21,6 +21,7 @@ mod http;
 mod hub;
 pub(crate) mod relay;
 mod stdio;
+mod translate;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -101,6 +102,8 @@ pub(crate) struct Bridges {
     /// The `conductor` executable for stdio bridges, if there is one.
     program: Option<PathBuf>,
     hub: Hub,
+    /// The MCP translator's connection (kept open with the bridges).
+    _translator: sacp::jsonrpc::Connection,
     http: Option<http::Server>,
     /// Session setups sent to the agent and not answered yet, by their id on the agent's
     /// connection: their entries, and whether the answer names the session (`session/new`).
@@ -109,16 +112,20 @@ pub(crate) struct Bridges {
 }
 
 impl Bridges {
-    /// The bridges, talking to the router over `transport`.
+    /// The bridges, talking to the router over `transport`, and the MCP translator over
+    /// `translator` (see `translate.rs`).
     pub(crate) fn new(
         mode: BridgeMode,
         program: Option<PathBuf>,
         transport: impl Transport,
+        translator: impl Transport,
     ) -> Bridges {
+        let hub = Hub::start(transport);
         Bridges {
             mode,
             program,
-            hub: Hub::start(transport),
+            _translator: translate::start(translator, hub.clone()),
+            hub,
             http: None,
             setups: HashMap::new(),
             sessions: HashMap::new(),

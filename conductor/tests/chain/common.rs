@@ -331,6 +331,23 @@ impl Editor {
             return;
         };
         self.transcript.push(format!("asked {method} {params}"));
+        // The editor's MCP tool `steps` reports progress (RFD: `mcp/message` notifications
+        // with the request's `requestId`, before the answer).
+        if method == "mcp/message" && params["params"]["name"] == "steps" {
+            for step in 1..=3 {
+                let note = json!({"jsonrpc": "2.0", "method": "mcp/message", "params": {
+                    "serverId": params["serverId"],
+                    "requestId": params["requestId"],
+                    "method": "notifications/progress",
+                    "params": {
+                        "progressToken": params["params"]["_meta"]["progressToken"],
+                        "progress": step,
+                        "total": 3
+                    }
+                }});
+                self.send_line(&note.to_string()).await;
+            }
+        }
         let answer = match method.as_str() {
             "session/request_permission" => {
                 json!({"result": {"outcome": {"outcome": "selected", "optionId": "allow"}}})
@@ -344,10 +361,16 @@ impl Editor {
             // The editor's own MCP server, the RFD's way (`{"type": "acp", "serverId"}`): one
             // tool, `from_editor`.
             "mcp/message" => json!({"result": match params["method"].as_str() {
-                Some("tools/list") => json!({"result": {"tools": [
+                Some("server/discover") => json!({"result": {
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "edmcp", "version": "1"}}
+                }}),
+                Some("tools/list") => json!({"result": {"resultType": "complete", "tools": [
                     {"name": "from_editor", "inputSchema": {"type": "object"}}
                 ]}}),
-                Some("tools/call") => json!({"result": {"content": [
+                Some("tools/call") => json!({"result": {"resultType": "complete", "content": [
                     {"type": "text", "text": format!("hello from the editor's {}", params["serverId"])}
                 ]}}),
                 _ => json!({"error": {"code": -32601, "message": "Method not found"}}),

@@ -451,37 +451,142 @@ async fn an_s11_proxys_mcp_server_reaches_agents_that_speak_ours_or_none() {
 }
 
 #[tokio::test]
-async fn an_rfd_agent_is_told_clearly_when_a_proxys_server_cannot_be_bridged() {
+async fn an_rfd_agent_calls_an_s11_proxys_tools_through_the_conductors_translator() {
     // An S11 proxy serves only `_mcp/*` connections; an RFD agent calls statelessly. The
-    // conductor does not bridge the two: the agent gets the RFD's binding error, naming why,
-    // instead of whatever the editor would say of an `mcp/message` it never expected.
-    let Some(tools) = peer("s11-tools") else {
+    // conductor opens a connection for it, does the MCP `initialize` it never sends, and
+    // carries each `mcp/message` over it: ours (`--mcp-rfd`) and the TypeScript SDK's
+    // (`McpOverAcpCaller`), with an RFD proxy in between.
+    let (Some(tools), Some(rfd)) = (peer("s11-tools"), peer("rfd-passthrough")) else {
         return;
     };
-    let args = [
-        "agent".to_owned(),
-        tools,
-        format!("{} --mcp-rfd", quoted(&agent())),
+    let mut agents = vec![format!("{} --mcp-rfd", quoted(&agent()))];
+    agents.extend(ts_agent());
+    for rfd_agent in agents {
+        let args = [
+            "agent".to_owned(),
+            tools.clone(),
+            rfd.clone(),
+            rfd_agent.clone(),
+        ];
+        let mut editor = Editor::start(conductor(), &args);
+        let session = editor.open_session().await;
+        editor.prompt(&session, "tools").await;
+        let listed = said(&editor);
+        assert!(
+            listed.len() == 1 && listed[0].starts_with("s11tools: greet"),
+            "{rfd_agent}: {listed:?}\n{}",
+            editor.stderr()
+        );
+        editor
+            .prompt(&session, r#"call s11tools greet {"name":"ada"}"#)
+            .await;
+        let called = said(&editor);
+        assert!(
+            called.len() == 1
+                && called[0].starts_with(r#"s11tools.greet: "hello, ada, from sacp 11""#),
+            "{rfd_agent}: {called:?}"
+        );
+        // A tool's bad arguments stay an inner MCP error.
+        editor
+            .prompt(&session, r#"call s11tools greet {"nom":1}"#)
+            .await;
+        let failed = said(&editor);
+        assert!(
+            failed.len() == 1 && failed[0].starts_with("s11tools.greet failed"),
+            "{rfd_agent}: {failed:?}"
+        );
+        assert!(
+            !editor
+                .transcript
+                .iter()
+                .any(|l| l.starts_with("asked mcp/message") || l.starts_with("asked _mcp")),
+            "the editor was asked: {:#?}",
+            editor.transcript
+        );
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn an_editors_own_rfd_server_reaches_agents_that_speak_ours_or_none() {
+    // The editor's server is stateless (the RFD's); the agents open `_mcp/*` connections
+    // (themselves, or the conductor's stdio and HTTP bridges for them): the conductor answers
+    // the MCP `initialize` from the server's `server/discover` and calls it statelessly.
+    let Some([(s11, _), (rfd, _)]) = peers() else {
+        return;
+    };
+    let agents = [
+        format!("{} --mcp-acp", quoted(&agent())),
+        agent(),
+        format!("{} --mcp-http", quoted(&agent())),
     ];
-    let mut editor = Editor::start(conductor(), &args);
-    let session = editor.open_session().await;
-    editor.prompt(&session, "tools").await;
-    let listed = said(&editor);
-    assert!(
-        listed.len() == 1
-            && listed[0].starts_with("s11tools: cannot list its tools: MCP server acp:")
-            && listed[0].contains("does not serve ACP's stateless `mcp/message`"),
-        "{listed:?}"
-    );
-    assert!(
-        !editor
+    let over = ["", " [over stdio; 0 progress]", " [over http; 0 progress]"];
+    for (test_agent, over) in agents.into_iter().zip(over) {
+        let args = [
+            "agent".to_owned(),
+            passthrough(),
+            s11.clone(),
+            rfd.clone(),
+            test_agent.clone(),
+        ];
+        let mut editor = Editor::start(conductor(), &args);
+        editor
+            .request(
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            )
+            .await;
+        let server = json!({"type": "acp", "name": "edmcp", "serverId": "editor-server-1"});
+        let created = editor
+            .request(
+                "session/new",
+                json!({"cwd": "/tmp", "mcpServers": [server]}),
+            )
+            .await;
+        let session = created["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{test_agent}: {created}"))
+            .to_owned();
+        editor.prompt(&session, "tools").await;
+        let listed = said(&editor);
+        assert!(
+            listed.len() == 1 && listed[0].starts_with("edmcp: from_editor"),
+            "{test_agent}: {listed:?}\n{}",
+            editor.stderr()
+        );
+        editor.prompt(&session, "call edmcp from_editor {}").await;
+        assert_eq!(
+            said(&editor),
+            [format!(
+                "edmcp.from_editor: hello from the editor's \"editor-server-1\"{over}"
+            )],
+            "{test_agent}"
+        );
+        // Progress about a request reaches the agent's MCP client before the answer.
+        editor.prompt(&session, "call edmcp steps {}").await;
+        let stepped = said(&editor);
+        assert!(
+            stepped.len() == 1 && stepped[0].starts_with("edmcp.steps: hello from the editor's"),
+            "{test_agent}: {stepped:?}"
+        );
+        if !over.is_empty() {
+            assert!(stepped[0].ends_with("; 3 progress]"), "{stepped:?}");
+        }
+        // The editor was asked statelessly, and never of `_mcp/*`.
+        let asked: Vec<&String> = editor
             .transcript
             .iter()
-            .any(|l| l.starts_with("asked mcp/message")),
-        "the editor was asked: {:#?}",
-        editor.transcript
-    );
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+            .filter(|l| l.starts_with("asked"))
+            .collect();
+        assert!(
+            asked.iter().any(|l| l.starts_with("asked mcp/message"))
+                && !asked.iter().any(|l| l.starts_with("asked _mcp")),
+            "{asked:#?}"
+        );
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+    }
 }

@@ -160,11 +160,6 @@ impl McpClient {
         method: String,
         params: Option<RawJson>,
     ) -> Result<RawJson, Error> {
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            result: Option<RawJson>,
-            error: Option<Error>,
-        }
         let mut params: Map<String, Value> = match params {
             Some(p) => p.parse()?,
             None => Map::new(),
@@ -174,12 +169,9 @@ impl McpClient {
             .or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(meta) = meta {
             meta.insert(mcp::RFD_VERSION_KEY.into(), mcp::RFD_REVISION.into());
+            meta.insert(mcp::RFD_CAPABILITIES_KEY.into(), Value::Object(Map::new()));
             meta.insert(
-                "io.modelcontextprotocol/clientCapabilities".into(),
-                Value::Object(Map::new()),
-            );
-            meta.insert(
-                "io.modelcontextprotocol/clientInfo".into(),
+                mcp::RFD_CLIENT_INFO_KEY.into(),
                 serde_json::json!({"name": "sacp", "version": env!("CARGO_PKG_VERSION")}),
             );
         }
@@ -193,18 +185,7 @@ impl McpClient {
             .peer
             .request_raw(mcp::RFD_MESSAGE, Some(RawJson::to_raw(&message)?))
             .await?;
-        match answer.parse::<Answer>()? {
-            Answer {
-                error: Some(error), ..
-            } => Err(error),
-            Answer {
-                result: Some(result),
-                ..
-            } => Ok(result),
-            _ => Err(Error::internal_error(
-                "an mcp/message answer without `result` or `error`",
-            )),
-        }
+        answer.parse::<mcp::RfdAnswer>()?.into_outcome()
     }
 
     /// What the server said of itself in `initialize`.

@@ -33,6 +33,60 @@ pub const RFD_REVISION: &str = "2026-07-28";
 pub const RFD_SERVER_UNAVAILABLE: i64 = -33001;
 /// The `_meta` key of an RFD request's MCP revision.
 pub const RFD_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key of an RFD request's client capabilities (what MCP `initialize` carries in
+/// connection-oriented MCP).
+pub const RFD_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The `_meta` key of an RFD request's client info.
+pub const RFD_CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// The `_meta` key of a `server/discover` result's server info.
+pub const RFD_SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// The inner MCP error for a request of a revision the server does not speak.
+pub const UNSUPPORTED_REVISION: i64 = -32022;
+/// The RFD's binding error for a provider that failed while serving a request.
+pub const RFD_BACKEND_FAILED: i64 = -33002;
+
+/// The result of an RFD `mcp/message` request: the MCP answer, exactly one of the two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RfdAnswer {
+    /// The MCP result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<RawJson>,
+    /// The MCP error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Error>,
+}
+
+impl RfdAnswer {
+    /// The answer for an MCP outcome.
+    pub fn of(outcome: Result<RawJson, Error>) -> RfdAnswer {
+        match outcome {
+            Ok(result) => RfdAnswer {
+                result: Some(result),
+                error: None,
+            },
+            Err(error) => RfdAnswer {
+                result: None,
+                error: Some(error),
+            },
+        }
+    }
+
+    /// The MCP outcome it carries.
+    pub fn into_outcome(self) -> Result<RawJson, Error> {
+        match self {
+            RfdAnswer {
+                error: Some(error), ..
+            } => Err(error),
+            RfdAnswer {
+                result: Some(result),
+                ..
+            } => Ok(result),
+            _ => Err(Error::internal_error(
+                "an mcp/message answer without `result` or `error`",
+            )),
+        }
+    }
+}
 
 /// `mcp/message` params (ACP's RFD): an MCP request to the server `server_id`, under the
 /// caller's `request_id` (a provider's notifications about that request carry it back).

@@ -119,12 +119,18 @@ impl RoutingTable {
             return None;
         }
         let s11 = self.dialect(to) == crate::protocol::dialect::Dialect::S11 && self.is_proxy(to);
+        let agent = (to == self.n() && !self.proxy_mode)
+            .then_some(self.agent_mcp)
+            .flatten();
         // An agent that speaks the RFD's MCP over ACP (and not ours) gets the proxies' `acp:`
         // servers as RFD entries, the URL as the server id.
-        let rfd_agent = to == self.n()
-            && !self.proxy_mode
-            && self.agent_mcp.is_some_and(|a| a.rfd && !a.native);
-        if !s11 && !rfd_agent && self.rfd_servers.is_empty() {
+        let rfd_agent = agent.is_some_and(|a| a.rfd && !a.native);
+        // One that does not gets RFD servers as `acp:` URLs, which the conductor's translator
+        // serves (for the agent itself, or for the bridges that call them on its behalf).
+        let translated_for = self.translating && agent.is_some_and(|a| !a.rfd);
+        // Who cannot parse `{"type": "acp"}`.
+        let no_rfd_entries = s11 || translated_for;
+        if !no_rfd_entries && !rfd_agent && self.rfd_servers.is_empty() {
             return None;
         }
         let mut value: Map<String, Value> = params?.parse().ok()?;
@@ -140,7 +146,7 @@ impl RoutingTable {
                 field("serverId"),
                 field("url"),
             ) {
-                (Some("acp"), Some(name), Some(id), _) if s11 => {
+                (Some("acp"), Some(name), Some(id), _) if no_rfd_entries => {
                     let url = if mcp::is_acp_url(&id) {
                         id.clone()
                     } else {
@@ -150,7 +156,7 @@ impl RoutingTable {
                     self.rfd_servers.insert(url, id);
                     changed = true;
                 }
-                (Some("http"), Some(name), _, Some(url)) if !s11 => {
+                (Some("http"), Some(name), _, Some(url)) if !no_rfd_entries => {
                     if let Some(id) = self.rfd_servers.get(&url) {
                         *server = mcp::rfd_entry(&name, id);
                         changed = true;
@@ -205,10 +211,11 @@ impl RoutingTable {
         }
     }
 
-    /// For an RFD agent's `mcp/message` that went up the whole chain unserved: the binding error
-    /// when the server was a proxy's (given to the agent as an RFD entry) — that proxy does not
-    /// serve the RFD's stateless form (an S11 proxy, say) — rather than the editor's "method not
-    /// found". `None` for the editor's own servers, and in proxy mode.
+    /// For an RFD agent's `mcp/message` that went up the whole chain unserved, in a chain without
+    /// the translator ([`RoutingTable::translate`], e.g. `sacp::testing`'s): the binding error
+    /// when the server was lent to it as an RFD entry — its provider does not serve the RFD's
+    /// stateless form (an S11 proxy, say) — rather than the editor's "method not found".
+    /// `None` for the editor's own RFD servers, and in proxy mode.
     pub(super) fn unserved_for_rfd_agent(
         &self,
         to: usize,
@@ -217,6 +224,7 @@ impl RoutingTable {
     ) -> Option<crate::jsonrpc::Error> {
         if to != 0
             || self.proxy_mode
+            || self.translating
             || method != mcp::RFD_MESSAGE
             || self.lent_to_rfd_agent.is_empty()
         {
@@ -228,8 +236,8 @@ impl RoutingTable {
                 mcp::RFD_SERVER_UNAVAILABLE,
                 format!(
                     "MCP server {} is unavailable to this agent: the proxy that declared it does \
-                     not serve ACP's stateless `mcp/message` (only `_mcp/*` connections), and the \
-                     conductor cannot bridge the two",
+                     not serve ACP's stateless `mcp/message` (only `_mcp/*` connections), and this \
+                     chain has no MCP translator to bridge the two",
                     message.server_id
                 ),
             )
@@ -254,39 +262,127 @@ impl RoutingTable {
         }
     }
 
-    /// Notes the answer to a bridge's `_mcp/connect`: the connection is the bridge's.
-    pub(super) fn note_bridge_connect(&mut self, result: &RawJson) {
-        if let Ok(connected) = result.parse::<mcp::ConnectResult>() {
+    /// The connection of the conductor's MCP translator (after the bridges'): it stands in for
+    /// a provider of MCP over ACP in a form its caller does not speak (see
+    /// [`RoutingTable::translate`]).
+    pub fn translator_conn(&self) -> Conn {
+        self.n() + 2
+    }
+
+    /// Says that the conductor serves [`RoutingTable::translator_conn`], which then gets
+    /// - an RFD agent's stateless `mcp/message` for a server that went up the whole chain
+    ///   unserved (its provider, an S11 proxy say, speaks only connections): the translator
+    ///   opens a connection through the bridges' connection and translates;
+    /// - the agent's side's `_mcp/connect` for an RFD server (stateless only), and the
+    ///   `_mcp/*` on the connection it opened: the translator calls the server statelessly.
+    ///
+    /// What it sends goes to the agent (as from the agent's neighbour), and a provider's
+    /// `mcp/message` notifications to an agent that does not speak the RFD's form go to the
+    /// bridges' connection. Without it, an RFD agent gets a binding error for such servers.
+    pub fn translate(&mut self) {
+        self.translating = true;
+    }
+
+    /// Notes the answer to an `_mcp/connect` that `origin` sent and `answerer` answered: the
+    /// bridges' connections, and the translator's.
+    pub(super) fn note_connect(&mut self, origin: Conn, answerer: Conn, result: &RawJson) {
+        let Ok(connected) = result.parse::<mcp::ConnectResult>() else {
+            return;
+        };
+        if answerer == self.translator_conn() {
+            self.translated.insert(connected.connection_id.clone());
+        }
+        if origin == self.bridge_conn() {
             self.bridged.insert(connected.connection_id);
         }
     }
 
-    /// Notes a bridge's `_mcp/disconnect`.
-    pub(super) fn note_bridge_disconnect(&mut self, params: Option<&RawJson>) {
-        if let Some(id) = mcp::connection_of(params) {
+    /// Notes an `_mcp/disconnect` from `from`, going out on `target`.
+    pub(super) fn note_disconnect(&mut self, from: Conn, target: Conn, params: Option<&RawJson>) {
+        let Some(id) = mcp::connection_of(params) else {
+            return;
+        };
+        if from == self.bridge_conn() {
             self.bridged.remove(&id);
+        }
+        if target == self.translator_conn() {
+            self.translated.remove(&id);
         }
     }
 
-    /// The connection a message travelling `dir` to `to` goes out on: the bridges', for the
-    /// owner's messages to a connection a bridge opened; `conn` otherwise.
-    pub(super) fn divert(
-        &self,
-        conn: Conn,
-        to: usize,
-        dir: Dir,
-        method: &str,
-        params: Option<&RawJson>,
-    ) -> Conn {
-        let for_agent = dir == Dir::Down && to == self.n() && !self.proxy_mode;
-        if for_agent
-            && !self.bridged.is_empty()
-            && (method == mcp::REQUEST || method == mcp::NOTIFICATION)
-            && mcp::connection_of(params).is_some_and(|id| self.bridged.contains(&id))
-        {
-            self.bridge_conn()
-        } else {
-            conn
+    /// The connection a message goes out on instead of `conn`, its target's:
+    /// - the bridges', for the owner's `_mcp/*` to a connection a bridge opened, and for an
+    ///   RFD provider's `mcp/message` notifications to an agent that does not speak the RFD;
+    /// - the translator's, for what [`RoutingTable::translate`] says.
+    pub(super) fn divert(&self, conn: Conn, resolved: &super::Resolved, request: bool) -> Conn {
+        let (method, params) = (resolved.method.as_str(), resolved.params.as_ref());
+        if self.proxy_mode {
+            return conn;
+        }
+        let n = self.n();
+        if resolved.dir == Dir::Down && resolved.to == n {
+            let bridged = (method == mcp::REQUEST || method == mcp::NOTIFICATION)
+                && !self.bridged.is_empty()
+                && mcp::connection_of(params).is_some_and(|id| self.bridged.contains(&id));
+            let rfd_note = self.translating
+                && !request
+                && method == mcp::RFD_MESSAGE
+                && self.agent_mcp.is_some_and(|a| !a.rfd);
+            if bridged || rfd_note {
+                return self.bridge_conn();
+            }
+        }
+        if resolved.dir != Dir::Up || !self.translating {
+            return conn;
+        }
+        // The agent's side's connections to RFD servers: at once, from the agent's position.
+        let translated = resolved.from == n
+            && match method {
+                mcp::CONNECT => params
+                    .and_then(|p| p.parse::<mcp::ConnectParams>().ok())
+                    .is_some_and(|c| self.rfd_servers.contains_key(&c.acp_url)),
+                mcp::REQUEST | mcp::NOTIFICATION | mcp::DISCONNECT => {
+                    !self.translated.is_empty()
+                        && mcp::connection_of(params)
+                            .is_some_and(|id| self.translated.contains(&id))
+                }
+                _ => false,
+            };
+        // An RFD agent's call that no proxy served, for a server it was lent.
+        let unserved = resolved.to == 0
+            && request
+            && method == mcp::RFD_MESSAGE
+            && !self.lent_to_rfd_agent.is_empty()
+            && params
+                .and_then(|p| p.parse::<mcp::RfdMessage>().ok())
+                .is_some_and(|m| self.lent_to_rfd_agent.contains(&m.server_id));
+        if translated || unserved {
+            return self.translator_conn();
+        }
+        conn
+    }
+
+    /// A request on its way to the translator: an `_mcp/connect` learns the RFD server id of
+    /// its `acp:` URL (`server_id`, next to the URL).
+    pub(super) fn for_translator(&self, resolved: &mut super::Resolved) {
+        use serde_json::{Map, Value};
+        if resolved.method != mcp::CONNECT {
+            return;
+        }
+        let Some(mut params) = resolved
+            .params
+            .as_ref()
+            .and_then(|p| p.parse::<Map<String, Value>>().ok())
+        else {
+            return;
+        };
+        let id = params
+            .get("acp_url")
+            .and_then(Value::as_str)
+            .and_then(|url| self.rfd_servers.get(url));
+        if let Some(id) = id {
+            params.insert("server_id".to_owned(), Value::String(id.clone()));
+            resolved.params = RawJson::to_raw(&params).ok().or(resolved.params.take());
         }
     }
 }

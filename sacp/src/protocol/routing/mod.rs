@@ -189,6 +189,10 @@ pub struct RoutingTable {
     rfd_servers: HashMap<String, String>,
     /// The proxies' `acp:` servers given to an RFD agent as RFD entries.
     lent_to_rfd_agent: std::collections::HashSet<String>,
+    /// Whether the conductor's MCP translator serves [`RoutingTable::translator_conn`].
+    translating: bool,
+    /// The MCP connections the translator opened for the agent's side (to RFD servers).
+    translated: std::collections::HashSet<String>,
 }
 
 /// How an arriving request or notification travels.
@@ -210,8 +214,8 @@ struct Resolved {
 impl RoutingTable {
     /// A router for components with these names, in chain order.
     pub fn new(names: Vec<String>) -> RoutingTable {
-        // The editor, the components, and the bridges.
-        let conns = (0..names.len() + 2).map(|_| Ids::default()).collect();
+        // The editor, the components, the bridges and the translator.
+        let conns = (0..names.len() + 3).map(|_| Ids::default()).collect();
         let dialects = vec![(Dialect::Sacp, false); names.len() + 2];
         RoutingTable {
             names,
@@ -224,6 +228,8 @@ impl RoutingTable {
             conns,
             agent_mcp: None,
             bridged: std::collections::HashSet::new(),
+            translating: false,
+            translated: std::collections::HashSet::new(),
         }
     }
 
@@ -379,6 +385,13 @@ impl RoutingTable {
             (bridge, true) if bridge == self.bridge_conn() => {
                 return Err(Error::method_not_found(method));
             }
+            // The translator speaks to the agent, as the provider it stands in for.
+            (translator, false) if translator == self.translator_conn() => {
+                (self.n().saturating_sub(1), Dir::Down)
+            }
+            (translator, true) if translator == self.translator_conn() => {
+                return Err(Error::method_not_found(method));
+            }
             (EDITOR, false) => (0, Dir::Down),
             (EDITOR, true) if self.proxy_mode => (self.n() + 1, Dir::Up),
             (EDITOR, true) => {
@@ -443,7 +456,12 @@ impl RoutingTable {
     /// The method and params `resolved` is written with: wrapped in its receiver's envelope
     /// for `carried` when it reaches a component from its successor side, or the outer
     /// conductor as our successor.
-    fn on_the_wire(&self, resolved: Resolved, carried: Carried) -> (String, Option<RawJson>) {
+    fn on_the_wire(
+        &self,
+        resolved: Resolved,
+        target: Conn,
+        carried: Carried,
+    ) -> (String, Option<RawJson>) {
         let Resolved {
             to,
             dir,
@@ -451,7 +469,8 @@ impl RoutingTable {
             params,
             ..
         } = resolved;
-        if self.wraps(to, dir) {
+        // What the bridges or the translator take instead of `to` is never wrapped.
+        if self.wraps(to, dir) && target == self.conn_of(to) {
             let wrapped = envelope::wrap_owned(method, params);
             (self.dialect(to).envelope(carried).to_owned(), Some(wrapped))
         } else {
@@ -474,29 +493,23 @@ impl RoutingTable {
         }
     }
 
-    /// The connection a resolved message is written on: its target's, or the bridges' for
-    /// the owner's `_mcp/*` to a connection they opened.
-    fn target_conn(&self, resolved: &Resolved) -> Conn {
+    /// The connection a resolved message is written on: its target's, or the bridges' or the
+    /// translator's for MCP over ACP they serve (see [`RoutingTable::divert`]).
+    fn target_conn(&self, resolved: &Resolved, request: bool) -> Conn {
         let conn = self.conn_of(resolved.to);
-        self.divert(
-            conn,
-            resolved.to,
-            resolved.dir,
-            &resolved.method,
-            resolved.params.as_ref(),
-        )
+        self.divert(conn, resolved, request)
     }
 
     /// The hop of a message from connection `conn` to connection `target`.
     fn hop_of(&self, conn: Conn, target: Conn, resolved: &Resolved) -> Hop {
-        let bridge = self.bridge_conn();
+        let bridge = |c: Conn| c == self.bridge_conn() || c == self.translator_conn();
         Hop {
-            from: if conn == bridge {
+            from: if bridge(conn) {
                 Node::Bridge
             } else {
                 self.node(resolved.from)
             },
-            to: if target == bridge {
+            to: if bridge(target) {
                 Node::Bridge
             } else {
                 self.node(resolved.to)
@@ -589,7 +602,10 @@ impl RoutingTable {
             });
         }
 
-        let target = self.target_conn(&resolved);
+        let target = self.target_conn(&resolved, true);
+        if target == self.translator_conn() {
+            self.for_translator(&mut resolved);
+        }
         let hop = self.hop_of(conn, target, &resolved);
         let ids = &mut self.conns[target];
         ids.last += 1;
@@ -605,7 +621,7 @@ impl RoutingTable {
         };
         ids.pending.insert(out_id, pending);
         self.conns[conn].in_flight.insert(id, (target, out_id));
-        let (mut method, params) = self.on_the_wire(resolved, Carried::Request);
+        let (mut method, params) = self.on_the_wire(resolved, target, Carried::Request);
         if let Some(init) = wire_method {
             init.clone_into(&mut method);
         }
@@ -636,12 +652,12 @@ impl RoutingTable {
         };
         let mut resolved = resolved;
         self.mcp_in_form(&mut resolved, false);
-        if conn == self.bridge_conn() && resolved.method == crate::protocol::mcp::DISCONNECT {
-            self.note_bridge_disconnect(resolved.params.as_ref());
+        let target = self.target_conn(&resolved, false);
+        if resolved.method == crate::protocol::mcp::DISCONNECT {
+            self.note_disconnect(conn, target, resolved.params.as_ref());
         }
-        let target = self.target_conn(&resolved);
         let hop = self.hop_of(conn, target, &resolved);
-        let (method, params) = self.on_the_wire(resolved, Carried::Notification);
+        let (method, params) = self.on_the_wire(resolved, target, Carried::Notification);
         out.push(Delivery {
             conn: target,
             message: Message::Notification(Notification { method, params }),
@@ -715,11 +731,10 @@ impl RoutingTable {
             return None;
         };
         let mut body = response.body;
-        if pending.origin == self.bridge_conn()
-            && &*pending.method == crate::protocol::mcp::CONNECT
+        if &*pending.method == crate::protocol::mcp::CONNECT
             && let ResponseBody::Result(result) = &body
         {
-            self.note_bridge_connect(result);
+            self.note_connect(pending.origin, conn, result);
         }
         if let Some(init) = &pending.initialize {
             let position = init.position;

@@ -253,7 +253,10 @@ impl Registry {
                 None => {
                     let urls = lock(&self.urls);
                     let url = urls.get(&message.server_id).ok_or_else(|| {
-                        Error::new(-33001, format!("no MCP server {}", message.server_id))
+                        Error::new(
+                            mcp::RFD_SERVER_UNAVAILABLE,
+                            format!("no MCP server {}", message.server_id),
+                        )
                     })?;
                     let link = ClientLink::stateless(
                         cx.clone(),
@@ -273,11 +276,7 @@ impl Registry {
                 id: Some(message.request_id),
             })
             .await;
-        let body = match answer {
-            Ok(result) => serde_json::json!({ "result": result }),
-            Err(error) => serde_json::json!({ "error": error }),
-        };
-        RawJson::to_raw(&body)
+        RawJson::to_raw(&mcp::RfdAnswer::of(answer))
     }
 
     fn connection(&self, params: &MessageParams) -> Result<Arc<dyn McpConnection>, Error> {
