@@ -590,3 +590,58 @@ async fn an_editors_own_rfd_server_reaches_agents_that_speak_ours_or_none() {
             .await;
     }
 }
+
+#[tokio::test]
+async fn the_typescript_sdks_editor_server_reaches_agents_that_speak_ours_or_none() {
+    // The official TypeScript SDK's `McpOverAcpProvider`, in an editor: its server is stateless
+    // (`mcp/message`, MCP 2026-07-28); the agents open `_mcp/*` connections, themselves or
+    // through the conductor's stdio and HTTP bridges, across an S11 and an RFD proxy.
+    let (Some(editor), Some([(s11, _), (rfd, _)])) = (ts_editor(), peers()) else {
+        return;
+    };
+    let agents = [
+        format!("{} --mcp-acp", quoted(&agent())),
+        agent(),
+        format!("{} --mcp-http", quoted(&agent())),
+    ];
+    let over = ["", " [over stdio; 3 progress]", " [over http; 3 progress]"];
+    for (test_agent, over) in agents.into_iter().zip(over) {
+        let mut command = editor.split_whitespace();
+        let output = tokio::process::Command::new(command.next().unwrap())
+            .args(command)
+            .arg(conductor())
+            .args(["agent", &passthrough(), &s11, &rfd, &test_agent, "--"])
+            .args(["tools", "call tsed hello {}", "call tsed steps {}"])
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(std::time::Duration::from_secs(60), output)
+            .await
+            .expect("the TypeScript editor's session did not end within 60 s")
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let said: Vec<Vec<String>> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            output.status.success() && said.len() == 3,
+            "{test_agent}: {said:?}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(said[0][0].starts_with("tsed: hello, steps"), "{said:?}");
+        let hello = over.replace("3 progress", "0 progress");
+        assert_eq!(
+            said[1],
+            [format!(
+                "tsed.hello: hello from the TypeScript editor (MCP 2026-07-28){hello}"
+            )]
+        );
+        // The bridged agents' MCP client counts the progress it got.
+        assert_eq!(
+            said[2],
+            [format!(
+                "tsed.steps: steps from the TypeScript editor (MCP 2026-07-28){over}"
+            )]
+        );
+    }
+}

@@ -80,21 +80,31 @@ fn run_cargo(mut command: std::process::Command, what: &str) -> Option<()> {
     None
 }
 
-/// The ACP agent on the official TypeScript SDK (`tests/peers/ts-rfd-agent`), its packages
-/// installed with `npm ci` into `target/peers/ts-rfd-agent` on first use: the command line
-/// that runs it. `None`, said on stderr, where Node.js 20+ and npm are not there (a machine
-/// with only Rust) or the npm registry cannot be reached.
+/// The ACP agent on the official TypeScript SDK (`tests/peers/ts-rfd-agent/agent.mjs`), its
+/// packages installed with `npm ci` into `target/peers/ts-rfd-agent` on first use: the command
+/// line that runs it. `None`, said on stderr, where Node.js 20+ and npm are not there (a
+/// machine with only Rust) or the npm registry cannot be reached.
 pub(crate) fn ts_agent() -> Option<String> {
+    ts_peer("agent.mjs")
+}
+
+/// The ACP editor on the official TypeScript SDK (`editor.mjs` beside the agent), as
+/// [`ts_agent`].
+pub(crate) fn ts_editor() -> Option<String> {
+    ts_peer("editor.mjs")
+}
+
+fn ts_peer(script: &str) -> Option<String> {
     static READY: Mutex<Option<Option<String>>> = Mutex::new(None);
     let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(ready) = &*ready {
-        return ready.clone();
+    if ready.is_none() {
+        let found = install_ts_agent()
+            .map_err(|why| eprintln!("skipped: the TypeScript SDK's peers cannot run here: {why}"))
+            .ok();
+        *ready = Some(found);
     }
-    let found = install_ts_agent()
-        .map_err(|why| eprintln!("skipped: the TypeScript SDK's agent cannot run here: {why}"))
-        .ok();
-    *ready = Some(found.clone());
-    found
+    let dir = ready.clone().flatten()?;
+    Some(format!("node {dir}/{script}"))
 }
 
 fn install_ts_agent() -> Result<String, String> {
@@ -116,11 +126,16 @@ fn install_ts_agent() -> Result<String, String> {
     let dir = peers_dir().join("ts-rfd-agent");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut changed = false;
-    for file in ["package.json", "package-lock.json", "agent.mjs"] {
+    for file in [
+        "package.json",
+        "package-lock.json",
+        "agent.mjs",
+        "editor.mjs",
+    ] {
         let text = std::fs::read(source.join(file)).map_err(|e| e.to_string())?;
         if std::fs::read(dir.join(file)).ok().as_ref() != Some(&text) {
             std::fs::write(dir.join(file), &text).map_err(|e| e.to_string())?;
-            changed |= file != "agent.mjs";
+            changed |= !file.ends_with(".mjs");
         }
     }
     if changed || !dir.join("node_modules").exists() {
@@ -136,5 +151,5 @@ fn install_ts_agent() -> Result<String, String> {
             ));
         }
     }
-    Ok(format!("node {}", dir.join("agent.mjs").display()))
+    Ok(dir.display().to_string())
 }
