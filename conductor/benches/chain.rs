@@ -23,7 +23,8 @@
 //!   libraries' pages, which every process of the same binary counts again;
 //! - **CPU µs and read/write syscalls per update**, per process, while streaming.
 //!
-//! A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
+//! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open): the
+//! cost of the trace file. A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
 //! its type, each chunk rewritten, written losslessly), the cost of typed handling.
 //! A last row runs N = 3 pass-through proxies *inside* the conductor's process
 //! (`examples/one_binary.rs`, `Chain::proxy`) with the agent as a process. The table ends with
@@ -110,6 +111,21 @@ async fn run(scale: f64) {
             let figures = measure(&counts, &conductor, &args, Some(n)).await;
             rows.push((format!("N = {n}"), figures));
         }
+        // N = 3 again, with `--trace` (no payloads, no viewer page): the cost of tracing.
+        if wanted("N = 3 traced") {
+            let trace =
+                std::env::temp_dir().join(format!("sacp-bench-trace-{}.jsonl", std::process::id()));
+            let mut args = vec![
+                "agent".to_owned(),
+                "--trace".to_owned(),
+                trace.to_string_lossy().into_owned(),
+            ];
+            args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), 3));
+            args.push(agent.to_string_lossy().into_owned());
+            let figures = measure(&counts, &conductor, &args, Some(3)).await;
+            let _ = std::fs::remove_file(&trace);
+            rows.push(("N = 3 traced".to_owned(), figures));
+        }
         // One typed proxy: `prefix-proxy` reads every prompt and every update into its type
         // and rewrites each chunk's text; what it sends is written losslessly.
         if wanted("N = 1 typed") {
@@ -192,6 +208,20 @@ async fn run(scale: f64) {
         println!("- {name}: {}", costs.join(", "));
     }
 
+    if let (Some((_, plain)), Some((_, traced))) = (
+        rows.iter().find(|(name, _)| name == "N = 3"),
+        rows.iter().find(|(name, _)| name == "N = 3 traced"),
+    ) {
+        println!(
+            "\nThe cost of --trace at N = 3 (traced / untraced, this run; the viewer's goal: \
+             throughput loses <= 5%): prompts/s {:.3}x, updates/s {:.3}x (1 session), {:.3}x \
+             (256 sessions), p50 {:.3}x",
+            traced.prompts_per_s / plain.prompts_per_s,
+            traced.updates_per_s_1 / plain.updates_per_s_1,
+            traced.updates_per_s_256 / plain.updates_per_s_256,
+            traced.p50.as_secs_f64() / plain.p50.as_secs_f64(),
+        );
+    }
     let (Some((_, n3)), Some((_, in_process))) = (
         rows.iter().find(|(name, _)| name == "N = 3"),
         rows.iter().find(|(name, _)| name == "N = 3 in-process"),
@@ -278,8 +308,9 @@ async fn run(scale: f64) {
         (
             "pass-through proxy RSS <= 4 MiB, any chain",
             rows.iter()
-                // (`N = 1 typed` runs a typed proxy, not a pass-through.)
-                .filter(|(name, _)| !name.contains("typed"))
+                // (`N = 1 typed` runs a typed proxy, not a pass-through; `N = 3 traced` the
+                // same proxies with a trace file.)
+                .filter(|(name, _)| !name.contains("typed") && !name.contains("traced"))
                 .all(|(_, f)| f.rss_proxy_kib.is_none_or(|k| k <= 4 * 1024)),
         ),
     ];

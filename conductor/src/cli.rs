@@ -56,6 +56,28 @@ enum Command {
     /// of its workspace (by its `cwd`), started from a command template.
     #[command(after_help = ROUTE_EXAMPLES)]
     Route(RouteArgs),
+    /// Reads a trace file (`conductor agent --trace FILE`).
+    #[command(subcommand)]
+    Trace(TraceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum TraceCommand {
+    /// Serves the trace viewer for a finished trace; its URL, with a token, goes to stderr.
+    View {
+        /// The trace file.
+        file: PathBuf,
+        /// Where to listen (127.0.0.1 on a free port by default).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        addr: std::net::SocketAddr,
+    },
+    /// Summarises a trace in the terminal: the chain, messages per hop, the slowest requests,
+    /// errors, exits and stderr.
+    #[command(alias = "summarize")]
+    Summarise {
+        /// The trace file.
+        file: PathBuf,
+    },
 }
 
 const ROUTE_EXAMPLES: &str = "\
@@ -128,6 +150,18 @@ struct AgentArgs {
     #[arg(long, requires = "trace")]
     trace_payloads: bool,
 
+    /// Serves the live trace viewer (a page of every hop of every message, as it happens):
+    /// `--serve` on 127.0.0.1 on a free port, `--serve=ADDR` on ADDR; its URL, with a token, goes to stderr. Records
+    /// payloads; without --trace, the trace goes to a temporary file removed at the end.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "127.0.0.1:0"
+    )]
+    serve: Option<std::net::SocketAddr>,
+
     /// After the editor closes stdin, how long its requests in flight may still be answered.
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     eof_grace: humantime::Duration,
@@ -175,6 +209,7 @@ impl AgentArgs {
         let options = Options {
             trace: self.trace,
             trace_payloads: self.trace_payloads,
+            serve: self.serve,
             eof_grace: self.eof_grace.into(),
             flush_timeout: self.flush_timeout.into(),
             term_grace: self.term_grace.into(),
@@ -218,6 +253,10 @@ pub fn main() -> ExitCode {
             init_logging();
             return route(args);
         }
+        Command::Trace(command) => {
+            init_logging();
+            return trace(command);
+        }
     };
     init_logging();
     let (chain, options) = match args.chain() {
@@ -242,6 +281,55 @@ pub fn main() -> ExitCode {
     // What is queued for stderr gets a moment, no more: nobody may be reading it.
     crate::stderr::finish(std::time::Duration::from_millis(500));
     ExitCode::from(exit.code())
+}
+
+/// `conductor trace`.
+fn trace(command: TraceCommand) -> ExitCode {
+    let finish = |code: ExitCode| {
+        crate::stderr::finish(std::time::Duration::from_millis(500));
+        code
+    };
+    match command {
+        TraceCommand::Summarise { file } => {
+            let summary = std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read {}: {e}", file.display()))
+                .and_then(|text| crate::trace::summary::summarise(&text));
+            match summary {
+                Ok(summary) => {
+                    use std::io::Write as _;
+                    let _ = std::io::stdout().lock().write_all(summary.as_bytes());
+                    finish(ExitCode::SUCCESS)
+                }
+                Err(why) => {
+                    eprintln!("conductor trace summarise: {why}");
+                    finish(ExitCode::from(2))
+                }
+            }
+        }
+        TraceCommand::View { file, addr } => {
+            if let Err(e) = std::fs::metadata(&file) {
+                eprintln!("conductor trace view: cannot read {}: {e}", file.display());
+                return finish(ExitCode::from(2));
+            }
+            let serve = async {
+                let source = crate::trace::serve::Source::Finished { path: file };
+                let served = crate::trace::serve::start(addr, source).await?;
+                crate::stderr::write_line(
+                    format!("[conductor] trace viewer: {}\n", served.url).into_bytes(),
+                );
+                // Until interrupted.
+                tokio::signal::ctrl_c().await
+            };
+            match on_runtime(serve) {
+                Ok(Ok(())) => finish(ExitCode::SUCCESS),
+                Ok(Err(e)) => {
+                    eprintln!("conductor trace view: {e}");
+                    finish(ExitCode::FAILURE)
+                }
+                Err(code) => code,
+            }
+        }
+    }
 }
 
 /// `conductor route`.
@@ -330,7 +418,9 @@ mod tests {
         let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
         match cli.command {
             Command::Agent(args) => args.chain(),
-            Command::Mcp { .. } | Command::Route(_) => Err("not an agent command line".to_owned()),
+            Command::Mcp { .. } | Command::Route(_) | Command::Trace(_) => {
+                Err("not an agent command line".to_owned())
+            }
         }
     }
 
@@ -363,6 +453,12 @@ mod tests {
                 .contains("quotes")
         );
         assert!(parse(&["conductor", "agent", "--trace-payloads", "a"]).is_err());
+        // `--serve` takes its address only after `=`: the next word is a component.
+        let (chain, options) = parse(&["conductor", "agent", "--serve", "a"]).unwrap();
+        assert_eq!(options.serve, Some("127.0.0.1:0".parse().unwrap()));
+        assert_eq!(chain.components.len(), 1);
+        let (_, options) = parse(&["conductor", "agent", "--serve=127.0.0.1:7777", "a"]).unwrap();
+        assert_eq!(options.serve, Some("127.0.0.1:7777".parse().unwrap()));
         assert!(parse(&["conductor", "agent", "p", "--verbose"]).is_err());
         let missing = parse(&["conductor", "agent", "--chain", "/nonexistent/chain.toml"]);
         assert!(missing.unwrap_err().contains("/nonexistent/chain.toml"));

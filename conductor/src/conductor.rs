@@ -54,7 +54,7 @@ use crate::chain::BridgeMode;
 use crate::chain::Chain;
 use crate::endpoint::{self, Event, Out, Outbox};
 use crate::process::{self, Tail};
-use crate::trace::Trace;
+use crate::trace::{self, Trace};
 use sacp::protocol::routing::{Conn, Delivery, Dir, EDITOR, Fatal, RoutingTable};
 
 /// How long a component that stopped talking (or exited) has to show the other sign.
@@ -69,6 +69,10 @@ const SETTLE_AT_MOST: Duration = Duration::from_millis(250);
 const GRACE: Duration = Duration::from_millis(400);
 /// How long between `SIGTERM` and `SIGKILL` when the chain fails or is stopped by a signal.
 const URGENT_TERM_GRACE: Duration = Duration::from_millis(250);
+/// At the end, how long open trace viewer pages may take to get the last lines.
+const VIEWER_CATCH_UP: Duration = Duration::from_secs(2);
+/// Components' stderr lines that may wait for the trace.
+const STDERR_TAP: usize = 4096;
 /// What the conductor does besides routing.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -76,6 +80,10 @@ pub struct Options {
     pub trace: Option<PathBuf>,
     /// Includes payloads in the trace.
     pub trace_payloads: bool,
+    /// Serves the live trace viewer on this address (port 0: any free port), printing its URL
+    /// with a token on stderr. Records payloads; without [`Options::trace`] the trace goes to
+    /// a file of its own in the temporary directory, removed at the end.
+    pub serve: Option<std::net::SocketAddr>,
     /// After the editor closed stdin, how long its requests in flight may still be answered
     /// before the chain is shut down. Default 1 s.
     pub eof_grace: Duration,
@@ -106,6 +114,7 @@ impl Default for Options {
         Options {
             trace: None,
             trace_payloads: false,
+            serve: None,
             eof_grace: Duration::from_secs(1),
             flush_timeout: Duration::from_secs(5),
             term_grace: Duration::from_secs(3),
@@ -162,16 +171,39 @@ pub async fn run_stdio(chain: Chain, options: Options) -> Exit {
 /// Runs `chain` as one ACP agent, talking to the editor over `editor`, until the editor closes
 /// it or the chain fails.
 pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit {
-    let trace = match &options.trace {
+    // A viewer needs a trace (with payloads) to show.
+    let (trace_path, scratch) = match (&options.trace, options.serve) {
+        (Some(path), _) => (Some(path.clone()), false),
+        (None, Some(_)) => (
+            Some(std::env::temp_dir().join(format!(
+                "sacp-trace-{}-{}.jsonl",
+                std::process::id(),
+                uuid::Uuid::new_v4().simple()
+            ))),
+            true,
+        ),
+        (None, None) => (None, false),
+    };
+    let mut trace = match &trace_path {
         None => None,
-        Some(path) => match Trace::create(path, options.trace_payloads) {
-            Ok(trace) => Some(trace),
-            Err(e) => {
-                let why = format!("cannot create the trace file {}: {e}", path.display());
-                tracing::error!("{why}");
-                return Exit::Failed(why);
+        Some(path) => {
+            match Trace::create(path, options.trace_payloads || options.serve.is_some()) {
+                Ok(trace) => Some(trace),
+                Err(e) => {
+                    let why = format!("cannot create the trace file {}: {e}", path.display());
+                    tracing::error!("{why}");
+                    return Exit::Failed(why);
+                }
             }
-        },
+        }
+    };
+    // Components' stderr lines for the trace: dropped, not waited for, when it lags.
+    let (stderr_tap, stderr_lines) = match &trace {
+        Some(_) => {
+            let (tap, lines) = mpsc::channel(STDERR_TAP);
+            (Some(tap), Some(lines))
+        }
+        None => (None, None),
     };
     let (events_tx, events) = mpsc::unbounded_channel();
     let mut members: Vec<Member> = Vec::new();
@@ -215,7 +247,12 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             tracing::debug!(position, name = %component.name, "started in-process");
             continue;
         }
-        let started = match process::spawn(position, component, options.launcher.as_deref()) {
+        let started = match process::spawn(
+            position,
+            component,
+            options.launcher.as_deref(),
+            stderr_tap.clone(),
+        ) {
             Ok(started) => started,
             Err(e) => {
                 let why = format!(
@@ -283,6 +320,39 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     let mode = options.mcp_bridge.or(chain.mcp_bridge).unwrap_or_default();
     let bridges = Bridges::new(mode, program, hub_end, translator_end);
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
+    let mut viewer = None;
+    if let Some(trace) = &mut trace {
+        let members: Vec<trace::Member> = chain
+            .components
+            .iter()
+            .zip(&members)
+            .enumerate()
+            .map(|(i, (component, member))| trace::Member {
+                position: i + 1,
+                name: component.name.clone(),
+                command: component.command_line(),
+                dialect: component.dialect.map(|d| d.name().to_owned()),
+                pid: member.pid,
+            })
+            .collect();
+        trace.header("agent", &members);
+        trace.flush();
+        if let Some(addr) = options.serve {
+            let source = trace::serve::Source::Live {
+                path: trace.path().to_owned(),
+                written: trace.written(),
+            };
+            match trace::serve::start(addr, source).await {
+                Ok(served) => {
+                    crate::stderr::write_line(
+                        format!("[conductor] trace viewer: {}\n", served.url).into_bytes(),
+                    );
+                    viewer = Some(served);
+                }
+                Err(e) => tracing::error!("cannot serve the trace viewer on {addr}: {e}"),
+            }
+        }
+    }
     let names = chain.components.iter().map(|c| c.name.clone()).collect();
     let mut router = RoutingTable::new(names);
     debug_assert_eq!(router.translator_conn(), translator_conn);
@@ -298,6 +368,8 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         members,
         outboxes,
         trace,
+        scratch_trace: scratch.then_some(trace_path).flatten(),
+        viewer,
         deliveries: Vec::new(),
         ending: None,
         draining: None,
@@ -310,7 +382,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     // The loop runs as a task of its own, not as the caller's future: a current-thread
     // runtime polls its I/O driver (one `epoll_wait`) each time it comes back to the future it
     // was given, which would be once per routed batch, per hop of an in-process chain.
-    match tokio::spawn(conductor.run(events)).await {
+    match tokio::spawn(conductor.run(events, stderr_lines)).await {
         Ok(exit) => exit,
         Err(e) => {
             let why = format!("the conductor's event loop failed: {e}");
@@ -385,6 +457,10 @@ struct Conductor {
     /// By connection; `None` once closed.
     outboxes: Vec<Option<Outbox>>,
     trace: Option<Trace>,
+    /// The trace file made for the viewer alone: removed at the end.
+    scratch_trace: Option<PathBuf>,
+    /// The trace viewer (`--serve`).
+    viewer: Option<trace::serve::Served>,
     deliveries: Vec<Delivery>,
     ending: Option<Ending>,
     /// The editor closed stdin; its requests in flight may be answered until then.
@@ -399,7 +475,11 @@ struct Conductor {
 }
 
 impl Conductor {
-    async fn run(mut self, mut events: mpsc::UnboundedReceiver<Event>) -> Exit {
+    async fn run(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<Event>,
+        mut stderr_lines: Option<mpsc::Receiver<(usize, Vec<u8>)>>,
+    ) -> Exit {
         let mut signals = match Signals::new() {
             Ok(signals) => signals,
             Err(e) => {
@@ -427,6 +507,12 @@ impl Conductor {
                 signal = signals.recv() => {
                     tracing::info!(signal, "stopping on a signal");
                     self.begin_end(Exit::Signalled(signal), true);
+                }
+                Some((position, line)) = recv_some(&mut stderr_lines) => {
+                    if let Some(trace) = &mut self.trace {
+                        let name = self.router.name(position).to_owned();
+                        trace.stderr(position, &name, &String::from_utf8_lossy(&line));
+                    }
                 }
                 () = sleep_until(wake) => self.on_deadlines(),
             }
@@ -507,6 +593,14 @@ impl Conductor {
                 self.on_closed_while_ending(position);
             }
             Event::Exited(position, status) => {
+                if let Some(trace) = &mut self.trace {
+                    let (said, code) = match &status {
+                        Ok(status) => (process::describe_exit(*status), status.code()),
+                        Err(e) => (format!("cannot be waited for: {e}"), None),
+                    };
+                    let name = self.router.name(position).to_owned();
+                    trace.exit(position, &name, &said, code, self.ending.is_none());
+                }
                 let member = &mut self.members[position - 1];
                 match status {
                     Ok(status) => member.exit = Some(status),
@@ -815,6 +909,13 @@ impl Conductor {
         }
         if let Some(trace) = &mut self.trace {
             trace.flush();
+            // Open pages get the end (a crash, say) before the viewer goes with the process.
+            if let Some(viewer) = &self.viewer {
+                viewer.caught_up(trace.last_seq(), VIEWER_CATCH_UP).await;
+            }
+        }
+        if let Some(scratch) = &self.scratch_trace {
+            let _ = std::fs::remove_file(scratch);
         }
         self.ending.map_or(Exit::Clean, |e| e.exit)
     }
@@ -827,6 +928,14 @@ fn exit_status(status: ExitStatus) -> u8 {
         (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
         (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
         (None, None) => 1,
+    }
+}
+
+/// The next item of a receiver that may not be there (then never).
+async fn recv_some<T>(receiver: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
     }
 }
 

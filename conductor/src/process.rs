@@ -46,6 +46,7 @@ pub(crate) fn spawn(
     position: usize,
     component: &Component,
     launcher: Option<&Path>,
+    tap: Option<Tap>,
 ) -> io::Result<Process> {
     let mut command = match launcher {
         Some(launcher) => {
@@ -81,7 +82,12 @@ pub(crate) fn spawn(
     let stderr = child.stderr.take().ok_or_else(missing)?;
     let tail = Tail::default();
     let prefix = format!("[{position} {}] ", component.name);
-    tokio::spawn(relay_stderr(stderr, prefix, tail.clone()));
+    tokio::spawn(relay_stderr(
+        stderr,
+        prefix,
+        tail.clone(),
+        tap.map(|tap| (position, tap)),
+    ));
     Ok(Process {
         pid,
         child,
@@ -174,7 +180,21 @@ impl Tail {
 /// Copies a component's stderr to ours, line by line, with `prefix`. It keeps reading whatever
 /// happens to our stderr (lines are dropped when nobody reads it; see [`crate::stderr`]), so a
 /// component never blocks on a full pipe.
-async fn relay_stderr(mut stderr: tokio::process::ChildStderr, prefix: String, tail: Tail) {
+/// Where a component's stderr lines go besides the conductor's stderr (the trace), by
+/// position; a line that finds it full is not waited for.
+pub(crate) type Tap = tokio::sync::mpsc::Sender<(usize, Vec<u8>)>;
+
+async fn relay_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    prefix: String,
+    tail: Tail,
+    tap: Option<(usize, Tap)>,
+) {
+    let copy = |line: &[u8]| {
+        if let Some((position, tap)) = &tap {
+            let _ = tap.try_send((*position, line.to_vec()));
+        }
+    };
     let mut pending: Vec<u8> = Vec::new();
     let mut chunk = vec![0; 8 * 1024];
     loop {
@@ -196,12 +216,14 @@ async fn relay_stderr(mut stderr: tokio::process::ChildStderr, prefix: String, t
         for range in lines {
             let line = &pending[range];
             tail.push(line);
+            copy(line);
             stderr::write_line(prefixed(&prefix, line));
         }
         pending.drain(..start);
     }
     if !pending.is_empty() {
         tail.push(&pending);
+        copy(&pending);
         stderr::write_line(prefixed(&prefix, &pending));
     }
 }

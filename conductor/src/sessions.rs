@@ -63,8 +63,8 @@ impl Launcher for ProcessLauncher {
                 component.cwd = Some(workspace.root.clone());
             }
             let position = self.started.fetch_add(1, Ordering::Relaxed) + 1;
-            let started =
-                process::spawn(position, &component, self.launcher.as_deref()).map_err(|e| {
+            let started = process::spawn(position, &component, self.launcher.as_deref(), None)
+                .map_err(|e| {
                     Error::internal_error(format!(
                         "cannot start the backend of workspace {:?} (`{}`): {e}",
                         workspace.name, workspace.command

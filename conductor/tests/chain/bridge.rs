@@ -285,15 +285,33 @@ async fn an_agent_that_speaks_mcp_over_acp_gets_no_bridge() {
     let _ = std::fs::remove_file(trace);
 }
 
-/// The stdio entry the agent was given: its port and secret, from the trace.
-fn stdio_entry(trace: &std::path::Path) -> (u16, String) {
-    let text = std::fs::read_to_string(trace).unwrap();
-    let line = text
+/// The first MCP server entry the agent was given for `session`, as it says (`setup`): the
+/// trace has its secrets redacted.
+async fn agents_entry(editor: &mut Editor, session: &str) -> Value {
+    editor.prompt(session, "setup").await;
+    let said = said(editor);
+    let servers = said[0]
+        .split(" servers=")
+        .nth(1)
+        .expect("setup says its servers");
+    let servers: Value = serde_json::from_str(servers).unwrap();
+    servers[0].clone()
+}
+
+/// The trace's line of the `session/new` that reached the agent (where the bridge's secret is
+/// redacted; the agent's own words are its own).
+fn setup_given(trace: &std::path::Path) -> String {
+    std::fs::read_to_string(trace)
+        .unwrap()
         .lines()
-        .find(|l| l.contains("\"to\":\"2:test-agent\"") && l.contains("session/new"))
-        .expect("session/new reached the agent");
-    let line: Value = serde_json::from_str(line).unwrap();
-    let server = &line["payload"]["mcpServers"][0];
+        .find(|l| l.contains("\"to\":\"2:test-agent\"") && l.contains("\"method\":\"session/new\""))
+        .expect("session/new reached the agent")
+        .to_owned()
+}
+
+/// The stdio entry the agent was given: its port and secret.
+async fn stdio_entry(editor: &mut Editor, session: &str) -> (u16, String) {
+    let server = agents_entry(editor, session).await;
     assert_eq!(server["args"][0], "mcp", "{server}");
     let port = server["args"][1].as_str().unwrap().parse().unwrap();
     let secret = server["env"][0]["value"].as_str().unwrap().to_owned();
@@ -309,7 +327,12 @@ async fn connections_without_the_secret_are_refused_and_never_reach_the_proxy() 
     editor.prompt(&session, "tools").await;
     let connects = bridge_lines(&trace, "\"_mcp/connect\"").len();
     assert_eq!(connects, 1);
-    let (port, secret) = stdio_entry(&trace);
+    let (port, secret) = stdio_entry(&mut editor, &session).await;
+    let given = setup_given(&trace);
+    assert!(
+        !given.contains(&secret) && given.contains("[redacted]"),
+        "{given}"
+    );
 
     // A raw connection with a wrong secret, then an MCP message: reset, nothing answered.
     let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -378,17 +401,17 @@ async fn http_requests_without_the_token_or_from_a_foreign_origin_are_refused() 
     let mut editor = Editor::start(conductor(), &bridged_chain(&[], "--mcp-http", &trace));
     let session = editor.open_session().await;
     editor.prompt(&session, "tools").await;
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.contains("\"to\":\"2:test-agent\"") && l.contains("session/new"))
-        .unwrap();
-    let line: Value = serde_json::from_str(line).unwrap();
-    let server = line["payload"]["mcpServers"][0].clone();
+    let server = agents_entry(&mut editor, &session).await;
     assert_eq!(server["type"], "http", "{server}");
     let url = server["url"].as_str().unwrap().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let bearer = server["headers"][0]["value"].as_str().unwrap().to_owned();
+    let given = setup_given(&trace);
+    assert!(!given.contains(&bearer), "{given}");
+    assert!(
+        given.contains(r#"{"name":"Authorization","value":"[redacted]"}"#),
+        "{given}"
+    );
     assert_eq!(server["headers"][0]["name"], "Authorization");
     let connects = bridge_lines(&trace, "\"_mcp/connect\"").len();
 

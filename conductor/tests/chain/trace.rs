@@ -1,4 +1,4 @@
-//! `--trace FILE`: one JSON line per message per hop.
+//! `--trace FILE`: trace format 2 (see the README's "Traces").
 
 use serde_json::Value;
 
@@ -25,35 +25,198 @@ async fn the_trace_has_a_line_per_message_per_hop() {
         editor.close_stdin();
         assert_eq!(editor.exit().await.0, Some(0), "{}", editor.stderr());
 
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+            assert_eq!(
+                mode & 0o777,
+                0o600,
+                "the trace holds prompts: its owner's only"
+            );
+        }
         let text = std::fs::read_to_string(&file).unwrap();
         let records: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
+        // Every line in order, with its times.
+        for (seq, r) in records.iter().enumerate() {
+            assert_eq!(r["seq"], seq as u64, "{r}");
+            for key in ["t", "time", "type"] {
+                assert!(r.get(key).is_some(), "{key} missing in {r}");
+            }
+        }
+        // Every line is what `conductor/trace.schema.json` describes: its type's required
+        // fields, and no field the schema does not name.
+        for r in &records {
+            conforms(r);
+        }
+        // The chain first, then the components' start.
+        let chain = &records[0];
+        assert_eq!(
+            (chain["type"].as_str(), chain["v"].as_u64()),
+            (Some("chain"), Some(2))
+        );
+        assert_eq!(chain["components"][0]["name"], "passthrough-proxy");
+        assert_eq!(chain["components"][1]["name"], "test-agent");
+        assert!(chain["components"][1]["pid"].as_u64().is_some());
+        assert_eq!(records.iter().filter(|r| r["type"] == "spawn").count(), 2);
+        let messages: Vec<&Value> = records.iter().filter(|r| r["type"] == "message").collect();
         // initialize, session/new and the prompt cross 2 hops each way (4 messages each); each
         // of the 3 updates crosses 2 hops.
-        assert_eq!(records.len(), 3 * 4 + 3 * 2, "{text}");
-        for r in &records {
-            for key in ["time", "from", "to", "direction", "kind", "method"] {
+        assert_eq!(messages.len(), 3 * 4 + 3 * 2, "{text}");
+        for r in &messages {
+            for key in [
+                "from",
+                "to",
+                "hop",
+                "direction",
+                "kind",
+                "method",
+                "size",
+                "flow",
+            ] {
                 assert!(r.get(key).is_some(), "{key} missing in {r}");
             }
             assert_eq!(r.get("payload").is_some(), payloads, "{r}");
         }
-        let first = &records[0];
+        let first = messages[0];
         assert_eq!(first["from"], "editor");
         assert_eq!(first["to"], "1:passthrough-proxy");
         assert_eq!(first["direction"], "down");
         assert_eq!(first["method"], "initialize");
-        let update = records
+        // The real method, and the envelope it travelled in.
+        let update = messages
             .iter()
             .find(|r| r["from"] == "2:test-agent" && r["kind"] == "notification")
             .unwrap();
         assert_eq!(update["to"], "1:passthrough-proxy");
-        assert_eq!(update["method"], "_proxy/successor/notification");
+        assert_eq!(update["method"], "session/update");
+        assert_eq!(update["via"], "_proxy/successor/notification");
+        assert_eq!(update["session"], session.as_str());
         assert_eq!(update["direction"], "up");
-        let answer = records.iter().rev().find(|r| r["to"] == "editor").unwrap();
+        // Its other hop is the same flow.
+        let hops: Vec<&&Value> = messages
+            .iter()
+            .filter(|r| r["flow"] == update["flow"])
+            .collect();
+        assert_eq!(hops.len(), 2, "{hops:?}");
+        assert_eq!(hops[1]["to"], "editor");
+        let answer = messages.iter().rev().find(|r| r["to"] == "editor").unwrap();
         assert_eq!(answer["kind"], "response");
         assert_eq!(answer["method"], "session/prompt");
+        // Every request has its response on its hop, with the same pair and flow.
+        for request in messages.iter().filter(|r| r["kind"] == "request") {
+            let response = messages
+                .iter()
+                .find(|r| r["kind"] == "response" && r["pair"] == request["pair"])
+                .unwrap_or_else(|| panic!("no response paired with {request}"));
+            assert_eq!(response["flow"], request["flow"]);
+            assert_eq!(response["hop"], request["hop"]);
+        }
+        // The prompt's two hops are one flow.
+        let prompts: Vec<&&Value> = messages
+            .iter()
+            .filter(|r| r["method"] == "session/prompt" && r["kind"] == "request")
+            .collect();
+        assert_eq!(prompts[0]["flow"], prompts[1]["flow"]);
+        // Both components exited, at the end, not crashed.
+        let exits: Vec<&Value> = records.iter().filter(|r| r["type"] == "exit").collect();
+        assert_eq!(exits.len(), 2, "{text}");
+        assert!(exits.iter().all(|e| e["crash"] == false), "{exits:?}");
+
+        // `conductor trace summarise`.
+        let summary = std::process::Command::new(conductor())
+            .args(["trace", "summarise"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let summary = String::from_utf8_lossy(&summary.stdout);
+        assert!(summary.contains("1. passthrough-proxy"), "{summary}");
+        assert!(summary.contains("18 messages"), "{summary}");
+        assert!(
+            summary.contains("editor → 1:passthrough-proxy: 3 request"),
+            "{summary}"
+        );
+        assert!(summary.contains("slowest requests:"), "{summary}");
+        assert!(summary.contains("session/prompt"), "{summary}");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Checks `record` against `conductor/trace.schema.json`: the branch of its `type`, its
+/// required fields, and only the fields the schema names.
+fn conforms(record: &Value) {
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/trace.schema.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    });
+    let kind = &record["type"];
+    let branch = schema["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| &b["properties"]["type"]["const"] == kind)
+        .unwrap_or_else(|| panic!("the schema has no type {kind}"));
+    for required in schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(branch["required"].as_array().unwrap())
+    {
+        let key = required.as_str().unwrap();
+        assert!(record.get(key).is_some(), "{key} missing in {record}");
+    }
+    for key in record.as_object().unwrap().keys() {
+        assert!(
+            schema["properties"].get(key).is_some() || branch["properties"].get(key).is_some(),
+            "{key} is not in the schema: {record}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_crash_and_its_stderr_are_in_the_trace() {
+    let file = std::env::temp_dir().join(format!("sacp-trace-crash-{}.jsonl", std::process::id()));
+    let args = [
+        "agent".to_owned(),
+        "--trace".to_owned(),
+        file.to_string_lossy().into_owned(),
+        passthrough(),
+        agent(),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let session = editor.open_session().await;
+    editor.prompt(&session, "crash 3").await;
+    editor.exit().await;
+    let text = std::fs::read_to_string(&file).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let exit = records
+        .iter()
+        .find(|r| r["type"] == "exit" && r["component"] == 2)
+        .unwrap_or_else(|| panic!("no exit of the agent: {text}"));
+    assert_eq!(exit["status"], "exited with status 3");
+    assert_eq!(exit["code"], 3);
+    assert_eq!(exit["crash"], true);
+    assert!(
+        records.iter().any(|r| r["type"] == "stderr"
+            && r["component"] == 2
+            && r["line"].as_str().unwrap().contains("crashing on purpose")),
+        "{text}"
+    );
+    let summary = std::process::Command::new(conductor())
+        .args(["trace", "summarise"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&summary.stdout);
+    assert!(
+        summary.contains("2 (test-agent) exited with status 3 — crashed"),
+        "{summary}"
+    );
+    let _ = std::fs::remove_file(file);
 }

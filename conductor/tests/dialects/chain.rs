@@ -270,7 +270,8 @@ async fn an_rfd_agent_calls_sparkles_tools_through_every_dialect_with_mcp_messag
     let to_agent: Vec<&str> = records
         .iter()
         .filter(|r| r["to"].as_str().is_some_and(|to| to.starts_with("4:")))
-        .filter_map(|r| r["method"].as_str())
+        .flat_map(|r| [r["method"].as_str(), r["via"].as_str()])
+        .flatten()
         .collect();
     assert!(
         to_agent
@@ -283,8 +284,8 @@ async fn an_rfd_agent_calls_sparkles_tools_through_every_dialect_with_mcp_messag
             .iter()
             .any(|r| r["from"].as_str().is_some_and(|f| f.starts_with("4:"))
                 // Delivered in the RFD proxy's envelope.
-                && r["method"] == "proxy/successor"
-                && r["payload"]["method"] == "mcp/message"),
+                && r["via"] == "proxy/successor"
+                && r["method"] == "mcp/message"),
         "the agent never sent mcp/message"
     );
 }

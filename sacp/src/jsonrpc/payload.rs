@@ -147,9 +147,9 @@ impl RawJson {
         })))
     }
 
-    /// The parts of an envelope made by [`RawJson::envelope`]: the method and the params.
-    /// `None` for any other payload (whatever its text).
-    pub(crate) fn envelope_parts(&self) -> Option<(&str, Option<&RawJson>)> {
+    /// The parts of a successor envelope built in this process (by the router or a proxy's
+    /// runtime): the method and the params. `None` for any other payload (whatever its text).
+    pub fn envelope_parts(&self) -> Option<(&str, Option<&RawJson>)> {
         match &self.0 {
             Repr::Envelope(e) => Some((&e.method, e.params.as_ref())),
             Repr::Text(_) => None,
@@ -157,7 +157,7 @@ impl RawJson {
     }
 
     /// Appends the text to `out`; an envelope part by part.
-    pub(crate) fn write_into(&self, out: &mut Vec<u8>) {
+    pub fn write_into(&self, out: &mut Vec<u8>) {
         match &self.0 {
             Repr::Text(bytes) => out.extend_from_slice(bytes),
             Repr::Envelope(e) => match e.text.get() {

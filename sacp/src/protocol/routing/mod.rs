@@ -104,6 +104,9 @@ pub struct Hop {
     pub dir: Dir,
     /// For a response: the method of the request it answers.
     pub answers: Option<Box<str>>,
+    /// For a request the conductor sends on, and its response: the connection it was sent on
+    /// and the id the conductor gave it there — the same for both, so a trace can pair them.
+    pub key: Option<(Conn, i64)>,
 }
 
 /// Something that ends the chain.
@@ -516,6 +519,7 @@ impl RoutingTable {
             },
             dir: resolved.dir,
             answers: None,
+            key: None,
         }
     }
 
@@ -606,10 +610,11 @@ impl RoutingTable {
         if target == self.translator_conn() {
             self.for_translator(&mut resolved);
         }
-        let hop = self.hop_of(conn, target, &resolved);
+        let mut hop = self.hop_of(conn, target, &resolved);
         let ids = &mut self.conns[target];
         ids.last += 1;
         let out_id = ids.last;
+        hop.key = Some((target, out_id));
         let pending = Pending {
             origin: conn,
             origin_id: id.clone(),
@@ -688,6 +693,7 @@ impl RoutingTable {
             to: pending.responder,
             dir: pending.dir.reverse(),
             answers: None,
+            key: None,
         };
         let params = RawJson::to_raw(&serde_json::json!({ "requestId": out_id })).ok();
         out.push(Delivery {
@@ -726,6 +732,10 @@ impl RoutingTable {
         response: Response,
         out: &mut Vec<Delivery>,
     ) -> Option<Fatal> {
+        let key = match response.id {
+            Id::Number(n) => Some((conn, n)),
+            _ => None,
+        };
         let Some(pending) = self.take_pending(conn, &response.id) else {
             tracing::warn!(peer = %self.peer(conn), id = %response.id, "dropped a response to no request of ours");
             return None;
@@ -797,6 +807,7 @@ impl RoutingTable {
                 to: pending.requester,
                 dir: pending.dir,
                 answers: Some(pending.method),
+                key,
             },
         });
         None
@@ -875,10 +886,15 @@ impl RoutingTable {
             to: pending.responder,
             dir: pending.dir.reverse(),
             answers: None,
+            key: None,
         };
         let ids = &mut self.conns[conn];
         ids.last += 1;
         let out_id = ids.last;
+        let hop = Hop {
+            key: Some((conn, out_id)),
+            ..hop
+        };
         self.conns[pending.origin]
             .in_flight
             .insert(pending.origin_id.clone(), (conn, out_id));
@@ -951,6 +967,7 @@ impl RoutingTable {
                 to,
                 dir: if conn == EDITOR { Dir::Up } else { Dir::Down },
                 answers: None,
+                key: None,
             },
         });
     }

@@ -1,0 +1,176 @@
+//! A headless Chromium driven over WebDriver (Debian's `chromium` and `chromium-driver`), with
+//! a few calls of the W3C protocol over the HTTP client the tests already have: new session,
+//! navigate, execute script, delete session.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Where Debian puts them (`CHROMIUM`, `CHROMEDRIVER` override).
+fn programs() -> Option<(PathBuf, PathBuf)> {
+    let find = |var: &str, default: &str| {
+        let path = std::env::var_os(var).map_or_else(|| PathBuf::from(default), PathBuf::from);
+        path.exists().then_some(path)
+    };
+    Some((
+        find("CHROMIUM", "/usr/bin/chromium")?,
+        find("CHROMEDRIVER", "/usr/bin/chromedriver")?,
+    ))
+}
+
+pub(crate) struct Browser {
+    driver: tokio::process::Child,
+    http: reqwest::Client,
+    session: String,
+    profile: PathBuf,
+}
+
+impl Browser {
+    /// A browser, or `None` (said on stderr) where Chromium is not installed. Under CI it must
+    /// be: `.ci/run` installs it.
+    pub(crate) async fn start() -> Option<Browser> {
+        let Some((chromium, chromedriver)) = programs() else {
+            let why = "skipped: no /usr/bin/chromium and /usr/bin/chromedriver (install Debian's \
+                       `chromium` and `chromium-driver`, as .ci/run does)";
+            assert!(std::env::var_os("CI").is_none(), "{why}");
+            eprintln!("{why}");
+            return None;
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let driver = tokio::process::Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start chromedriver");
+        let http = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let ready = Instant::now() + Duration::from_secs(20);
+        while http.get(format!("{base}/status")).send().await.is_err() {
+            assert!(Instant::now() < ready, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let profile = std::env::temp_dir().join(format!(
+            "sacp-viewer-chromium-{}-{port}",
+            std::process::id()
+        ));
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--disable-quic", "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--window-size=1400,900",
+                    format!("--user-data-dir={}", profile.display()),
+                ],
+            },
+        }}});
+        let mut browser = Browser {
+            driver,
+            http,
+            session: String::new(),
+            profile,
+        };
+        let created = browser
+            .call("POST", &format!("{base}/session"), capabilities)
+            .await;
+        let id = created["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {created}"));
+        browser.session = format!("{base}/session/{id}");
+        Some(browser)
+    }
+
+    async fn call(&self, method: &str, url: &str, body: Value) -> Value {
+        let request = match method {
+            "POST" => self.http.post(url).body(body.to_string()),
+            "DELETE" => self.http.delete(url),
+            _ => self.http.get(url),
+        };
+        let response = tokio::time::timeout(
+            Duration::from_secs(120),
+            request.header("content-type", "application/json").send(),
+        )
+        .await
+        .expect("WebDriver answered within 120 s")
+        .expect("WebDriver is reachable");
+        let bytes = response.bytes().await.unwrap();
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if let Some(error) = value["value"].get("error") {
+            panic!("WebDriver error {error}: {}", value["value"]["message"]);
+        }
+        value["value"].clone()
+    }
+
+    /// Opens `url`.
+    pub(crate) async fn goto(&self, url: &str) {
+        self.call(
+            "POST",
+            &format!("{}/url", self.session),
+            json!({"url": url}),
+        )
+        .await;
+    }
+
+    /// Runs `script` (a function body; `arguments` are `args`) in the page: what it returns.
+    pub(crate) async fn js(&self, script: &str, args: Value) -> Value {
+        self.call(
+            "POST",
+            &format!("{}/execute/sync", self.session),
+            json!({"script": script, "args": args}),
+        )
+        .await
+    }
+
+    /// Runs `script`, which calls `done(value)` (the last argument) when it is done.
+    pub(crate) async fn js_async(&self, script: &str, args: Value) -> Value {
+        let script = format!("const done = arguments[arguments.length - 1];\n{script}");
+        self.call(
+            "POST",
+            &format!("{}/execute/async", self.session),
+            json!({"script": script, "args": args}),
+        )
+        .await
+    }
+
+    /// Polls `expression` until it is truthy (at most `within`): its value.
+    pub(crate) async fn until(&self, expression: &str, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        let script = format!("return ({expression});");
+        loop {
+            let value = self.js(&script, json!([])).await;
+            let truthy = match &value {
+                Value::Null => false,
+                Value::Bool(b) => *b,
+                Value::Number(n) => n.as_f64() != Some(0.0),
+                Value::String(s) => !s.is_empty(),
+                _ => true,
+            };
+            if truthy {
+                return value;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "`{expression}` did not hold within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub(crate) async fn close(mut self) {
+        let _ = tokio::time::timeout(
+            Duration::from_secs(10),
+            self.http.delete(&self.session).send(),
+        )
+        .await;
+        let _ = self.driver.kill().await;
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
