@@ -516,8 +516,12 @@ impl Conductor {
                 }
                 () = sleep_until(wake) => self.on_deadlines(),
             }
+            // The trace goes to its file when it is due (see `Trace::due`), not after every
+            // batch: a write per batch would cost the chain more than the trace itself.
             if let Some(trace) = &mut self.trace
-                && events.is_empty()
+                && trace
+                    .due()
+                    .is_some_and(|due| due <= std::time::Instant::now())
             {
                 trace.flush();
             }
@@ -847,6 +851,11 @@ impl Conductor {
             .map(|m| m.deadline)
             .chain(ending)
             .chain([self.draining, self.failing.as_ref().map(Failing::due)])
+            .chain([self
+                .trace
+                .as_ref()
+                .and_then(Trace::due)
+                .map(Instant::from_std)])
             .flatten()
             .min()
     }
@@ -908,7 +917,7 @@ impl Conductor {
             );
         }
         if let Some(trace) = &mut self.trace {
-            trace.flush();
+            trace.finish().await;
             // Open pages get the end (a crash, say) before the viewer goes with the process.
             if let Some(viewer) = &self.viewer {
                 viewer.caught_up(trace.last_seq(), VIEWER_CATCH_UP).await;

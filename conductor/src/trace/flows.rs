@@ -7,26 +7,38 @@
 //! it answers). Queues are bounded: a proxy that swallows messages only ages them out.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
 
-use sacp::protocol::routing::{Conn, Dir, Hop, Node, RoutingTable};
+use sacp::protocol::routing::{Conn, Dir, Node};
 
 /// How many messages may wait per proxy and direction.
 const WAITING: usize = 1024;
+/// How far into a proxy's queue a message it passes on is looked for.
+const LOOK_AHEAD: usize = 16;
 /// How many requests may wait for their response before the oldest are forgotten.
 const UNANSWERED: usize = 1 << 16;
 
-/// A hash of a payload's text.
+/// A fast hash of a payload's text (8 bytes a step, as rustc's `FxHasher`): it tells a
+/// message passed on unchanged from others, not an adversary's collisions (a collision only
+/// links two hops that did not belong together in the trace).
 pub(super) fn hash(bytes: &[u8]) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    hasher.finish()
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mix = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut hash = bytes.len() as u64;
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        hash = mix(hash, u64::from_le_bytes(word));
+    }
+    let mut last = [0; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(hash, u64::from_le_bytes(last))
 }
 
 #[derive(Debug)]
 struct Arrival {
-    method: Box<str>,
-    session: Option<Box<str>>,
+    method: u64,
+    session: u64,
     content: u64,
     flow: u64,
 }
@@ -42,10 +54,10 @@ pub(super) struct Flows {
 
 impl Flows {
     /// The flow of one hop of a message of `kind` (see the module).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn flow(
         &mut self,
-        router: &RoutingTable,
-        hop: &Hop,
+        hop: &super::HopOf,
         kind: &str,
         method: &str,
         session: Option<&str>,
@@ -58,15 +70,16 @@ impl Flows {
                 None => self.fresh(),
             };
         }
+        let method = hash(method.as_bytes());
+        let session = session.map_or(0, |s| hash(s.as_bytes()));
         let passed_on = match hop.from {
             Node::Component(p) => self.waiting.get_mut(&(p, down)).and_then(|queue| {
-                let exact = queue
-                    .iter()
-                    .position(|a| a.content == content && &*a.method == method);
+                // A proxy passes messages on about in the order they came: the one it passes
+                // on now is among the oldest few waiting.
+                let candidates = || queue.iter().take(LOOK_AHEAD);
+                let exact = candidates().position(|a| a.content == content && a.method == method);
                 let index = exact.or_else(|| {
-                    queue
-                        .iter()
-                        .position(|a| &*a.method == method && a.session.as_deref() == session)
+                    candidates().position(|a| a.method == method && a.session == session)
                 })?;
                 queue.remove(index).map(|a| a.flow)
             }),
@@ -75,15 +88,15 @@ impl Flows {
         let flow = passed_on.unwrap_or_else(|| self.fresh());
         if let Node::Component(q) = hop.to {
             // What reaches the agent going down stops there.
-            let ends = down && q == router.agent_conn() && !router.proxy_mode();
+            let ends = down && q == hop.agent && !hop.proxy_mode;
             if !ends {
                 let queue = self.waiting.entry((q, down)).or_default();
                 if queue.len() == WAITING {
                     queue.pop_front();
                 }
                 queue.push_back(Arrival {
-                    method: method.into(),
-                    session: session.map(Into::into),
+                    method,
+                    session,
                     content,
                     flow,
                 });

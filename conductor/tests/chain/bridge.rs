@@ -42,6 +42,23 @@ fn bridge_lines(trace: &std::path::Path, what: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Waits (a little: the trace reaches its file within 20 ms) until the trace has `n`
+/// `_mcp/connect`s of the bridges.
+async fn connects_reach(trace: &std::path::Path, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let seen = bridge_lines(trace, "\"_mcp/connect\"").len();
+        if seen == n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{seen} _mcp/connect, not {n}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// The processes of this editor's tree that run `conductor mcp`.
 fn bridge_processes(editor: &Editor) -> Vec<u32> {
     processes_tagged(&editor.tag)
@@ -205,7 +222,7 @@ async fn an_rmcp_agent_calls_a_proxys_tools_through_the_http_bridge() {
     );
     assert_eq!(ports[0].0, "0100007F", "{ports:?}");
     // Each MCP session of the agent's clients was one `_mcp/connect`.
-    assert_eq!(bridge_lines(&trace, "\"_mcp/connect\"").len(), 2);
+    connects_reach(&trace, 2).await;
     editor.close_and_expect_a_clean_exit().await;
     assert!(TcpStream::connect(("127.0.0.1", ports[0].1)).is_err());
     let _ = std::fs::remove_file(trace);
@@ -325,6 +342,8 @@ async fn connections_without_the_secret_are_refused_and_never_reach_the_proxy() 
     let mut editor = Editor::start(conductor(), &bridged_chain(&[], "", &trace));
     let session = editor.open_session().await;
     editor.prompt(&session, "tools").await;
+    // What was traced so far is in the file (it reaches it within 20 ms).
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
     let connects = bridge_lines(&trace, "\"_mcp/connect\"").len();
     assert_eq!(connects, 1);
     let (port, secret) = stdio_entry(&mut editor, &session).await;
@@ -390,7 +409,7 @@ async fn connections_without_the_secret_are_refused_and_never_reach_the_proxy() 
     wait_for(|| bridge_lines(&trace, "\"_mcp/disconnect\"").len() == 1).await;
 
     // Only the agent's connection and ours made `_mcp/connect`s.
-    assert_eq!(bridge_lines(&trace, "\"_mcp/connect\"").len(), connects + 1);
+    connects_reach(&trace, connects + 1).await;
     editor.close_and_expect_a_clean_exit().await;
     let _ = std::fs::remove_file(trace);
 }
@@ -413,6 +432,8 @@ async fn http_requests_without_the_token_or_from_a_foreign_origin_are_refused() 
         "{given}"
     );
     assert_eq!(server["headers"][0]["name"], "Authorization");
+    // What was traced so far is in the file (it reaches it within 20 ms).
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
     let connects = bridge_lines(&trace, "\"_mcp/connect\"").len();
 
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -468,7 +489,7 @@ async fn http_requests_without_the_token_or_from_a_foreign_origin_are_refused() 
         body.contains("\"protocolVersion\":\"2025-11-25\""),
         "{body}"
     );
-    assert_eq!(bridge_lines(&trace, "\"_mcp/connect\"").len(), connects + 1);
+    connects_reach(&trace, connects + 1).await;
 
     // The chain is fine.
     editor
