@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::time::Duration;
 
 use sacp::acp::StopReason;
 use sacp::jsonrpc::ByteStream;
@@ -76,16 +77,24 @@ impl Chain {
         self.editor.new_session().await.expect("session/new")
     }
 
-    /// The messages Sparkle sent the agent, from the trace: `(method, payload)`.
-    fn to_agent(&self, method: &str) -> Vec<Value> {
-        std::fs::read_to_string(&self.trace)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|l| l["to"] == "2:test-agent" && l["method"] == method)
-            .filter(|l| l["kind"] == "request")
-            .map(|l| l["payload"].clone())
-            .collect()
+    /// The `count` messages of `method` Sparkle sent the agent, from the trace (which reaches
+    /// its file within 20 ms: waited for): their payloads.
+    async fn to_agent(&self, method: &str, count: usize) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let sent: Vec<Value> = std::fs::read_to_string(&self.trace)
+                .unwrap_or_default()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|l| l["to"] == "2:test-agent" && l["method"] == method)
+                .filter(|l| l["kind"] == "request")
+                .map(|l| l["payload"].clone())
+                .collect();
+            if sent.len() >= count || tokio::time::Instant::now() >= deadline {
+                return sent;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     async fn end(mut self) {
@@ -116,7 +125,7 @@ async fn scenario(agent_flags: &str, via: Option<&str>, name: &str) {
     let first = chain.new_session().await;
 
     // The agent got Sparkle's server in session/new: bridged, or as `acp:`.
-    let setups = chain.to_agent("session/new");
+    let setups = chain.to_agent("session/new", 1).await;
     let server = &setups[0]["mcpServers"][0];
     assert_eq!(server["name"], "sparkle", "{server}");
     match via {
@@ -140,7 +149,8 @@ async fn scenario(agent_flags: &str, via: Option<&str>, name: &str) {
     let suffix = via.map_or_else(String::new, |via| format!(" [over {via}; 0 progress]"));
     turn.assert_lines(embodied(EMBODIMENT, &suffix, "Hello, who are you?"));
     let prompts: Vec<String> = chain
-        .to_agent("session/prompt")
+        .to_agent("session/prompt", 2)
+        .await
         .iter()
         .map(|p| p["prompt"][0]["text"].as_str().unwrap().to_owned())
         .collect();
