@@ -187,13 +187,18 @@ const SECURITY: [(header::HeaderName, &str); 3] = [
     (header::REFERRER_POLICY, "no-referrer"),
 ];
 
-fn html(body: String) -> Response {
-    let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
+/// Adds the [`SECURITY`] headers every answer has.
+fn secured(response: &mut Response) {
     for (name, value) in SECURITY {
         response
             .headers_mut()
             .insert(name, header::HeaderValue::from_static(value));
     }
+}
+
+fn html(body: String) -> Response {
+    let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response();
+    secured(&mut response);
     response.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         header::HeaderValue::from_static(
@@ -228,11 +233,7 @@ async fn download(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, uri: Ur
                 bytes,
             )
                 .into_response();
-            for (name, value) in SECURITY {
-                response
-                    .headers_mut()
-                    .insert(name, header::HeaderValue::from_static(value));
-            }
+            secured(&mut response);
             response
         }
         Err(e) => (
@@ -403,11 +404,7 @@ async fn events(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, uri: Uri)
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response();
-    for (name, value) in SECURITY {
-        response
-            .headers_mut()
-            .insert(name, header::HeaderValue::from_static(value));
-    }
+    secured(&mut response);
     response
 }
 

@@ -38,7 +38,8 @@ fn bridge_lines(trace: &std::path::Path, what: &str) -> Vec<Value> {
         .filter(|l| {
             l.contains("mcp-bridge") && !l.contains(r#""kind":"response""#) && l.contains(what)
         })
-        .map(|l| serde_json::from_str(l).unwrap())
+        // The last line may be half written: the next read has it whole.
+        .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
 }
 

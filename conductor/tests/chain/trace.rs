@@ -126,12 +126,7 @@ async fn the_trace_has_a_line_per_message_per_hop() {
         assert!(exits.iter().all(|e| e["crash"] == false), "{exits:?}");
 
         // `conductor trace summarise`.
-        let summary = std::process::Command::new(conductor())
-            .args(["trace", "summarise"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        let summary = String::from_utf8_lossy(&summary.stdout);
+        let summary = summarise(&file);
         assert!(summary.contains("1. passthrough-proxy"), "{summary}");
         assert!(summary.contains("18 messages"), "{summary}");
         assert!(
@@ -142,6 +137,16 @@ async fn the_trace_has_a_line_per_message_per_hop() {
         assert!(summary.contains("session/prompt"), "{summary}");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// What `conductor trace summarise FILE` prints.
+fn summarise(file: &std::path::Path) -> String {
+    let out = std::process::Command::new(conductor())
+        .args(["trace", "summarise"])
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Checks `record` against `conductor/trace.schema.json`: the branch of its `type`, its
@@ -208,12 +213,7 @@ async fn a_crash_and_its_stderr_are_in_the_trace() {
             && r["line"].as_str().unwrap().contains("crashing on purpose")),
         "{text}"
     );
-    let summary = std::process::Command::new(conductor())
-        .args(["trace", "summarise"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let summary = String::from_utf8_lossy(&summary.stdout);
+    let summary = summarise(&file);
     assert!(
         summary.contains("2 (test-agent) exited with status 3 — crashed"),
         "{summary}"

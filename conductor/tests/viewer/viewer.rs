@@ -52,6 +52,19 @@ async fn serve(name: &str, components: &[String]) -> Served {
     Served { editor, url, file }
 }
 
+/// The browser (one at a time: hold the guard), a chain named `name` of `components` with
+/// `--serve`, and its page open; `None` where there is no browser.
+async fn open(
+    name: &str,
+    components: &[String],
+) -> Option<(tokio::sync::MutexGuard<'static, ()>, Browser, Served)> {
+    let one = ONE_AT_A_TIME.lock().await;
+    let browser = Browser::start().await?;
+    let chain = serve(name, components).await;
+    browser.goto(&chain.url).await;
+    Some((one, browser, chain))
+}
+
 /// The page's rows so far, as the page holds them.
 async fn rows(browser: &Browser) -> Vec<Value> {
     browser
@@ -70,7 +83,9 @@ async fn caught_up(browser: &Browser, file: &std::path::Path) -> u64 {
     let deadline = std::time::Instant::now() + PATIENT;
     loop {
         let text = std::fs::read_to_string(file).unwrap();
-        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        // The last whole line: the writer may be in the middle of the next one.
+        let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+        let last: Value = serde_json::from_str(whole.lines().last().unwrap()).unwrap();
         let last = last["seq"].as_u64().unwrap();
         let seen = browser.js("return sacpViewer.lastSeq;", json!([])).await;
         if seen.as_u64() == Some(last) {
@@ -86,12 +101,11 @@ async fn caught_up(browser: &Browser, file: &std::path::Path) -> u64 {
 
 #[tokio::test]
 async fn lanes_come_in_chain_order_before_the_first_prompt_and_rows_within_250_ms() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some((_one, browser, mut chain)) =
+        open("lanes", &[passthrough(), passthrough(), agent()]).await
+    else {
         return;
     };
-    let mut chain = serve("lanes", &[passthrough(), passthrough(), agent()]).await;
-    browser.goto(&chain.url).await;
     let lanes = browser
         .until(
             "document.querySelectorAll('[data-testid=lane]').length >= 4 && \
@@ -160,12 +174,11 @@ async fn lanes_come_in_chain_order_before_the_first_prompt_and_rows_within_250_m
 
 #[tokio::test]
 async fn a_permission_round_trip_is_paired_on_every_hop_and_a_prompts_hops_are_linked() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some((_one, browser, mut chain)) =
+        open("pairs", &[passthrough(), passthrough(), agent()]).await
+    else {
         return;
     };
-    let mut chain = serve("pairs", &[passthrough(), passthrough(), agent()]).await;
-    browser.goto(&chain.url).await;
     let session = chain.editor.open_session().await;
     chain.editor.prompt(&session, "permission").await;
     caught_up(&browser, &chain.file).await;
@@ -238,12 +251,9 @@ async fn a_permission_round_trip_is_paired_on_every_hop_and_a_prompts_hops_are_l
 
 #[tokio::test]
 async fn a_hundred_thousand_updates_keep_the_page_responsive_and_row_150k_a_jump_away() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some((_one, browser, mut chain)) = open("many", &[passthrough(), agent()]).await else {
         return;
     };
-    let mut chain = serve("many", &[passthrough(), agent()]).await;
-    browser.goto(&chain.url).await;
     browser
         .until(
             "document.querySelectorAll('[data-testid=lane]').length >= 3",
@@ -302,12 +312,9 @@ async fn a_hundred_thousand_updates_keep_the_page_responsive_and_row_150k_a_jump
 
 #[tokio::test]
 async fn a_crashed_agent_shows_its_exit_status_and_stderr_tail_on_its_lane() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some((_one, browser, mut chain)) = open("crash", &[passthrough(), agent()]).await else {
         return;
     };
-    let mut chain = serve("crash", &[passthrough(), agent()]).await;
-    browser.goto(&chain.url).await;
     browser
         .until(
             "document.querySelectorAll('[data-testid=lane]').length >= 3",
@@ -347,12 +354,9 @@ async fn a_crashed_agent_shows_its_exit_status_and_stderr_tail_on_its_lane() {
 
 #[tokio::test]
 async fn filters_and_search_act_on_live_rows_and_a_dropped_connection_resumes_without_gaps() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(browser) = Browser::start().await else {
+    let Some((_one, browser, mut chain)) = open("filters", &[passthrough(), agent()]).await else {
         return;
     };
-    let mut chain = serve("filters", &[passthrough(), agent()]).await;
-    browser.goto(&chain.url).await;
     browser
         .until(
             "document.querySelectorAll('[data-testid=lane]').length >= 3",
@@ -456,20 +460,18 @@ async fn filters_and_search_act_on_live_rows_and_a_dropped_connection_resumes_wi
 
 #[tokio::test]
 async fn the_export_is_the_file_strangers_get_403_and_bridge_secrets_show_nowhere() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(browser) = Browser::start().await else {
-        return;
-    };
     // The HTTP bridge gives the agent a bearer token in `session/new`.
-    let mut chain = serve(
+    let Some((_one, browser, mut chain)) = open(
         "export",
         &[
             format!("{} tools", quoted(&example("tool-proxy"))),
             format!("{} --mcp-http", quoted(&agent())),
         ],
     )
-    .await;
-    browser.goto(&chain.url).await;
+    .await
+    else {
+        return;
+    };
     let session = chain.editor.open_session().await;
     chain.editor.prompt(&session, "tools").await;
     assert!(

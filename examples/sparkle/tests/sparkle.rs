@@ -85,7 +85,8 @@ impl Chain {
             let sent: Vec<Value> = std::fs::read_to_string(&self.trace)
                 .unwrap_or_default()
                 .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                // The last line may be half written: the next read has it whole.
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
                 .filter(|l| l["to"] == "2:test-agent" && l["method"] == method)
                 .filter(|l| l["kind"] == "request")
                 .map(|l| l["payload"].clone())
