@@ -78,10 +78,22 @@ async fn rows(browser: &Browser) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Waits until the page has every line of the trace file.
+/// Waits until the trace file has stopped growing (the conductor is idle: it writes within
+/// 20 ms) and the page has every line of it.
 async fn caught_up(browser: &Browser, file: &std::path::Path) -> u64 {
     let deadline = std::time::Instant::now() + PATIENT;
+    let mut size = None;
     loop {
+        let now = std::fs::metadata(file).unwrap().len();
+        if size != Some(now) {
+            size = Some(now);
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the trace never settled"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        }
         let text = std::fs::read_to_string(file).unwrap();
         // The last whole line: the writer may be in the middle of the next one.
         let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
