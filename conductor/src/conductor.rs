@@ -628,6 +628,7 @@ impl Conductor {
             .and_then(|conn| self.outboxes.get(conn)?.as_ref())
             .map(|outbox| outbox.up.clone());
         let agent = self.router.agent_conn();
+        let routed_at = self.trace.as_ref().map(Trace::now);
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {
             let conn = first.conn;
@@ -642,8 +643,8 @@ impl Conductor {
                 {
                     self.bridges.on_request_to_agent(request, mcp);
                 }
-                if let Some(trace) = &mut self.trace {
-                    trace.record(&self.router, &delivery.hop, &delivery.message);
+                if let (Some(trace), Some(t)) = (&mut self.trace, routed_at) {
+                    trace.record(t, &self.router, &delivery.hop, &delivery.message);
                 }
                 if from.is_some() {
                     let (account, charge) = match delivery.hop.dir {

@@ -6,9 +6,11 @@
 //! and session is it, transformed. A response has its request's flow (by the `pair` of the hop
 //! it answers). Queues are bounded: a proxy that swallows messages only ages them out.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use sacp::protocol::routing::{Conn, Dir, Node};
+
+use super::record::MessageLine;
 
 /// How many messages may wait per proxy and direction.
 const WAITING: usize = 1024;
@@ -17,22 +19,12 @@ const LOOK_AHEAD: usize = 16;
 /// How many requests may wait for their response before the oldest are forgotten.
 const UNANSWERED: usize = 1 << 16;
 
-/// A fast hash of a payload's text (8 bytes a step, as rustc's `FxHasher`): it tells a
-/// message passed on unchanged from others, not an adversary's collisions (a collision only
-/// links two hops that did not belong together in the trace).
+/// A fast hash of a payload's text: it tells a message passed on unchanged from others, not
+/// an adversary's collisions (a collision only links two hops that did not belong together in
+/// the trace).
 pub(super) fn hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mix = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    let mut hash = bytes.len() as u64;
-    for chunk in &mut chunks {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        hash = mix(hash, u64::from_le_bytes(word));
-    }
-    let mut last = [0; 8];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    mix(hash, u64::from_le_bytes(last))
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x517c_c1b7_2722_0a95).hash_one(bytes)
 }
 
 #[derive(Debug)]
@@ -46,34 +38,37 @@ struct Arrival {
 #[derive(Debug, Default)]
 pub(super) struct Flows {
     next: u64,
-    /// Messages that reached a proxy, by its position and their direction.
-    waiting: HashMap<(usize, bool), VecDeque<Arrival>>,
+    /// Messages that reached a proxy, at `2 × its position + 1 when going down`.
+    waiting: Vec<VecDeque<Arrival>>,
     /// Requests sent on, by their `pair` key.
-    requests: HashMap<(Conn, i64), u64>,
+    requests: foldhash::HashMap<(Conn, i64), u64>,
+}
+
+/// The queue of `position` for messages going `down` (or up).
+fn queue_of(position: usize, down: bool) -> usize {
+    2 * position + usize::from(down)
 }
 
 impl Flows {
     /// The flow of one hop of a message of `kind` (see the module).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn flow(
         &mut self,
-        hop: &super::HopOf,
-        kind: &str,
-        method: &str,
-        session: Option<&str>,
+        hop: &MessageLine,
+        method: &[u8],
+        session: Option<&[u8]>,
         content: u64,
     ) -> u64 {
         let down = hop.dir == Dir::Down;
-        if kind == "response" || kind == "error" {
+        if hop.kind.answers() {
             return match hop.key.and_then(|key| self.requests.remove(&key)) {
                 Some(flow) => flow,
                 None => self.fresh(),
             };
         }
-        let method = hash(method.as_bytes());
-        let session = session.map_or(0, |s| hash(s.as_bytes()));
+        let method = hash(method);
+        let session = session.map_or(0, hash);
         let passed_on = match hop.from {
-            Node::Component(p) => self.waiting.get_mut(&(p, down)).and_then(|queue| {
+            Node::Component(p) => self.waiting.get_mut(queue_of(p, down)).and_then(|queue| {
                 // A proxy passes messages on about in the order they came: the one it passes
                 // on now is among the oldest few waiting.
                 let candidates = || queue.iter().take(LOOK_AHEAD);
@@ -90,7 +85,11 @@ impl Flows {
             // What reaches the agent going down stops there.
             let ends = down && q == hop.agent && !hop.proxy_mode;
             if !ends {
-                let queue = self.waiting.entry((q, down)).or_default();
+                let at = queue_of(q, down);
+                if self.waiting.len() <= at {
+                    self.waiting.resize_with(at + 1, VecDeque::new);
+                }
+                let queue = &mut self.waiting[at];
                 if queue.len() == WAITING {
                     queue.pop_front();
                 }
@@ -102,7 +101,7 @@ impl Flows {
                 });
             }
         }
-        if kind == "request"
+        if hop.kind == super::record::Kind::Request
             && let Some(key) = hop.key
         {
             if self.requests.len() >= UNANSWERED {

@@ -1,0 +1,322 @@
+//! The trace's writer thread: makes the lines of the batches the event loop hands it (see
+//! [`super::record`]), writes them, and hands the batches back.
+
+use std::fs::File;
+use std::io::Write;
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::{Duration, SystemTime};
+
+use sacp::protocol::routing::Node;
+use tokio::sync::watch;
+
+use super::flows::Flows;
+use super::record::{Batch, Line, MessageLine, Params};
+use super::redact;
+
+/// What the event loop tells the writer.
+#[derive(Debug)]
+pub(super) enum Command {
+    /// The `from`/`to` names of the components, by position - 1 (before their first line).
+    Names(Vec<String>),
+    Lines(Batch),
+    /// Into the file now; say so when done.
+    Flush(Option<tokio::sync::oneshot::Sender<()>>),
+}
+
+/// The largest text a batch may keep when it goes back for another round (one with a large
+/// payload in it is let go).
+const KEPT_TEXT: usize = 1 << 20;
+
+/// Lines are made straight into one buffer, written out when it holds this much (or on a
+/// flush).
+const WRITE_AT: usize = 192 * 1024;
+
+#[derive(Debug)]
+pub(super) struct Writer {
+    file: File,
+    payloads: bool,
+    /// Lines made and not yet written.
+    out: Vec<u8>,
+    seq: u64,
+    /// The wall clock at the start: a line's wall time is it plus its `t`.
+    wall_start: SystemTime,
+    /// `"time":"…"` up to the seconds' dot, for the second it was made in.
+    clock: (u64, String),
+    /// The components' names, by position - 1, as JSON strings.
+    names: Vec<String>,
+    flows: Flows,
+    written: watch::Sender<u64>,
+    /// Batches go back to the loop here.
+    spent: SyncSender<Batch>,
+}
+
+impl Writer {
+    pub(super) fn new(
+        file: File,
+        payloads: bool,
+        written: watch::Sender<u64>,
+        spent: SyncSender<Batch>,
+    ) -> Writer {
+        Writer {
+            file,
+            payloads,
+            out: Vec::with_capacity(WRITE_AT + 64 * 1024),
+            seq: 0,
+            wall_start: SystemTime::now(),
+            clock: (u64::MAX, String::new()),
+            names: Vec::new(),
+            flows: Flows::default(),
+            written,
+            spent,
+        }
+    }
+
+    pub(super) fn run(mut self, commands: Receiver<Command>) {
+        for command in commands {
+            match command {
+                Command::Names(names) => {
+                    self.names = names
+                        .iter()
+                        .map(|name| serde_json::to_string(name).unwrap_or_default())
+                        .collect();
+                }
+                Command::Lines(mut batch) => {
+                    for line in &batch.lines {
+                        match *line {
+                            Line::Message(message) => self.message(&batch, &message),
+                            Line::Event { t, kind, fields } => {
+                                self.begin(t, kind);
+                                self.out.extend_from_slice(batch.get(fields));
+                                self.end();
+                            }
+                        }
+                    }
+                    if batch.text.capacity() <= KEPT_TEXT {
+                        batch.clear();
+                        // The loop makes a new one when none is back.
+                        let _ = self.spent.try_send(batch);
+                    }
+                }
+                Command::Flush(done) => {
+                    self.write_out();
+                    self.written.send_replace(self.seq);
+                    if let Some(done) = done {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        }
+        self.write_out();
+        self.written.send_replace(self.seq);
+    }
+
+    /// Into the file with what is made.
+    fn write_out(&mut self) {
+        if let Err(e) = self.file.write_all(&self.out) {
+            tracing::warn!("cannot write the trace file: {e}");
+        }
+        self.out.clear();
+        if self.out.capacity() > 4 * WRITE_AT {
+            // A large payload made it grow: let it go.
+            self.out.shrink_to(WRITE_AT + 64 * 1024);
+        }
+    }
+
+    /// Starts a line: `{"seq":…,"t":…,"time":…,"type":kind`. The wall time is the start's
+    /// plus the monotonic `t`, its date part made once a second.
+    fn begin(&mut self, t: Duration, kind: &str) {
+        let since_epoch = (self.wall_start + t)
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let second = since_epoch.as_secs();
+        if self.clock.0 != second {
+            let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(second);
+            let text = humantime::format_rfc3339_seconds(whole).to_string();
+            // `2026-11-26T01:13:41Z` without the `Z`: the micros and the `Z` follow.
+            self.clock = (second, text.trim_end_matches('Z').to_owned());
+        }
+        self.out.extend_from_slice(b"{\"seq\":");
+        push_number(&mut self.out, self.seq);
+        self.out.extend_from_slice(b",\"t\":");
+        push_number(&mut self.out, t.as_secs());
+        self.out.push(b'.');
+        push_micros(&mut self.out, t.subsec_micros());
+        self.out.extend_from_slice(b",\"time\":\"");
+        self.out.extend_from_slice(self.clock.1.as_bytes());
+        self.out.push(b'.');
+        push_micros(&mut self.out, since_epoch.subsec_micros());
+        self.out.extend_from_slice(b"Z\",\"type\":\"");
+        self.out.extend_from_slice(kind.as_bytes());
+        self.out.push(b'"');
+        self.seq += 1;
+    }
+
+    fn end(&mut self) {
+        self.out.extend_from_slice(b"}\n");
+        if self.out.len() >= WRITE_AT {
+            self.write_out();
+        }
+    }
+
+    /// `,"key":` then `value` as a JSON string.
+    fn string_field(&mut self, key: &str, value: &[u8]) {
+        self.key(key);
+        push_string(&mut self.out, value);
+    }
+
+    fn key(&mut self, key: &str) {
+        self.out.extend_from_slice(b",\"");
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    /// The `from`/`to` name of a node, as a JSON string.
+    fn node_name(names: &[String], node: Node, proxy_mode: bool) -> &str {
+        match node {
+            Node::Client if proxy_mode => r#""client""#,
+            Node::Client => r#""editor""#,
+            Node::Successor => r#""successor""#,
+            Node::Conductor => r#""conductor""#,
+            Node::Bridge => r#""mcp-bridge""#,
+            Node::Component(p) => names.get(p - 1).map_or(r#""?""#, String::as_str),
+        }
+    }
+
+    /// One hop of a message.
+    fn message(&mut self, batch: &Batch, m: &MessageLine) {
+        let method = m.method.map_or(&[][..], |s| batch.get(s));
+        let (session, content) = match m.params {
+            Params::None => (None, 0),
+            Params::Copied(params) => {
+                let params = batch.get(params);
+                (
+                    super::record::session_of(params),
+                    super::flows::hash(params),
+                )
+            }
+            Params::Found { session, content } => (session.map(|s| batch.get(s)), content),
+        };
+        let flow = self.flows.flow(m, method, session, content);
+
+        self.begin(m.t, "message");
+        for (key, node) in [("from", m.from), ("to", m.to)] {
+            self.key(key);
+            let name = Writer::node_name(&self.names, node, m.proxy_mode);
+            self.out.extend_from_slice(name.as_bytes());
+        }
+        if let Some(number) = hop_number(m) {
+            self.key("hop");
+            push_number(&mut self.out, number as u64);
+        }
+        self.out
+            .extend_from_slice(if m.dir == sacp::protocol::routing::Dir::Down {
+                br#","direction":"down","kind":""#
+            } else {
+                br#","direction":"up","kind":""#
+            });
+        self.out.extend_from_slice(m.kind.as_str().as_bytes());
+        self.out.push(b'"');
+        if m.method.is_some() {
+            self.string_field("method", method);
+        }
+        if let Some(via) = m.via {
+            self.string_field("via", batch.get(via));
+        }
+        if let Some(id) = m.id {
+            self.key("id");
+            self.out.extend_from_slice(batch.get(id));
+        }
+        if let Some(session) = session {
+            // As it was written between its quotes: nothing to escape.
+            self.key("session");
+            self.out.push(b'"');
+            self.out.extend_from_slice(session);
+            self.out.push(b'"');
+        }
+        self.key("size");
+        push_number(&mut self.out, m.size);
+        if let Some((conn, id)) = m.key {
+            self.out.extend_from_slice(br#","pair":""#);
+            push_number(&mut self.out, conn as u64);
+            self.out.push(b':');
+            push_number(&mut self.out, id.unsigned_abs());
+            self.out.push(b'"');
+        }
+        self.key("flow");
+        push_number(&mut self.out, flow);
+        if let Some(mcp) = m.mcp {
+            self.string_field("mcp", batch.get(mcp));
+        }
+        if self.payloads
+            && let Some(payload) = m.payload
+        {
+            self.key("payload");
+            let start = self.out.len();
+            self.out.extend_from_slice(batch.get(payload));
+            if redact::needed(&self.out[start..]) {
+                let redacted = redact::redact(&self.out[start..]);
+                self.out.truncate(start);
+                self.out.extend_from_slice(&redacted);
+            }
+        }
+        self.end();
+    }
+}
+
+/// Appends `text` as a JSON string: copied between quotes when nothing in it needs escaping,
+/// as almost every method and name does.
+fn push_string(out: &mut Vec<u8>, text: &[u8]) {
+    /// The bytes a JSON string escapes.
+    const ESCAPED: [bool; 256] = {
+        let mut escaped = [false; 256];
+        let mut b = 0;
+        while b < 0x20 {
+            escaped[b] = true;
+            b += 1;
+        }
+        escaped[b'"' as usize] = true;
+        escaped[b'\\' as usize] = true;
+        escaped
+    };
+    if !text.iter().fold(false, |any, &b| any | ESCAPED[b as usize]) {
+        out.push(b'"');
+        out.extend_from_slice(text);
+        out.push(b'"');
+    } else {
+        let _ = serde_json::to_writer(out, &String::from_utf8_lossy(text));
+    }
+}
+
+/// Appends `n` in decimal.
+pub(super) fn push_number(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+/// Appends `micros` as six digits.
+fn push_micros(out: &mut Vec<u8>, micros: u32) {
+    let mut digits = [b'0'; 6];
+    let mut n = micros;
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    out.extend_from_slice(&digits);
+}
+
+/// The hop a message makes: `k` between position `k - 1` and `k` (the editor is 0); `None` for
+/// the conductor's own answers and its MCP bridges.
+fn hop_number(m: &MessageLine) -> Option<usize> {
+    let position = |node: Node| match node {
+        Node::Client => Some(0),
+        Node::Component(p) => Some(p),
+        Node::Successor => None,
+        Node::Conductor | Node::Bridge => None,
+    };
+    match (position(m.from), position(m.to)) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        // The successor (proxy mode) is after the last component.
+        (Some(a), None) if matches!(m.to, Node::Successor) => Some(a + 1),
+        (None, Some(b)) if matches!(m.from, Node::Successor) => Some(b + 1),
+        _ => None,
+    }
+}
