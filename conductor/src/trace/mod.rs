@@ -60,11 +60,12 @@ pub(crate) struct Member {
 
 /// How many lines the loop hands over at once (or fewer, when they are due): the writer
 /// wakes once a batch.
-const BATCH: usize = 1024;
+const BATCH: usize = 256;
 /// How much text a batch gathers before it is handed over.
-const BATCH_TEXT: usize = 128 * 1024;
-/// How many batches may wait for the writer before the loop waits for it.
-const BATCHES: usize = 16;
+const BATCH_TEXT: usize = 32 * 1024;
+/// How many batches may wait for the writer before the loop waits for it (at most ~80 KiB
+/// each).
+const BATCHES: usize = 8;
 
 /// An open trace: the event loop's side. Lines are made and written by a thread of their own
 /// (the loop only copies a few fields out of each message it routes, see [`record`]), so

@@ -29,7 +29,7 @@ const KEPT_TEXT: usize = 1 << 20;
 
 /// Lines are made straight into one buffer, written out when it holds this much (or on a
 /// flush).
-const WRITE_AT: usize = 192 * 1024;
+const WRITE_AT: usize = 64 * 1024;
 
 #[derive(Debug)]
 pub(super) struct Writer {
@@ -60,7 +60,7 @@ impl Writer {
         Writer {
             file,
             payloads,
-            out: Vec::with_capacity(WRITE_AT + 64 * 1024),
+            out: Vec::with_capacity(WRITE_AT + 16 * 1024),
             seq: 0,
             wall_start: SystemTime::now(),
             clock: (u64::MAX, String::new()),
@@ -72,6 +72,7 @@ impl Writer {
     }
 
     pub(super) fn run(mut self, commands: Receiver<Command>) {
+        yield_to_the_chain();
         for command in commands {
             match command {
                 Command::Names(names) => {
@@ -118,7 +119,7 @@ impl Writer {
         self.out.clear();
         if self.out.capacity() > 4 * WRITE_AT {
             // A large payload made it grow: let it go.
-            self.out.shrink_to(WRITE_AT + 64 * 1024);
+            self.out.shrink_to(WRITE_AT + 16 * 1024);
         }
     }
 
@@ -260,6 +261,17 @@ impl Writer {
             }
         }
         self.end();
+    }
+}
+
+/// Makes the calling thread (the writer) the last in line for a core: the chain's
+/// components and the conductor's loop run first, and the writer takes the time they leave
+/// (a chain waits on its pipes much of the time, even when busy). When it gets none, its queue
+/// fills and the loop waits for it: the chain slows instead of the trace growing.
+fn yield_to_the_chain() {
+    // On Linux the nice value is the thread's own: `None` is the calling thread.
+    if let Err(e) = rustix::process::setpriority_process(None, 19) {
+        tracing::debug!("cannot lower the trace writer's priority: {e}");
     }
 }
 
