@@ -55,7 +55,8 @@ use crate::chain::Chain;
 use crate::endpoint::{self, Event, Out, Outbox};
 use crate::process::{self, Tail};
 use crate::trace::{self, Trace};
-use sacp::protocol::routing::{Conn, Delivery, Dir, EDITOR, Fatal, RoutingTable};
+use crate::versions::{Negotiated, Versions};
+use sacp::protocol::routing::{Conn, Delivery, Dir, EDITOR, Fatal, Node, RoutingTable};
 
 /// How long a component that stopped talking (or exited) has to show the other sign.
 const LAST_WORDS: Duration = Duration::from_millis(200);
@@ -369,6 +370,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         outboxes,
         trace,
         scratch_trace: scratch.then_some(trace_path).flatten(),
+        versions: Versions::default(),
         viewer,
         deliveries: Vec::new(),
         ending: None,
@@ -457,6 +459,8 @@ struct Conductor {
     /// By connection; `None` once closed.
     outboxes: Vec<Option<Outbox>>,
     trace: Option<Trace>,
+    /// The ACP version each hop negotiated.
+    versions: Versions,
     /// The trace file made for the viewer alone: removed at the end.
     scratch_trace: Option<PathBuf>,
     /// The trace viewer (`--serve`).
@@ -620,6 +624,28 @@ impl Conductor {
         }
     }
 
+    /// Says what one hop negotiated: in the log, and in the trace; a warning names the
+    /// component whose answer does not fit what it was asked.
+    fn negotiated(&mut self, negotiated: &Negotiated) {
+        let name = match negotiated.answerer {
+            Node::Component(p) => format!("{p}:{}", self.router.name(p)),
+            _ => "the successor".to_owned(),
+        };
+        let requested = negotiated.requested;
+        match negotiated.answered {
+            Ok(answered) if !negotiated.fits() => tracing::warn!(
+                "{name} answered ACP version {answered} to an initialize asking for {}: \
+                 a version above the one asked for",
+                requested.map_or("none".to_owned(), |r| r.to_string()),
+            ),
+            Ok(answered) => tracing::info!(component = %name, ?requested, answered, "ACP version"),
+            Err(code) => tracing::info!(component = %name, ?requested, code, "initialize failed"),
+        }
+        if let Some(trace) = &mut self.trace {
+            trace.version(negotiated, &name);
+        }
+    }
+
     /// Writes out the router's deliveries, one batch per connection, in order. What came in
     /// on `from` is charged until it is written: up-traffic to `from`'s reader, down-traffic to
     /// the chain's down account (see [`crate::account`]).
@@ -629,6 +655,7 @@ impl Conductor {
             .map(|outbox| outbox.up.clone());
         let agent = self.router.agent_conn();
         let routed_at = self.trace.as_ref().map(Trace::now);
+        let mut negotiated = Vec::new();
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {
             let conn = first.conn;
@@ -645,6 +672,9 @@ impl Conductor {
                 }
                 if let (Some(trace), Some(t)) = (&mut self.trace, routed_at) {
                     trace.record(t, &self.router, &delivery.hop, &delivery.message);
+                }
+                if let Some(one) = self.versions.observe(&delivery.hop, &delivery.message) {
+                    negotiated.push(one);
                 }
                 if from.is_some() {
                     let (account, charge) = match delivery.hop.dir {
@@ -669,6 +699,10 @@ impl Conductor {
                 _ => tracing::debug!(conn, "dropped messages for a closed connection"),
             }
         }
+        drop(deliveries);
+        for one in &negotiated {
+            self.negotiated(one);
+        }
     }
 
     /// Whether the chain failed: then nothing more reaches the editor from the components.
@@ -688,7 +722,8 @@ impl Conductor {
                 let error = Error::new(
                     code::INTERNAL_ERROR,
                     format!(
-                        "the editor closed its connection to the conductor (stdin) while this                          request was in flight, and it was not answered within {:?}",
+                        "the editor closed its connection to the conductor (stdin) while this \
+                         request was in flight, and it was not answered within {:?}",
                         self.eof_grace
                     ),
                 );

@@ -48,6 +48,7 @@ pub mod router;
 pub mod sessions;
 pub mod stderr;
 mod trace;
+mod versions;
 
 pub use self::chain::{BridgeMode, Chain, ChainError, Component, InProcess};
 pub use self::conductor::{Exit, Options, run, run_stdio};

@@ -214,6 +214,25 @@ impl Trace {
         );
     }
 
+    /// What one hop negotiated (see [`crate::versions`]).
+    pub(crate) fn version(&mut self, negotiated: &crate::versions::Negotiated, name: &str) {
+        let component = match negotiated.answerer {
+            Node::Component(p) => Some(p),
+            _ => None,
+        };
+        let mut fields = serde_json::json!({
+            "component": component,
+            "name": name,
+            "requested": negotiated.requested,
+            "answered": negotiated.answered.as_ref().ok(),
+            "fits": negotiated.fits(),
+        });
+        if let Err(code) = negotiated.answered {
+            fields["error"] = code.into();
+        }
+        self.event("version", fields);
+    }
+
     /// One line a component wrote to its stderr.
     pub(crate) fn stderr(&mut self, position: usize, name: &str, line: &str) {
         self.event(

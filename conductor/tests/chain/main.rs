@@ -20,3 +20,4 @@ mod router_ssh;
 mod routing;
 mod strict;
 mod trace;
+mod versions;

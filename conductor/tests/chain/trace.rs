@@ -151,7 +151,7 @@ fn summarise(file: &std::path::Path) -> String {
 
 /// Checks `record` against `conductor/trace.schema.json`: the branch of its `type`, its
 /// required fields, and only the fields the schema names.
-fn conforms(record: &Value) {
+pub(crate) fn conforms(record: &Value) {
     static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
     let schema = SCHEMA.get_or_init(|| {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/trace.schema.json");

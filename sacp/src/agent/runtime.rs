@@ -15,11 +15,8 @@ use crate::acp::{
 use crate::jsonrpc::{
     BoxFuture, Connection, Error, Handler, Notification, Request, Responder, Work,
 };
-use crate::protocol::mcp;
+use crate::protocol::{mcp, version};
 use crate::runtime::{HandlerSet, Incoming, Neighbours, Reply, schedule};
-
-/// The ACP version the SDK's agents speak.
-const PROTOCOL_VERSION: u16 = 1;
 
 /// An [`Agent`] seen as a [`HandlerSet`].
 pub(crate) struct AsAgent<A>(A);
@@ -83,11 +80,31 @@ impl<A: Agent> Handler for AgentHandler<A> {
             let work: BoxFuture = Box::pin(async move { responder.answer_raw(answer) });
             return Work::in_turn(Either::Right(work), Side::Client);
         }
-        if request.method == InitializeRequest::METHOD && !A::takes(&request.method, Side::Client) {
-            // Answered in turn: nothing that came before it is overtaken.
-            let answer = initialize::<A>(request.params.as_ref());
-            let work: BoxFuture = Box::pin(async move { responder.answer(answer) });
-            return Work::in_turn(Either::Right(work), Side::Client);
+        let mut request = request;
+        let mut chosen = None;
+        if request.method == InitializeRequest::METHOD {
+            // The SDK answers the version (see `protocol::version`); a handler sees the
+            // request asking for the one chosen.
+            let negotiated = version::of(request.params.as_ref())
+                .and_then(|requested| version::negotiate(requested, version::SPOKEN))
+                .and_then(|v| {
+                    let params = request.params.take().map(|p| version::with_version(p, v));
+                    Ok((v, params.transpose()?))
+                });
+            let answer = match negotiated {
+                Ok((v, params)) if A::takes(&request.method, Side::Client) => {
+                    request.params = params;
+                    chosen = Some(v);
+                    None
+                }
+                Ok((v, params)) => Some(initialize::<A>(params.as_ref(), v)),
+                Err(e) => Some(Err(e)),
+            };
+            if let Some(answer) = answer {
+                // Answered in turn: nothing that came before it is overtaken.
+                let work: BoxFuture = Box::pin(async move { responder.answer(answer) });
+                return Work::in_turn(Either::Right(work), Side::Client);
+            }
         }
         // A turn opens as the prompt arrives, so a `session/cancel` right behind it counts.
         let turn = if request.method == PromptRequest::METHOD {
@@ -95,7 +112,12 @@ impl<A: Agent> Handler for AgentHandler<A> {
         } else {
             None
         };
-        let reply = Reply::new(responder, Side::Client);
+        let mut reply = Reply::new(responder, Side::Client);
+        if let Some(v) = chosen {
+            reply = reply.finishing(Box::new(move |result| {
+                result.and_then(|answer| version::with_version(answer, v))
+            }));
+        }
         let message = Incoming::request(request.method, request.params, reply);
         let after = Arc::new(AfterAnswer::default());
         let cx = self.cx(conn, turn, Some(after.clone()));
@@ -129,11 +151,11 @@ impl<A: Agent> Handler for AgentHandler<A> {
     }
 }
 
-/// The runtime's answer to `initialize` for an agent without a handler for it: the version the
-/// SDK speaks (whatever was asked: the client decides whether it can go on), default
-/// capabilities, and MCP over ACP when the agent declared it.
+/// The runtime's answer to `initialize` for an agent without a handler for it: the version
+/// chosen, default capabilities, and MCP over ACP when the agent declared it.
 fn initialize<A: Agent>(
     params: Option<&crate::jsonrpc::RawJson>,
+    chosen: u16,
 ) -> Result<InitializeResponse, Error> {
     if let Some(params) = params {
         // The request must at least be one.
@@ -141,7 +163,7 @@ fn initialize<A: Agent>(
             .parse::<InitializeRequest>()
             .map_err(|e| Error::invalid_params(format!("initialize params: {}", e.message)))?;
     }
-    let answer = InitializeResponse::new(ProtocolVersion::from(PROTOCOL_VERSION))
+    let answer = InitializeResponse::new(ProtocolVersion::from(chosen))
         .agent_capabilities(AgentCapabilities::default());
     Ok(if A::MCP_OVER_ACP {
         answer.meta(mcp::capability_meta())

@@ -8,3 +8,4 @@ pub mod envelope;
 pub mod handshake;
 pub mod mcp;
 pub mod routing;
+pub mod version;

@@ -22,7 +22,7 @@ use crate::jsonrpc::{
 };
 use crate::protocol::dialect::{ConductorDialect, Dialect};
 use crate::protocol::envelope;
-use crate::protocol::handshake;
+use crate::protocol::{handshake, version};
 use crate::runtime::{HandlerSet, Incoming, Kind, Reply, schedule};
 
 const INITIALIZE: &str = "initialize";
@@ -96,20 +96,25 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
             // unchanged, and takes the successor's result as it is.
             self.dialect.set(dialect);
             tracing::debug!(%dialect, "initialized by a conductor of another dialect");
-            let reply = Reply::new(responder, Side::Client);
-            Incoming::request(INITIALIZE.to_owned(), params, reply)
+            match negotiated(params) {
+                Ok(params) => {
+                    let reply = Reply::new(responder, Side::Client);
+                    Incoming::request(INITIALIZE.to_owned(), Some(params), reply)
+                }
+                Err(e) => return refuse(responder, e, Side::Client),
+            }
         } else if method == INITIALIZE {
-            match handshake::accept_offer(params.as_ref()) {
+            let params = handshake::accept_offer(params.as_ref()).inspect_err(|e| {
+                tracing::error!("{}", e.message);
+            });
+            match params.and_then(|p| negotiated(Some(p))) {
                 Ok(params) => {
                     self.dialect.set(Dialect::Sacp);
                     let reply = Reply::new(responder, Side::Client)
                         .finishing(Box::new(|result| result.and_then(handshake::mark_accepted)));
                     Incoming::request(method, Some(params), reply)
                 }
-                Err(e) => {
-                    tracing::error!("{}", e.message);
-                    return refuse(responder, e, Side::Client);
-                }
+                Err(e) => return refuse(responder, e, Side::Client),
             }
         } else {
             match self.mcp.on_client_request(&method, params.as_ref()) {
@@ -160,6 +165,24 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
         };
         schedule(&self.proxy, message, self.cx(conn), conn).map(Either::<_, BoxFuture>::Left)
     }
+}
+
+/// `initialize`'s params asking for the version the proxy chose: it negotiates like an agent
+/// and passes on only what it speaks (see [`version`]).
+fn negotiated(params: Option<RawJson>) -> Result<RawJson, Error> {
+    let requested = version::of(params.as_ref())?;
+    let chosen = version::negotiate(requested, version::SPOKEN).inspect_err(|_| {
+        tracing::info!(requested, spoken = ?version::SPOKEN, "no ACP version this proxy speaks fits");
+    })?;
+    let params = params.ok_or_else(|| Error::invalid_params("initialize without params"))?;
+    if chosen != requested {
+        tracing::debug!(
+            requested,
+            chosen,
+            "initialize passed on for the version this proxy speaks"
+        );
+    }
+    version::with_version(params, chosen)
 }
 
 /// Answers a request with `error`, in turn in the lane of `side`.

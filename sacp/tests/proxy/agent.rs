@@ -314,3 +314,66 @@ async fn the_runtime_answers_initialize_honestly_unless_the_agent_does() {
     .unwrap_err();
     assert_eq!(err.code, code::INVALID_PARAMS, "{err}");
 }
+
+/// Answers `initialize` itself, with a version it does not speak, and says what it was asked.
+struct WrongVersion;
+
+#[sacp::agent]
+impl WrongVersion {
+    #[on_request]
+    async fn initialize(
+        &self,
+        req: InitializeRequest,
+        _cx: &Cx,
+    ) -> sacp::Result<InitializeResponse> {
+        let asked = req.protocol_version.0;
+        Ok(
+            InitializeResponse::new(5).meta(serde_json::Map::from_iter([(
+                "asked".to_owned(),
+                json!(asked),
+            )])),
+        )
+    }
+}
+
+#[tokio::test]
+async fn the_sdk_answers_the_version_and_the_handler_sees_the_one_chosen() {
+    // Asked for 2 (or 9): the handler sees 1, the version chosen, and whatever it answers the
+    // client is told 1; the rest of its answer is its own.
+    for requested in [1, 2, 9] {
+        assert_eq!(
+            initialize_of(WrongVersion, requested).await,
+            json!({"protocolVersion":1,"_meta":{"asked":1}}),
+            "requested {requested}"
+        );
+    }
+    // Asked for 0: no version it speaks is at or below it (ACP v2's `-32022`), and neither
+    // the runtime's own answer nor a handler's changes that.
+    for agent in [true, false] {
+        let (ours, theirs) = channel();
+        let _agent = if agent {
+            sacp::agent::spawn(WrongVersion, theirs)
+        } else {
+            sacp::agent::spawn(Echo::default(), theirs)
+        };
+        let conn = Connection::builder().spawn(ours, Methods::new());
+        let err = within(
+            "initialize 0",
+            conn.request_raw("initialize", Some(raw(r#"{"protocolVersion":0}"#))),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.code, -32022, "{err}");
+        assert_eq!(err.data, Some(json!({"requested":0,"supported":[1]})));
+        // The connection goes on: a second `initialize` is answered.
+        let answer: Value = within(
+            "initialize 1",
+            conn.request_raw("initialize", Some(raw(r#"{"protocolVersion":1}"#))),
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+        assert_eq!(answer["protocolVersion"], 1);
+    }
+}

@@ -52,6 +52,41 @@ async fn accepts_the_offer_forwards_initialize_and_says_so() {
 }
 
 #[tokio::test]
+async fn a_v1_proxy_passes_initialize_on_asking_for_v1() {
+    // A v2 editor: the proxy speaks v1 only, so it asks its successor for 1 (everything else
+    // as it came), and the successor's answer comes back.
+    let v2 = chain(PassThrough, agent_initialize(), empty_answers());
+    let result: Value = v2
+        .request_as_editor(
+            "initialize",
+            r#"{"protocolVersion":2,"clientCapabilities":{"future":null},"_meta":{"proxy":true}}"#,
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(result["protocolVersion"], 1);
+    assert_eq!(
+        v2.transcript.lines(),
+        [
+            r#"agent <- request initialize {"protocolVersion":1,"clientCapabilities":{"future":null}}"#
+        ]
+    );
+    // Asked for 0: nothing it speaks fits; it says so itself and passes nothing on.
+    let zero = chain(PassThrough, agent_initialize(), empty_answers());
+    let err = zero
+        .request_as_editor(
+            "initialize",
+            r#"{"protocolVersion":0,"_meta":{"proxy":true}}"#,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, -32022, "{err}");
+    assert_eq!(err.data, Some(json!({"requested":0,"supported":[1]})));
+    assert!(zero.transcript.lines().is_empty());
+}
+
+#[tokio::test]
 async fn refuses_to_run_when_not_offered_the_capability() {
     let chain = chain(PassThrough, agent_initialize(), empty_answers());
     for params in [

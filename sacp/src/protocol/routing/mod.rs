@@ -749,6 +749,9 @@ impl RoutingTable {
         if let Some(init) = &pending.initialize {
             let position = init.position;
             match &body {
+                // No version fits: not a refusal of the capability. It passes up as it came
+                // (the editor may try another), and the chain goes on.
+                ResponseBody::Error(error) if crate::protocol::version::is_unsupported(error) => {}
                 ResponseBody::Error(error) if init.offered => {
                     let error = error.parse::<Error>().unwrap_or_else(|_| {
                         Error::internal_error(format!("a malformed error: {}", error.as_str()))
