@@ -43,10 +43,10 @@ fn bridge_lines(trace: &std::path::Path, what: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Waits (a little: the trace reaches its file within 20 ms) until the trace has `n`
-/// `_mcp/connect`s of the bridges.
+/// Waits (a little: the trace reaches its file within 20 ms of an idle chain, later on a
+/// loaded machine) until the trace has `n` `_mcp/connect`s of the bridges.
 async fn connects_reach(trace: &std::path::Path, n: usize) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let seen = bridge_lines(trace, "\"_mcp/connect\"").len();
         if seen == n {
@@ -317,14 +317,26 @@ async fn agents_entry(editor: &mut Editor, session: &str) -> Value {
 }
 
 /// The trace's line of the `session/new` that reached the agent (where the bridge's secret is
-/// redacted; the agent's own words are its own).
-fn setup_given(trace: &std::path::Path) -> String {
-    std::fs::read_to_string(trace)
-        .unwrap()
-        .lines()
-        .find(|l| l.contains("\"to\":\"2:test-agent\"") && l.contains("\"method\":\"session/new\""))
-        .expect("session/new reached the agent")
-        .to_owned()
+/// redacted; the agent's own words are its own). Waits for it a little: the trace reaches its
+/// file within 20 ms of an idle chain, later on a loaded machine (its writer runs last).
+async fn setup_given(trace: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(trace).unwrap();
+        let line = text.lines().find(|l| {
+            l.ends_with('}')
+                && l.contains("\"to\":\"2:test-agent\"")
+                && l.contains("\"method\":\"session/new\"")
+        });
+        if let Some(line) = line {
+            return line.to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "session/new never reached the agent in the trace"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// The stdio entry the agent was given: its port and secret.
@@ -347,7 +359,7 @@ async fn connections_without_the_secret_are_refused_and_never_reach_the_proxy() 
     let connects = 1;
     connects_reach(&trace, connects).await;
     let (port, secret) = stdio_entry(&mut editor, &session).await;
-    let given = setup_given(&trace);
+    let given = setup_given(&trace).await;
     assert!(
         !given.contains(&secret) && given.contains("[redacted]"),
         "{given}"
@@ -425,7 +437,7 @@ async fn http_requests_without_the_token_or_from_a_foreign_origin_are_refused() 
     let url = server["url"].as_str().unwrap().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let bearer = server["headers"][0]["value"].as_str().unwrap().to_owned();
-    let given = setup_given(&trace);
+    let given = setup_given(&trace).await;
     assert!(!given.contains(&bearer), "{given}");
     assert!(
         given.contains(r#"{"name":"Authorization","value":"[redacted]"}"#),
