@@ -27,10 +27,9 @@ impl Negotiated {
     /// Whether the answer fits the request: a version at or below the one asked for (or an
     /// error, which passes up as it is).
     pub(crate) fn fits(&self) -> bool {
-        match (self.requested, &self.answered) {
-            (Some(requested), Ok(answered)) => *answered <= requested,
-            (_, Err(_)) => true,
-            (None, Ok(_)) => true,
+        match (self.requested, self.answered) {
+            (Some(requested), Ok(answered)) => answered <= requested,
+            _ => true,
         }
     }
 }
@@ -60,7 +59,9 @@ impl Versions {
                 let (_, requested) = self.asked.remove(at);
                 let answered = match &response.body {
                     ResponseBody::Result(result) => version::of(Some(result)).map_err(|e| e.code),
-                    ResponseBody::Error(error) => Err(error_code(error)),
+                    ResponseBody::Error(error) => {
+                        Err(error.parse::<sacp::jsonrpc::Error>().map_or(0, |e| e.code))
+                    }
                 };
                 Some(Negotiated {
                     answerer: hop.from,
@@ -84,12 +85,4 @@ fn initialize_params<'a>(method: &str, params: Option<&'a RawJson>) -> Option<Op
         return (inner == "initialize").then_some(params);
     }
     None
-}
-
-fn error_code(error: &RawJson) -> i64 {
-    #[derive(serde::Deserialize)]
-    struct Code {
-        code: i64,
-    }
-    error.parse::<Code>().map_or(0, |c| c.code)
 }

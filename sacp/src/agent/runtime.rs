@@ -70,7 +70,7 @@ impl<A: Agent> Handler for AgentHandler<A> {
 
     fn handle_request(
         &mut self,
-        request: Request,
+        mut request: Request,
         responder: Responder,
         conn: &Connection,
     ) -> Work<impl Future<Output = ()> + Send + 'static, Side> {
@@ -80,24 +80,17 @@ impl<A: Agent> Handler for AgentHandler<A> {
             let work: BoxFuture = Box::pin(async move { responder.answer_raw(answer) });
             return Work::in_turn(Either::Right(work), Side::Client);
         }
-        let mut request = request;
         let mut chosen = None;
         if request.method == InitializeRequest::METHOD {
             // The SDK answers the version (see `protocol::version`); a handler sees the
             // request asking for the one chosen.
-            let negotiated = version::of(request.params.as_ref())
-                .and_then(|requested| version::negotiate(requested, version::SPOKEN))
-                .and_then(|v| {
-                    let params = request.params.take().map(|p| version::with_version(p, v));
-                    Ok((v, params.transpose()?))
-                });
-            let answer = match negotiated {
+            let answer = match version::accept(request.params.take(), version::SPOKEN) {
                 Ok((v, params)) if A::takes(&request.method, Side::Client) => {
-                    request.params = params;
+                    request.params = Some(params);
                     chosen = Some(v);
                     None
                 }
-                Ok((v, params)) => Some(initialize::<A>(params.as_ref(), v)),
+                Ok((v, params)) => Some(initialize::<A>(&params, v)),
                 Err(e) => Some(Err(e)),
             };
             if let Some(answer) = answer {
@@ -154,15 +147,13 @@ impl<A: Agent> Handler for AgentHandler<A> {
 /// The runtime's answer to `initialize` for an agent without a handler for it: the version
 /// chosen, default capabilities, and MCP over ACP when the agent declared it.
 fn initialize<A: Agent>(
-    params: Option<&crate::jsonrpc::RawJson>,
+    params: &crate::jsonrpc::RawJson,
     chosen: u16,
 ) -> Result<InitializeResponse, Error> {
-    if let Some(params) = params {
-        // The request must at least be one.
-        params
-            .parse::<InitializeRequest>()
-            .map_err(|e| Error::invalid_params(format!("initialize params: {}", e.message)))?;
-    }
+    // The request must at least be one.
+    params
+        .parse::<InitializeRequest>()
+        .map_err(|e| Error::invalid_params(format!("initialize params: {}", e.message)))?;
     let answer = InitializeResponse::new(ProtocolVersion::from(chosen))
         .agent_capabilities(AgentCapabilities::default());
     Ok(if A::MCP_OVER_ACP {

@@ -39,11 +39,16 @@ pub fn unsupported(requested: u16, supported: &[u16]) -> Error {
 
 /// Whether an error object (as it travels) is `-32022`.
 pub fn is_unsupported(error: &RawJson) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Code {
-        code: i64,
-    }
-    error.parse::<Code>().is_ok_and(|e| e.code == UNSUPPORTED)
+    error.parse::<Error>().is_ok_and(|e| e.code == UNSUPPORTED)
+}
+
+/// Negotiates an `initialize` request for one who speaks `spoken`: the version chosen, and
+/// the params asking for it (see [`with_version`]).
+pub fn accept(params: Option<RawJson>, spoken: &[u16]) -> Result<(u16, RawJson), Error> {
+    let requested = of(params.as_ref())?;
+    let chosen = negotiate(requested, spoken)?;
+    let params = params.ok_or_else(|| Error::invalid_params("initialize without params"))?;
+    Ok((chosen, with_version(params, chosen)?))
 }
 
 /// The version an `initialize` request asks for, or an answer names (`-32602` when there is

@@ -170,19 +170,14 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
 /// `initialize`'s params asking for the version the proxy chose: it negotiates like an agent
 /// and passes on only what it speaks (see [`version`]).
 fn negotiated(params: Option<RawJson>) -> Result<RawJson, Error> {
-    let requested = version::of(params.as_ref())?;
-    let chosen = version::negotiate(requested, version::SPOKEN).inspect_err(|_| {
-        tracing::info!(requested, spoken = ?version::SPOKEN, "no ACP version this proxy speaks fits");
+    let (chosen, params) = version::accept(params, version::SPOKEN).inspect_err(|e| {
+        tracing::info!(error = %e, spoken = ?version::SPOKEN, "no ACP version this proxy speaks fits");
     })?;
-    let params = params.ok_or_else(|| Error::invalid_params("initialize without params"))?;
-    if chosen != requested {
-        tracing::debug!(
-            requested,
-            chosen,
-            "initialize passed on for the version this proxy speaks"
-        );
-    }
-    version::with_version(params, chosen)
+    tracing::debug!(
+        chosen,
+        "initialize passed on for the version this proxy speaks"
+    );
+    Ok(params)
 }
 
 /// Answers a request with `error`, in turn in the lane of `side`.

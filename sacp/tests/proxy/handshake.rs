@@ -206,3 +206,32 @@ async fn under_a_conductor_of_another_dialect_it_answers_in_kind_and_speaks_its_
         );
     }
 }
+
+#[tokio::test]
+async fn under_another_dialect_a_v1_proxy_also_asks_its_successor_for_v1() {
+    for (init, envelope) in [
+        ("_proxy/initialize", "_proxy/successor"),
+        ("proxy/initialize", "proxy/successor"),
+    ] {
+        let chain = chain(PassThrough, agent_initialize(), empty_answers());
+        let result: Value = chain
+            .request_as_editor(init, r#"{"protocolVersion":2,"clientCapabilities":{}}"#)
+            .await
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(result["protocolVersion"], 1, "{init}");
+        assert_eq!(
+            chain.transcript.lines(),
+            [format!(
+                r#"agent <- request initialize {{"protocolVersion":1,"clientCapabilities":{{}}}} via {envelope}"#
+            )],
+            "{init}"
+        );
+        let err = chain
+            .request_as_editor(init, r#"{"protocolVersion":0}"#)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, -32022, "{init}: {err}");
+    }
+}
