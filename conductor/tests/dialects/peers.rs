@@ -62,6 +62,11 @@ fn cargo() -> std::process::Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = std::process::Command::new(cargo);
     command.env_remove("RUSTFLAGS");
+    // No debug info: the peers' target directory is 3.5 GB with it and a third of that
+    // without, and a full disk fails every test that needs a peer.
+    command
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
+        .env("CARGO_INCREMENTAL", "0");
     command
 }
 
