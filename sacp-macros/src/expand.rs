@@ -92,6 +92,7 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
         servers,
         mcp_name: args.mcp_name,
         mcp_over_acp: args.mcp_over_acp,
+        protocols: args.protocols,
     })
 }
 
@@ -103,6 +104,7 @@ fn emit(service: &Service) -> TokenStream {
         item,
         &service.handlers,
         service.mcp_over_acp,
+        service.protocols.as_deref(),
     );
     let servers = mcp_servers(service);
     // The proxy's MCP servers go inside its `impl Proxy` (before the closing brace).
@@ -282,6 +284,7 @@ pub(crate) fn trait_impl(
     item: &ItemImpl,
     handlers: &[Handler],
     mcp_over_acp: bool,
+    protocols: Option<&[u16]>,
 ) -> TokenStream {
     let (impl_generics, _, where_clause) = item.generics.split_for_impl();
     let self_ty = &item.self_ty;
@@ -315,10 +318,35 @@ pub(crate) fn trait_impl(
             const MCP_OVER_ACP: bool = true;
         )
     });
+    let protocols = protocols.map(|list| {
+        // v2 is behind the SDK's `unstable_protocol_v2` feature: without it this names
+        // something that does not exist, and the error says which feature to turn on.
+        let v2 = list.contains(&2).then(|| {
+            quote!(
+                let () = #krate::__private::protocol_v2_needs_the_sacp_feature_unstable_protocol_v2;
+            )
+        });
+        quote!(
+            const PROTOCOLS: &'static [u16] = {
+                #v2
+                &[#(#list),*]
+            };
+        )
+    });
+    let info = (role == Role::Agent).then(|| {
+        quote!(
+            const INFO: (&'static str, &'static str) = (
+                ::core::env!("CARGO_PKG_NAME"),
+                ::core::env!("CARGO_PKG_VERSION"),
+            );
+        )
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics #trait_path for #self_ty #where_clause {
             #mcp_over_acp
+            #protocols
+            #info
 
             fn takes(method: &str, from: #krate::acp::Side) -> bool {
                 #takes

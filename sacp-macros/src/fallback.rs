@@ -13,7 +13,7 @@ use crate::parse::Errors;
 /// The errors, the impl block (helper attributes removed) and a handler-less trait impl.
 pub(crate) fn service(role: Role, krate: &Path, item: &ItemImpl, errors: &Errors) -> TokenStream {
     let errors = errors.to_compile_errors();
-    let stub = expand::trait_impl(role, krate, item, &[], false);
+    let stub = expand::trait_impl(role, krate, item, &[], false, None);
     quote! {
         #errors
         #item

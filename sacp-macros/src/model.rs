@@ -106,6 +106,9 @@ pub(crate) struct Service {
     pub(crate) mcp_name: Option<Expr>,
     /// `#[agent(mcp_over_acp)]`.
     pub(crate) mcp_over_acp: bool,
+    /// `protocol = 2` / `protocol = [1, 2]`: the ACP versions spoken, ascending (`None`: the
+    /// SDK's default, v1).
+    pub(crate) protocols: Option<Vec<u16>>,
 }
 
 /// The attribute arguments of `#[proxy(...)]` / `#[agent(...)]`.
@@ -115,6 +118,8 @@ pub(crate) struct ServiceArgs {
     pub(crate) mcp_name: Option<Expr>,
     /// `#[agent(mcp_over_acp)]`: the agent speaks MCP over ACP itself.
     pub(crate) mcp_over_acp: bool,
+    /// `protocol = …`.
+    pub(crate) protocols: Option<Vec<u16>>,
 }
 
 /// The attribute arguments of `#[tool(...)]`.

@@ -79,6 +79,44 @@ fn pairs(tokens: TokenStream, what: &str, errors: &mut Errors) -> Vec<Pair> {
     }
 }
 
+/// The versions of `protocol = 2` or `protocol = [1, 2]`: `None` when it is neither form,
+/// an error when a version is not one the SDK knows (1 and 2) or is given twice.
+fn protocols(value: TokenStream) -> Option<Result<Vec<u16>, String>> {
+    let versions: Vec<syn::LitInt> = if let Ok(one) = syn::parse2::<syn::LitInt>(value.clone()) {
+        vec![one]
+    } else {
+        let list = syn::parse2::<syn::ExprArray>(value).ok()?;
+        let mut versions = Vec::new();
+        for element in list.elems {
+            match element {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(v),
+                    ..
+                }) => versions.push(v),
+                _ => return None,
+            }
+        }
+        versions
+    };
+    let mut list = Vec::new();
+    for v in versions {
+        match v.base10_parse::<u16>() {
+            Ok(n @ (1 | 2)) if !list.contains(&n) => list.push(n),
+            Ok(n @ (1 | 2)) => return Some(Err(format!("ACP v{n} is given twice"))),
+            _ => {
+                return Some(Err(format!(
+                    "`{v}` is not an ACP version this SDK speaks: 1, or 2 (the draft)"
+                )));
+            }
+        }
+    }
+    if list.is_empty() {
+        return Some(Err("`protocol = []` speaks no version".to_owned()));
+    }
+    list.sort_unstable();
+    Some(Ok(list))
+}
+
 fn skip_to_comma(input: ParseStream<'_>) -> syn::Result<TokenStream> {
     let mut value = TokenStream::new();
     while !input.is_empty() && !input.peek(Token![,]) {
@@ -121,10 +159,25 @@ pub(crate) fn service_args(role: Role, tokens: TokenStream, errors: &mut Errors)
             }
             continue;
         }
+        if key == "protocol" {
+            let parsed = value.as_ref().and_then(|v| protocols(v.clone()));
+            match parsed {
+                Some(_) if args.protocols.is_some() => {
+                    errors.push(key.span(), "`protocol` is given twice")
+                }
+                Some(Ok(list)) => args.protocols = Some(list),
+                Some(Err(why)) => errors.push(key.span(), why),
+                None => errors.push(
+                    key.span(),
+                    "expected `protocol = 2` or `protocol = [1, 2]`: the ACP versions spoken",
+                ),
+            }
+            continue;
+        }
         if key != "crate" {
             let expected = match role {
-                Role::Proxy => "`crate = path` or `mcp_name = \"name\"`",
-                Role::Agent => "`crate = path` or `mcp_over_acp`",
+                Role::Proxy => "`crate = path`, `mcp_name = \"name\"` or `protocol = N`",
+                Role::Agent => "`crate = path`, `mcp_over_acp` or `protocol = N`",
             };
             errors.push(
                 key.span(),
@@ -332,9 +385,29 @@ mod tests {
         assert_eq!(
             errors,
             [
-                "unknown `#[agent]` argument `krate`; expected `crate = path` or `mcp_over_acp`",
+                "unknown `#[agent]` argument `krate`; expected `crate = path`, `mcp_over_acp` or `protocol = N`",
                 "expected a path after `crate =`, e.g. `crate = ::sacp`",
             ]
         );
+    }
+
+    #[test]
+    fn reads_the_versions_spoken() {
+        let mut errors = Errors::default();
+        let args = service_args(Role::Agent, quote!(protocol = 2), &mut errors);
+        assert_eq!(args.protocols, Some(vec![2]));
+        let args = service_args(Role::Proxy, quote!(protocol = [2, 1]), &mut errors);
+        assert_eq!(args.protocols, Some(vec![1, 2]));
+        assert!(errors.is_empty());
+        for bad in [
+            quote!(protocol = []),
+            quote!(protocol = "2"),
+            quote!(protocol),
+        ] {
+            let mut errors = Errors::default();
+            let args = service_args(Role::Agent, bad.clone(), &mut errors);
+            assert!(args.protocols.is_none(), "{bad}");
+            assert_eq!(errors.0.len(), 1, "{bad}");
+        }
     }
 }

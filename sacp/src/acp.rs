@@ -29,7 +29,8 @@ use crate::jsonrpc::{JsonRpcNotification, JsonRpcRequest, RawJson, lossless};
 
 pub use sacp_schema::acp::v1::*;
 
-/// ACP v2 (draft) types, with the same traits implemented.
+/// ACP v2 (draft) types, with the same traits implemented (feature `unstable_protocol_v2`).
+#[cfg(feature = "unstable_protocol_v2")]
 pub mod v2 {
     pub use sacp_schema::acp::v2::*;
 }
@@ -151,7 +152,9 @@ macro_rules! impl_notifications {
 
 sacp_schema::for_each_acp_v1_request!(impl_requests);
 sacp_schema::for_each_acp_v1_notification!(impl_notifications);
+#[cfg(feature = "unstable_protocol_v2")]
 sacp_schema::for_each_acp_v2_request!(impl_requests);
+#[cfg(feature = "unstable_protocol_v2")]
 sacp_schema::for_each_acp_v2_notification!(impl_notifications);
 
 #[cfg(test)]
@@ -186,6 +189,7 @@ mod tests {
             <CancelRequestNotification as JsonRpcNotification>::METHOD,
             "$/cancel_request"
         );
+        #[cfg(feature = "unstable_protocol_v2")]
         assert_eq!(
             <v2::PromptRequest as JsonRpcRequest>::METHOD,
             "session/prompt"

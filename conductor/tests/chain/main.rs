@@ -20,4 +20,5 @@ mod router_ssh;
 mod routing;
 mod strict;
 mod trace;
+mod v2;
 mod versions;

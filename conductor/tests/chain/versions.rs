@@ -1,12 +1,13 @@
-//! The ACP version each hop negotiates, with a v1 proxy and agent behind a v2 editor: the
-//! chain settles on v1, and the trace says what every hop asked for and was answered.
+//! The ACP version each hop negotiates, with a v1 proxy (`prefix-proxy`, typed on v1) and
+//! agent behind a v2 editor: the chain settles on v1, and the trace says what every hop asked
+//! for and was answered.
 
 use serde_json::{Value, json};
 
 use crate::common::*;
 
-/// Runs an `initialize` asking for each of `requested` in turn through `passthrough-proxy`
-/// and the test agent; returns the editor's responses and the trace's `version` lines.
+/// Runs an `initialize` asking for each of `requested` in turn through `prefix-proxy` and
+/// the test agent; returns the editor's responses and the trace's `version` lines.
 async fn initialize(requested: &[u16]) -> (Vec<Value>, Vec<Value>) {
     let dir = std::env::temp_dir().join(format!("sacp-versions-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -15,7 +16,7 @@ async fn initialize(requested: &[u16]) -> (Vec<Value>, Vec<Value>) {
         "agent".to_owned(),
         "--trace".to_owned(),
         file.to_string_lossy().into_owned(),
-        passthrough(),
+        example("prefix-proxy"),
         agent(),
     ];
     let mut editor = Editor::start(conductor(), &args);
@@ -61,7 +62,7 @@ async fn a_v2_editor_in_front_of_v1_components_is_told_1() {
         [json!([2, 1, 1, null, true]), json!([1, 2, 1, null, true]),],
         "{versions:?}"
     );
-    assert_eq!(versions[1]["name"], "1:passthrough-proxy");
+    assert_eq!(versions[1]["name"], "1:prefix-proxy");
 }
 
 #[tokio::test]

@@ -1,7 +1,11 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--mcp-acp|--mcp-rfd|--mcp-http] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm]`:
-//! - `--mcp-acp`, `--mcp-rfd`, `--mcp-http`: how it takes MCP servers (see the module docs);
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm]`:
+//! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
+//!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
+//!   `initialize` chose);
+//! - `--mcp-acp`, `--mcp-rfd`, `--mcp-http`: how its v1 side takes MCP servers (see the
+//!   module docs);
 //! - `--ignore-eof`: keeps running after its stdin ends, as the agents people run do (they end
 //!   on a signal);
 //! - `--on-sigterm FILE`: on `SIGTERM`, writes `saved` to `FILE` (its session, as a real agent
@@ -10,13 +14,16 @@
 
 use std::path::PathBuf;
 
-use sacp_examples::test_agent::TestAgent;
+use sacp::agent::Dual;
+use sacp_examples::test_agent::{TestAgent, TestAgentV2};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// How it was asked to behave.
 #[derive(Default)]
 struct Args {
     agent: Option<TestAgent>,
+    /// The ACP versions to speak (`--protocol`); v1 when not given.
+    protocols: Option<Vec<u16>>,
     ignore_eof: bool,
     on_sigterm: Option<PathBuf>,
     ignore_sigterm: bool,
@@ -36,6 +43,15 @@ fn args() -> Result<Args, String> {
             "--mcp-http" if args.agent.is_none() => {
                 args.agent = Some(TestAgent::with_mcp_over_http())
             }
+            "--protocol" => {
+                let list = words.next().ok_or("--protocol needs 1, 2 or 1,2")?;
+                args.protocols = Some(match list.as_str() {
+                    "1" => vec![1],
+                    "2" => vec![2],
+                    "1,2" | "2,1" => vec![1, 2],
+                    other => return Err(format!("--protocol {other:?}: expected 1, 2 or 1,2")),
+                });
+            }
             "--ignore-eof" => args.ignore_eof = true,
             "--ignore-sigterm" => args.ignore_sigterm = true,
             "--on-sigterm" => {
@@ -44,8 +60,8 @@ fn args() -> Result<Args, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}; expected --mcp-acp, --mcp-rfd or --mcp-http, \
-                     --ignore-eof, --on-sigterm FILE, --ignore-sigterm"
+                    "unknown argument {other:?}; expected --protocol 1|2|1,2, --mcp-acp, \
+                     --mcp-rfd or --mcp-http, --ignore-eof, --on-sigterm FILE, --ignore-sigterm"
                 ));
             }
         }
@@ -56,7 +72,7 @@ fn args() -> Result<Args, String> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> sacp::Result<()> {
     sacp_examples::init_logging();
-    let args = match args() {
+    let mut args = match args() {
         Ok(args) => args,
         Err(why) => {
             eprintln!("test-agent: {why}");
@@ -69,9 +85,18 @@ async fn main() -> sacp::Result<()> {
     } else {
         None
     };
-    let agent = args.agent.unwrap_or_default();
+    let v1 = args.agent.take().unwrap_or_default();
+    let serving: std::pin::Pin<Box<dyn Future<Output = sacp::Result<()>>>> =
+        match args.protocols.as_deref() {
+            Some([2]) => Box::pin(sacp::agent::serve_stdio(TestAgentV2::default())),
+            Some([1, 2]) => Box::pin(sacp::agent::serve_stdio(Dual::new(
+                v1,
+                TestAgentV2::default(),
+            ))),
+            _ => Box::pin(sacp::agent::serve_stdio(v1)),
+        };
     let served = tokio::select! {
-        served = sacp::agent::serve_stdio(agent) => Some(served),
+        served = serving => Some(served),
         () = sigterm(&mut terms) => None,
     };
     match served {

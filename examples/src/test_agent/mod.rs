@@ -38,6 +38,9 @@
 //! Handlers run concurrently: a session that waits or sleeps never holds up another.
 
 mod mcp;
+mod v2;
+
+pub use self::v2::TestAgentV2;
 
 use sacp::acp::{
     AgentCapabilities, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,

@@ -15,6 +15,10 @@ impl Echo {
 }
 #[automatically_derived]
 impl ::sacp::agent::Agent for Echo {
+    const INFO: (&'static str, &'static str) = (
+        ::core::env!("CARGO_PKG_NAME"),
+        ::core::env!("CARGO_PKG_VERSION"),
+    );
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
         <PromptRequest as ::sacp::__private::RequestFromClient>::matches(method, from)
             || <CancelNotification as ::sacp::__private::NotificationFromClient>::matches(

@@ -13,6 +13,10 @@ impl Client {
 #[automatically_derived]
 impl ::sacp::agent::Agent for Client {
     const MCP_OVER_ACP: bool = true;
+    const INFO: (&'static str, &'static str) = (
+        ::core::env!("CARGO_PKG_NAME"),
+        ::core::env!("CARGO_PKG_VERSION"),
+    );
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
         <NewSessionRequest as ::sacp::__private::RequestFromClient>::matches(
             method,

@@ -18,3 +18,10 @@ pub use crate::runtime::Context;
 
 /// The type of a tool's arguments.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+/// Named by `#[sacp::agent(protocol = 2)]` and `#[sacp::proxy(protocol = …)]` with v2: it
+/// exists only with the `unstable_protocol_v2` feature, so that without it the compiler names
+/// the feature to turn on.
+#[cfg(feature = "unstable_protocol_v2")]
+#[allow(non_upper_case_globals)]
+pub const protocol_v2_needs_the_sacp_feature_unstable_protocol_v2: () = ();

@@ -265,5 +265,7 @@ macro_rules! route_notifications {
 
 sacp_schema::for_each_acp_v1_request!(route_requests);
 sacp_schema::for_each_acp_v1_notification!(route_notifications);
+#[cfg(feature = "unstable_protocol_v2")]
 sacp_schema::for_each_acp_v2_request!(route_requests);
+#[cfg(feature = "unstable_protocol_v2")]
 sacp_schema::for_each_acp_v2_notification!(route_notifications);

@@ -4,7 +4,7 @@
 //! `#[on_notification]` method handles one message type the client sends. Requests without a
 //! handler are answered `-32601 Method not found`; notifications without one are ignored —
 //! except `initialize`, which the runtime answers itself when the agent has no handler for it:
-//! protocol version 1 (the one the SDK's agents speak), default capabilities, and
+//! the protocol version chosen (see [`Agent::PROTOCOLS`]), default capabilities, and
 //! `_meta.mcp_acp_transport: true` for an agent that uses [`McpClient`] (declared with
 //! `#[sacp::agent(mcp_over_acp)]`).
 //!
@@ -57,9 +57,18 @@
 use std::future::Future;
 use std::sync::Arc;
 
+#[cfg(feature = "unstable_protocol_v2")]
+mod dual;
 mod mcp_client;
 mod runtime;
 mod turns;
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2_turn;
+
+#[cfg(feature = "unstable_protocol_v2")]
+pub use self::dual::Dual;
+#[cfg(feature = "unstable_protocol_v2")]
+pub use self::v2_turn::V2Turn;
 
 pub use self::mcp_client::McpClient;
 pub use self::turns::Turn;
@@ -71,6 +80,7 @@ use self::turns::Turns;
 use crate::acp::Side;
 use crate::jsonrpc::{BoxFuture, Builder, ByteStream, Connection, Error, Transport};
 use crate::lock::lock;
+use crate::protocol::version::{self, Chosen};
 use crate::runtime::{Context, Neighbours};
 
 /// An agent: the handlers it has, and how to call them. Written by `#[sacp::agent]`.
@@ -88,9 +98,27 @@ pub trait Agent: Send + Sync + 'static {
     /// it.
     const MCP_OVER_ACP: bool = false;
 
+    /// The ACP versions the agent speaks, ascending: v1 unless it declares others
+    /// (`#[sacp::agent(protocol = 2)]`, or [`Dual`] for both). The runtime answers
+    /// `initialize` with the highest of them at or below the client's (`-32022` when none is),
+    /// hands the handlers the request asking for that one, and from then on answers `-32601`
+    /// to the methods that version lacks (see [`crate::protocol::version`]).
+    const PROTOCOLS: &'static [u16] = version::SPOKEN;
+
+    /// The agent's name and version, for the `info` of the runtime's own answer to a v2
+    /// `initialize`: `#[sacp::agent]` gives its crate's.
+    const INFO: (&'static str, &'static str) = ("sacp-agent", env!("CARGO_PKG_VERSION"));
+
     /// Whether [`Agent::dispatch`] handles messages of `method` (`from` is always
     /// [`Side::Client`] for an agent).
     fn takes(method: &str, from: Side) -> bool;
+
+    /// Whether the handlers of a connection at ACP `version` take messages of `method`:
+    /// [`Agent::takes`], unless the agent has a handler set per version ([`Dual`]).
+    fn takes_in(version: u16, method: &str, from: Side) -> bool {
+        let _ = version;
+        Self::takes(method, from)
+    }
 
     /// Handles one message that [`Agent::takes`].
     fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send;
@@ -99,9 +127,15 @@ pub trait Agent: Send + Sync + 'static {
 /// A shared agent is an agent: keep an `Arc` to read its state while it runs.
 impl<A: Agent> Agent for Arc<A> {
     const MCP_OVER_ACP: bool = A::MCP_OVER_ACP;
+    const PROTOCOLS: &'static [u16] = A::PROTOCOLS;
+    const INFO: (&'static str, &'static str) = A::INFO;
 
     fn takes(method: &str, from: Side) -> bool {
         A::takes(method, from)
+    }
+
+    fn takes_in(version: u16, method: &str, from: Side) -> bool {
+        A::takes_in(version, method, from)
     }
 
     fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
@@ -120,6 +154,8 @@ pub struct Cx {
     clients: Arc<Clients>,
     /// Work to start once this handler's request is answered.
     after: Option<Arc<AfterAnswer>>,
+    /// The ACP version the connection negotiated.
+    chosen: Arc<Chosen>,
 }
 
 /// The name `agent::Cx` had before 0.2.
@@ -170,10 +206,21 @@ impl Cx {
     /// }
     /// ```
     pub fn turn(&self, session: &crate::acp::SessionId) -> Turn {
+        self.turn_of(&session.0)
+    }
+
+    /// [`Cx::turn`] by the session's id, of any ACP version.
+    pub(crate) fn turn_of(&self, session: &str) -> Turn {
         match &self.turn {
             Some(turn) if turn.is_of(session) => turn.clone(),
-            _ => self.turns.open(&session.0),
+            _ => self.turns.open(session),
         }
+    }
+
+    /// The ACP version this connection speaks, once `initialize` has chosen it (a handler of
+    /// `initialize` already sees it).
+    pub fn protocol(&self) -> Option<u16> {
+        self.chosen.get()
     }
 
     /// The client: the editor, or the conductor's last proxy.

@@ -13,8 +13,9 @@ use crate::acp::{
     ProtocolVersion, Side,
 };
 use crate::jsonrpc::{
-    BoxFuture, Connection, Error, Handler, Notification, Request, Responder, Work,
+    BoxFuture, Connection, Error, Handler, Notification, RawJson, Request, Responder, Work,
 };
+use crate::protocol::version::Chosen;
 use crate::protocol::{mcp, version};
 use crate::runtime::{HandlerSet, Incoming, Neighbours, Reply, schedule};
 
@@ -37,6 +38,7 @@ pub(crate) struct AgentHandler<A: Agent> {
     agent: Arc<AsAgent<A>>,
     turns: Arc<Turns>,
     clients: Arc<Clients>,
+    chosen: Arc<Chosen>,
 }
 
 impl<A: Agent> AgentHandler<A> {
@@ -45,6 +47,7 @@ impl<A: Agent> AgentHandler<A> {
             agent: Arc::new(AsAgent(agent)),
             turns: Arc::default(),
             clients: Arc::default(),
+            chosen: Arc::default(),
         }
     }
 
@@ -60,6 +63,7 @@ impl<A: Agent> AgentHandler<A> {
             turn,
             clients: self.clients.clone(),
             after,
+            chosen: self.chosen.clone(),
         }
     }
 }
@@ -80,22 +84,35 @@ impl<A: Agent> Handler for AgentHandler<A> {
             let work: BoxFuture = Box::pin(async move { responder.answer_raw(answer) });
             return Work::in_turn(Either::Right(work), Side::Client);
         }
+        if let Some(e) = self
+            .chosen
+            .get()
+            .and_then(|v| version::refusal(v, &request.id, &request.method))
+        {
+            // What the connection's version forbids no handler sees.
+            let work: BoxFuture = Box::pin(async move { responder.answer_error(e) });
+            return Work::in_turn(Either::Right(work), Side::Client);
+        }
         let mut chosen = None;
         if request.method == InitializeRequest::METHOD {
             // The SDK answers the version (see `protocol::version`); a handler sees the
             // request asking for the one chosen.
-            let answer = match version::accept(request.params.take(), version::SPOKEN) {
-                Ok((v, params)) if A::takes(&request.method, Side::Client) => {
+            let answer = match version::accept(request.params.take(), A::PROTOCOLS) {
+                Ok((v, params)) if A::takes_in(v, &request.method, Side::Client) => {
+                    self.chosen.set(v);
                     request.params = Some(params);
                     chosen = Some(v);
                     None
                 }
-                Ok((v, params)) => Some(initialize::<A>(&params, v)),
+                Ok((v, params)) => {
+                    self.chosen.set(v);
+                    Some(initialize::<A>(&params, v))
+                }
                 Err(e) => Some(Err(e)),
             };
             if let Some(answer) = answer {
                 // Answered in turn: nothing that came before it is overtaken.
-                let work: BoxFuture = Box::pin(async move { responder.answer(answer) });
+                let work: BoxFuture = Box::pin(async move { responder.answer_raw(answer) });
                 return Work::in_turn(Either::Right(work), Side::Client);
             }
         }
@@ -134,6 +151,12 @@ impl<A: Agent> Handler for AgentHandler<A> {
             Clients::note(notification.params.as_ref());
             return Work::done(Side::Client);
         }
+        if let Some(v) = self.chosen.get()
+            && version::lacks(v, &notification.method)
+        {
+            tracing::debug!(method = %notification.method, version = v, "ignoring a notification its ACP version lacks");
+            return Work::done(Side::Client);
+        }
         if notification.method == CancelNotification::METHOD {
             // The turn ends as soon as the cancel arrives, before any handler runs.
             self.turns.cancel(notification.params.as_ref());
@@ -145,22 +168,35 @@ impl<A: Agent> Handler for AgentHandler<A> {
 }
 
 /// The runtime's answer to `initialize` for an agent without a handler for it: the version
-/// chosen, default capabilities, and MCP over ACP when the agent declared it.
-fn initialize<A: Agent>(
-    params: &crate::jsonrpc::RawJson,
-    chosen: u16,
-) -> Result<InitializeResponse, Error> {
-    // The request must at least be one.
-    params
-        .parse::<InitializeRequest>()
-        .map_err(|e| Error::invalid_params(format!("initialize params: {}", e.message)))?;
+/// chosen, default capabilities, and MCP over ACP when the agent declared it; for v2 also the
+/// agent's `info`, which v2 requires of both sides.
+fn initialize<A: Agent>(params: &RawJson, chosen: u16) -> Result<RawJson, Error> {
+    let invalid = |e: Error| Error::invalid_params(format!("initialize params: {}", e.message));
+    if chosen >= 2 {
+        // The request must at least be one of its version: v2 requires the client's `info`.
+        params
+            .parse::<sacp_schema::acp::v2::InitializeRequest>()
+            .map_err(invalid)?;
+        let (name, version) = A::INFO;
+        let mut answer = serde_json::json!({
+            "protocolVersion": chosen,
+            "info": {"name": name, "version": version},
+            "capabilities": {},
+        });
+        if A::MCP_OVER_ACP {
+            answer["_meta"] = serde_json::Value::Object(mcp::capability_meta());
+        }
+        return RawJson::to_raw(&answer);
+    }
+    params.parse::<InitializeRequest>().map_err(invalid)?;
     let answer = InitializeResponse::new(ProtocolVersion::from(chosen))
         .agent_capabilities(AgentCapabilities::default());
-    Ok(if A::MCP_OVER_ACP {
+    let answer = if A::MCP_OVER_ACP {
         answer.meta(mcp::capability_meta())
     } else {
         answer
-    })
+    };
+    RawJson::to_raw(&answer)
 }
 
 /// What an agent does with a message it has no handler for: `-32601` for a request (or

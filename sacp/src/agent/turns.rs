@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::SessionId;
 use crate::jsonrpc::RawJson;
 use crate::lock::lock;
 
@@ -85,8 +84,8 @@ impl Turn {
     }
 
     /// Whether this is a turn of `session`.
-    pub(crate) fn is_of(&self, session: &SessionId) -> bool {
-        self.0.session == session.0
+    pub(crate) fn is_of(&self, session: &str) -> bool {
+        self.0.session == session
     }
 }
 

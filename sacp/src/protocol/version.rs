@@ -10,13 +10,103 @@
 //! The SDK, not a handler, answers `protocolVersion`: the agent and proxy runtimes use this
 //! module, and a handler sees `initialize` asking for the version chosen.
 
-use crate::jsonrpc::{Error, RawJson};
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use crate::jsonrpc::{Error, Id, RawJson};
 
 /// `-32022`: no version the agent speaks is at or below the one the client asked for.
 pub const UNSUPPORTED: i64 = -32022;
 
-/// The versions the SDK's agents and proxies speak.
+/// The versions an agent or proxy speaks unless it declares others (`#[sacp::agent(protocol =
+/// 2)]`): ACP v1.
 pub const SPOKEN: &[u16] = &[1];
+
+/// The ACP versions this SDK knows the methods of (v2 is a draft, behind the
+/// `unstable_protocol_v2` feature).
+pub const KNOWN: &[u16] = &[1, 2];
+
+/// Whether `method` is one that ACP `version` lacks while another version has it —
+/// `session/load` or `fs/read_text_file` on a v2 connection, `auth/login` on a v1 one: a
+/// connection at `version` answers such a request `-32601`. Methods no version names
+/// (extensions, `_`-prefixed, or newer than this schema) are never lacked: they are handled
+/// or passed on as they are.
+pub fn lacks(version: u16, method: &str) -> bool {
+    /// For each known version, the methods another version has and it lacks: a handful,
+    /// found once, so that the check on every request is a few string comparisons.
+    static LACKED: std::sync::LazyLock<Vec<(u16, Vec<&'static str>)>> =
+        std::sync::LazyLock::new(|| {
+            let names = |v: u16| {
+                let (requests, notifications) = tables(v);
+                let requests = requests.iter().map(|e| e.method);
+                requests
+                    .chain(notifications.iter().map(|e| e.method))
+                    .collect::<Vec<_>>()
+            };
+            KNOWN
+                .iter()
+                .map(|&v| {
+                    let own = names(v);
+                    let mut lacked: Vec<&'static str> = KNOWN
+                        .iter()
+                        .flat_map(|&other| names(other))
+                        .filter(|m| !own.contains(m))
+                        .collect();
+                    lacked.sort_unstable();
+                    lacked.dedup();
+                    (v, lacked)
+                })
+                .collect()
+        });
+    LACKED
+        .iter()
+        .find(|(v, _)| *v == version)
+        .is_some_and(|(_, lacked)| lacked.contains(&method))
+}
+
+/// The method tables of a known version.
+fn tables(
+    version: u16,
+) -> (
+    &'static [sacp_schema::table::RequestEntry<sacp_schema::table::AcpSide>],
+    &'static [sacp_schema::table::NotificationEntry<sacp_schema::table::AcpSide>],
+) {
+    use sacp_schema::acp::{v1, v2};
+    match version {
+        2 => (v2::methods::REQUESTS, v2::methods::NOTIFICATIONS),
+        _ => (v1::methods::REQUESTS, v1::methods::NOTIFICATIONS),
+    }
+}
+
+/// What a connection at `version` says of a request before any handler sees it: `-32601`
+/// for a method the version lacks ([`lacks`]), `-32600` for `id: null`, which v2 forbids.
+pub fn refusal(version: u16, id: &Id, method: &str) -> Option<Error> {
+    if version >= 2 && *id == Id::Null {
+        return Some(Error::invalid_request("ACP v2 forbids `id: null`"));
+    }
+    lacks(version, method).then(|| {
+        let mut e = Error::method_not_found(method);
+        e.message = format!("Method not found: {method} is not a method of ACP v{version}");
+        e
+    })
+}
+
+/// The version one connection negotiated: none until its `initialize` is.
+#[derive(Debug, Default)]
+pub struct Chosen(AtomicU16);
+
+impl Chosen {
+    /// The version, once negotiated.
+    pub fn get(&self) -> Option<u16> {
+        match self.0.load(Ordering::Acquire) {
+            0 => None,
+            v => Some(v),
+        }
+    }
+
+    pub(crate) fn set(&self, version: u16) {
+        self.0.store(version, Ordering::Release);
+    }
+}
 
 /// The version to answer a client that asked for `requested`: the highest of `supported` at
 /// or below it, else `-32022`.
@@ -119,6 +209,33 @@ mod tests {
         assert_eq!(
             with_version(same, 1).unwrap().as_str(),
             r#"{ "protocolVersion" : 1 }"#
+        );
+    }
+
+    #[test]
+    fn a_version_lacks_only_the_methods_another_version_has() {
+        assert!(lacks(2, "session/load"));
+        assert!(lacks(2, "fs/read_text_file"));
+        assert!(lacks(1, "auth/login"));
+        assert!(!lacks(2, "session/prompt"));
+        assert!(!lacks(1, "session/load"));
+        // Extensions and methods no version names are never lacked.
+        assert!(!lacks(2, "_zed/anything"));
+        assert!(!lacks(2, "session/from_the_future"));
+        assert!(!lacks(1, "_proxy/successor/request"));
+        // An unknown version lacks nothing: it is not spoken here.
+        assert!(!lacks(9, "session/load"));
+    }
+
+    #[test]
+    fn v2_refuses_a_null_id_and_v1_does_not() {
+        let e = refusal(2, &Id::Null, "session/prompt").unwrap();
+        assert_eq!(e.code, -32600);
+        assert!(refusal(1, &Id::Null, "session/prompt").is_none());
+        assert!(refusal(2, &Id::Number(1), "session/prompt").is_none());
+        assert_eq!(
+            refusal(2, &Id::Number(1), "session/load").unwrap().code,
+            -32601
         );
     }
 

@@ -15,6 +15,7 @@ use crate::runtime::{Context, Incoming, Neighbour, Neighbours};
 pub struct Cx {
     neighbours: Neighbours,
     mcp: Arc<Registry>,
+    chosen: Arc<crate::protocol::version::Chosen>,
 }
 
 impl Cx {
@@ -22,11 +23,19 @@ impl Cx {
         conn: Connection,
         mcp: Arc<Registry>,
         dialect: Arc<crate::protocol::dialect::ConductorDialect>,
+        chosen: Arc<crate::protocol::version::Chosen>,
     ) -> Cx {
         Cx {
             neighbours: Neighbours::new(conn, dialect),
             mcp,
+            chosen,
         }
+    }
+
+    /// The ACP version this proxy's connections speak, once the successor has answered
+    /// `initialize`.
+    pub fn protocol(&self) -> Option<u16> {
+        self.chosen.get()
     }
 
     /// The proxy's MCP servers: to give a server to one session (see [`McpServers`]).

@@ -112,6 +112,13 @@ use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
     note = "write `#[sacp::proxy]` on an `impl {Self}` block (an empty one forwards everything)"
 )]
 pub trait Proxy: Send + Sync + 'static {
+    /// The ACP versions the proxy speaks, ascending: v1 unless it declares others
+    /// (`#[sacp::proxy(protocol = [1, 2])]`, say, for a proxy whose handlers read both, or
+    /// none). The runtime negotiates like an agent — the highest of them at or below the
+    /// client's, `-32022` when none is — and passes `initialize` on asking for that one; the
+    /// successor's answer is the connection's version, and must be one of these.
+    const PROTOCOLS: &'static [u16] = crate::protocol::version::SPOKEN;
+
     /// Whether [`Proxy::dispatch`] handles messages of `method` sent from `from`.
     fn takes(method: &str, from: Side) -> bool;
 
@@ -130,6 +137,8 @@ pub trait Proxy: Send + Sync + 'static {
 /// A shared proxy is a proxy: keep an `Arc` to read its state while it runs (how
 /// `sacp::testing` hands a proxy's state back after a run).
 impl<P: Proxy> Proxy for Arc<P> {
+    const PROTOCOLS: &'static [u16] = P::PROTOCOLS;
+
     fn takes(method: &str, from: Side) -> bool {
         P::takes(method, from)
     }

@@ -22,6 +22,7 @@ use crate::jsonrpc::{
 };
 use crate::protocol::dialect::{ConductorDialect, Dialect};
 use crate::protocol::envelope;
+use crate::protocol::version::Chosen;
 use crate::protocol::{handshake, version};
 use crate::runtime::{HandlerSet, Incoming, Kind, Reply, schedule};
 
@@ -47,6 +48,8 @@ pub(crate) struct ProxyHandler<P: Proxy> {
     mcp: Arc<Registry>,
     /// The dialect the conductor initialized this proxy in.
     dialect: Arc<ConductorDialect>,
+    /// The ACP version of the connection: the successor's answer to `initialize`.
+    chosen: Arc<Chosen>,
 }
 
 impl<P: Proxy> ProxyHandler<P> {
@@ -58,11 +61,45 @@ impl<P: Proxy> ProxyHandler<P> {
             proxy: Arc::new(AsProxy(proxy)),
             mcp,
             dialect,
+            chosen: Arc::default(),
         }
     }
 
     fn cx(&self, conn: &Connection) -> Cx {
-        Cx::new(conn.clone(), self.mcp.clone(), self.dialect.clone())
+        Cx::new(
+            conn.clone(),
+            self.mcp.clone(),
+            self.dialect.clone(),
+            self.chosen.clone(),
+        )
+    }
+
+    /// The reply to `initialize` (in any dialect): the successor's answer names the version
+    /// of the connection, which must be one the proxy speaks.
+    fn initialize_reply(&self, responder: Responder, requested: u16) -> Reply {
+        let chosen = self.chosen.clone();
+        Reply::new(responder, Side::Client).finishing(Box::new(move |result| {
+            let answer = result?;
+            let Ok(answered) = version::of(Some(&answer)) else {
+                return Ok(answer);
+            };
+            if P::PROTOCOLS.contains(&answered) {
+                chosen.set(answered);
+                return Ok(answer);
+            }
+            tracing::error!(
+                answered,
+                spoken = ?P::PROTOCOLS,
+                "the successor answered an ACP version this proxy does not speak"
+            );
+            let mut e = version::unsupported(requested, &[]);
+            e.message = format!(
+                "Unsupported protocol version: the agent behind this proxy answered v{answered}, \
+                 which the proxy (speaking {:?}) does not speak",
+                P::PROTOCOLS
+            );
+            Err(e)
+        }))
     }
 }
 
@@ -76,12 +113,19 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
         responder: Responder,
         conn: &Connection,
     ) -> Work<impl Future<Output = ()> + Send + 'static, Side> {
-        let Request { method, params, .. } = request;
+        let Request { id, method, params } = request;
+        let lacked = |method: &str| {
+            let v = self.chosen.get()?;
+            version::refusal(v, &id, method)
+        };
         let message = if envelope::is_envelope(&method) {
             match envelope::unwrap(params.as_ref()) {
                 Ok((method, params)) if self.mcp.owns(&method, params.as_ref()) => {
                     // The agent's MCP client, to one of this proxy's servers.
                     return serve_mcp(self.mcp.clone(), self.cx(conn), method, params, responder);
+                }
+                Ok((method, _)) if let Some(e) = lacked(&method) => {
+                    return refuse(responder, e, Side::Agent);
                 }
                 Ok((method, params)) => {
                     Incoming::request(method, params, Reply::new(responder, Side::Agent))
@@ -96,9 +140,9 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
             // unchanged, and takes the successor's result as it is.
             self.dialect.set(dialect);
             tracing::debug!(%dialect, "initialized by a conductor of another dialect");
-            match negotiated(params) {
-                Ok(params) => {
-                    let reply = Reply::new(responder, Side::Client);
+            match negotiated(params, P::PROTOCOLS) {
+                Ok((requested, params)) => {
+                    let reply = self.initialize_reply(responder, requested);
                     Incoming::request(INITIALIZE.to_owned(), Some(params), reply)
                 }
                 Err(e) => return refuse(responder, e, Side::Client),
@@ -107,15 +151,19 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
             let params = handshake::accept_offer(params.as_ref()).inspect_err(|e| {
                 tracing::error!("{}", e.message);
             });
-            match params.and_then(|p| negotiated(Some(p))) {
-                Ok(params) => {
+            match params.and_then(|p| negotiated(Some(p), P::PROTOCOLS)) {
+                Ok((requested, params)) => {
                     self.dialect.set(Dialect::Sacp);
-                    let reply = Reply::new(responder, Side::Client)
+                    let reply = self
+                        .initialize_reply(responder, requested)
                         .finishing(Box::new(|result| result.and_then(handshake::mark_accepted)));
                     Incoming::request(method, Some(params), reply)
                 }
                 Err(e) => return refuse(responder, e, Side::Client),
             }
+        } else if let Some(e) = lacked(&method) {
+            // What the connection's version forbids is neither handled nor passed on.
+            return refuse(responder, e, Side::Client);
         } else {
             match self.mcp.on_client_request(&method, params.as_ref()) {
                 Ok(None) => Incoming::request(method, params, Reply::new(responder, Side::Client)),
@@ -167,17 +215,19 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
     }
 }
 
-/// `initialize`'s params asking for the version the proxy chose: it negotiates like an agent
-/// and passes on only what it speaks (see [`version`]).
-fn negotiated(params: Option<RawJson>) -> Result<RawJson, Error> {
-    let (chosen, params) = version::accept(params, version::SPOKEN).inspect_err(|e| {
-        tracing::info!(error = %e, spoken = ?version::SPOKEN, "no ACP version this proxy speaks fits");
+/// The version the client asked for, and `initialize`'s params asking for the version the
+/// proxy chose: it negotiates like an agent and passes on only what it speaks (see
+/// [`version`]).
+fn negotiated(params: Option<RawJson>, spoken: &[u16]) -> Result<(u16, RawJson), Error> {
+    let requested = version::of(params.as_ref())?;
+    let (chosen, params) = version::accept(params, spoken).inspect_err(|e| {
+        tracing::info!(error = %e, ?spoken, "no ACP version this proxy speaks fits");
     })?;
     tracing::debug!(
         chosen,
         "initialize passed on for the version this proxy speaks"
     );
-    Ok(params)
+    Ok((requested, params))
 }
 
 /// Answers a request with `error`, in turn in the lane of `side`.

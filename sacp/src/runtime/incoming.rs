@@ -107,9 +107,12 @@ impl Reply {
         }
     }
 
-    /// Sets the hook the result goes through before it goes out.
+    /// Adds a hook the result goes through before it goes out, after those added before.
     pub(crate) fn finishing(mut self, finish: Finish) -> Reply {
-        self.finish = Some(finish);
+        self.finish = Some(match self.finish.take() {
+            None => finish,
+            Some(first) => Box::new(move |result| finish(first(result))),
+        });
         self
     }
 

@@ -1,0 +1,321 @@
+//! ACP v2 (the draft) through the conductor: the test agent's v2 side (`--protocol 2`, or a
+//! dual `1,2`) behind zero or two proxies that speak both versions, and what each hop answers
+//! for what its version lacks.
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+fn v2_agent(protocols: &str) -> Vec<String> {
+    vec![agent(), "--protocol".to_owned(), protocols.to_owned()]
+}
+
+/// `conductor agent` with `proxies` before `agent`; the agent's arguments in one word.
+fn chain(proxies: &[String], agent: &[String]) -> Vec<String> {
+    let mut args = vec!["agent".to_owned()];
+    args.extend(proxies.iter().cloned());
+    args.push(
+        agent
+            .iter()
+            .map(|w| quoted(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    args
+}
+
+fn v2_initialize(version: u16) -> Value {
+    json!({"protocolVersion": version, "info": {"name": "v2-editor", "version": "1.0.0"}})
+}
+
+/// Replaces every UUID by `<id N>`, N in order of first appearance: the message ids a turn
+/// makes are random, the rest of a line is not.
+fn without_uuids(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let is_uuid = |s: &[u8]| {
+        s.len() == 36
+            && s.iter().enumerate().all(|(i, b)| match i {
+                8 | 13 | 18 | 23 => *b == b'-',
+                _ => b.is_ascii_hexdigit(),
+            })
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if i + 36 <= bytes.len() && is_uuid(&bytes[i..i + 36]) {
+            let uuid = line[i..i + 36].to_owned();
+            let n = seen.iter().position(|u| *u == uuid).unwrap_or_else(|| {
+                seen.push(uuid);
+                seen.len() - 1
+            });
+            out.push_str(&format!("<id {n}>"));
+            i += 36;
+        } else {
+            out.push(bytes[i] as char);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// What a v2 turn showed the editor: its updates as they were written (UUIDs numbered), the
+/// permission requests' params, and whether the acknowledgement came before the idle update.
+struct V2Turn {
+    ack: Value,
+    updates: Vec<String>,
+    permissions: Vec<Value>,
+    ack_before_idle: bool,
+}
+
+impl V2Turn {
+    fn kinds(&self) -> Vec<String> {
+        self.updates
+            .iter()
+            .map(|line| {
+                let v: Value = serde_json::from_str(line).unwrap();
+                let update = &v["params"]["update"];
+                match update["sessionUpdate"].as_str().unwrap() {
+                    "state_update" => match update["stopReason"].as_str() {
+                        Some(reason) => format!("{} {reason}", update["state"].as_str().unwrap()),
+                        None => update["state"].as_str().unwrap().to_owned(),
+                    },
+                    "agent_message_chunk" => {
+                        format!("chunk {}", update["content"]["text"].as_str().unwrap())
+                    }
+                    other => other.to_owned(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Sends a v2 prompt and reads until the turn's idle update (and the acknowledgement).
+/// With `cancel_on`, sends `session/cancel` once a chunk with that text arrives.
+async fn v2_turn(
+    editor: &mut Editor,
+    session: &str,
+    text: &str,
+    cancel_on: Option<&str>,
+) -> V2Turn {
+    let id = editor.send_prompt(session, text).await;
+    let (mut ack, mut updates, mut permissions, mut idle) = (None, Vec::new(), Vec::new(), false);
+    let mut ack_before_idle = false;
+    while ack.is_none() || !idle {
+        let line = editor
+            .next_line()
+            .await
+            .expect("the conductor's output ended");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message.get("method").is_none() {
+            assert_eq!(message["id"], id, "{line}");
+            ack_before_idle = !idle;
+            ack = Some(message);
+            continue;
+        }
+        if message["method"] == "session/update" {
+            let update = &message["params"]["update"];
+            idle |= update["sessionUpdate"] == "state_update" && update["state"] == "idle";
+            if cancel_on.is_some() && update["content"]["text"].as_str() == cancel_on {
+                editor
+                    .notify("session/cancel", json!({"sessionId": session}))
+                    .await;
+            }
+            updates.push(without_uuids(&line));
+            continue;
+        }
+        if message["method"] == "session/request_permission" {
+            permissions.push(message["params"].clone());
+        }
+        editor.handle(message).await;
+    }
+    V2Turn {
+        ack: ack.unwrap(),
+        updates,
+        permissions,
+        ack_before_idle,
+    }
+}
+
+/// Initializes for v2 (answered 2, with the agent's `info`), opens a session, runs `full`.
+async fn full_turn(args: &[String]) -> (V2Turn, V2Turn) {
+    let mut editor = Editor::start(conductor(), args);
+    let init = editor.request("initialize", v2_initialize(2)).await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    assert_eq!(init["result"]["info"]["name"], "sacp-examples", "{init}");
+    let session = editor.new_session().await;
+    let full = v2_turn(&mut editor, &session, "full", None).await;
+    let cancelled = v2_turn(&mut editor, &session, "wait", Some("waiting")).await;
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+    (full, cancelled)
+}
+
+#[tokio::test]
+async fn a_v2_turn_through_two_proxies_is_the_direct_turn_byte_for_byte() {
+    let agent = v2_agent("2");
+    let (direct, direct_cancel) = full_turn(&chain(&[], &agent)).await;
+    let (proxied, proxied_cancel) =
+        full_turn(&chain(&[passthrough(), passthrough()], &agent)).await;
+
+    // The whole v2 turn, in order: the acknowledgement before idle, the user message,
+    // running, chunks, the plan, the tool call with its permission and content, idle last.
+    assert_eq!(
+        direct.kinds(),
+        [
+            "user_message",
+            "running",
+            "chunk looking",
+            "plan_update",
+            "tool_call_update",
+            "tool_call_update",
+            "tool_call_content_chunk",
+            "tool_call_update",
+            "chunk chose allow",
+            "idle end_turn",
+        ],
+        "{:#?}",
+        direct.updates
+    );
+    for turn in [&direct, &proxied, &direct_cancel, &proxied_cancel] {
+        assert!(turn.ack_before_idle, "{:?}", turn.ack);
+        assert!(turn.ack["result"]["messageId"].is_string(), "{}", turn.ack);
+    }
+    // The permission arrived with its title and subject.
+    assert_eq!(direct.permissions.len(), 1);
+    assert_eq!(direct.permissions[0]["title"], "Edit src/main.rs?");
+    assert_eq!(
+        direct.permissions[0]["subject"],
+        json!({"type": "tool_call", "toolCall": {"toolCallId": "call-1"}})
+    );
+    // Two proxies change nothing: every update as the agent wrote it, in its order.
+    assert_eq!(proxied.updates, direct.updates);
+    assert_eq!(proxied.permissions, direct.permissions);
+    // A cancel ends the turn idle `cancelled`.
+    assert_eq!(
+        direct_cancel.kinds(),
+        ["user_message", "running", "chunk waiting", "idle cancelled"]
+    );
+    assert_eq!(proxied_cancel.updates, direct_cancel.updates);
+}
+
+#[tokio::test]
+async fn a_v1_proxy_brings_a_v2_editor_to_v1_or_to_32022() {
+    // In front of a dual agent: the agent's v1 side is chosen, and the editor told 1.
+    let mut editor = Editor::start(
+        conductor(),
+        &chain(&[example("prefix-proxy")], &v2_agent("1,2")),
+    );
+    let init = editor.request("initialize", v2_initialize(2)).await;
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    let session = editor.new_session().await;
+    let answer = editor.prompt(&session, "hello").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+
+    // In front of a v2-only agent: the agent's `-32022` reaches the editor, and the editor's
+    // next `initialize` is still answered.
+    let mut editor = Editor::start(
+        conductor(),
+        &chain(&[example("prefix-proxy")], &v2_agent("2")),
+    );
+    for _ in 0..2 {
+        let init = editor.request("initialize", v2_initialize(2)).await;
+        assert_eq!(init["error"]["code"], -32022, "{init}");
+        assert_eq!(
+            init["error"]["data"],
+            json!({"requested": 1, "supported": [2]})
+        );
+    }
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+}
+
+#[tokio::test]
+async fn a_v2_hop_answers_what_its_version_lacks_and_goes_on() {
+    // Through two proxies: each hop is v2, and the first refuses `session/load`.
+    let mut editor = Editor::start(
+        conductor(),
+        &chain(&[passthrough(), passthrough()], &v2_agent("2")),
+    );
+    let init = editor.request("initialize", v2_initialize(2)).await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let session = editor.new_session().await;
+    let load = editor
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(load["error"]["code"], -32601, "{load}");
+    let turn = v2_turn(&mut editor, &session, "stream 2", None).await;
+    assert_eq!(
+        turn.kinds(),
+        [
+            "user_message",
+            "running",
+            "chunk chunk 1",
+            "chunk chunk 2",
+            "idle end_turn"
+        ]
+    );
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+}
+
+#[tokio::test]
+async fn a_v2_agent_answers_versions_and_requests_as_the_draft_says() {
+    let mut editor = Editor::start(&agent(), &["--protocol".to_owned(), "2".to_owned()]);
+    // Asked for 3: the highest it speaks at or below, 2.
+    let three = editor.request("initialize", v2_initialize(3)).await;
+    assert_eq!(three["result"]["protocolVersion"], 2, "{three}");
+    // Asked for 0 or 1: nothing it speaks fits.
+    for version in [0, 1] {
+        let low = editor
+            .request("initialize", json!({"protocolVersion": version}))
+            .await;
+        assert_eq!(low["error"]["code"], -32022, "{low}");
+        assert_eq!(
+            low["error"]["data"],
+            json!({"requested": version, "supported": [2]})
+        );
+    }
+    // v2 without `info`: not a v2 `initialize`.
+    let bare = editor
+        .request("initialize", json!({"protocolVersion": 2}))
+        .await;
+    assert_eq!(bare["error"]["code"], -32602, "{bare}");
+    let init = editor.request("initialize", v2_initialize(2)).await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    // v1's methods are not v2's: `-32601`, and the connection goes on.
+    for (method, params) in [
+        (
+            "fs/read_text_file",
+            json!({"sessionId": "s", "path": "/etc/hostname"}),
+        ),
+        (
+            "session/load",
+            json!({"sessionId": "s", "cwd": "/tmp", "mcpServers": []}),
+        ),
+    ] {
+        let answer = editor.request(method, params).await;
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    }
+    // `id: null` is not a v2 request.
+    editor
+        .send_line(r#"{"jsonrpc":"2.0","id":null,"method":"session/new","params":{"cwd":"/tmp"}}"#)
+        .await;
+    let refused = editor.next_message().await.unwrap();
+    assert_eq!(refused["id"], Value::Null, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let session = editor.new_session().await;
+    assert_eq!(session, "session-1");
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+}

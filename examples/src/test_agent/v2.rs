@@ -1,0 +1,132 @@
+//! The test agent's ACP v2 side (`test-agent --protocol 2`, or `--protocol 1,2` for both).
+//!
+//! Sessions are named as on the v1 side. A prompt is acknowledged at once with the id of the
+//! user message it inserted; the turn then runs in updates (see [`sacp::agent::Cx::run_turn`]):
+//! the user message, `running`, what the keyword does, and idle with the stop reason.
+//!
+//! | prompt | what the turn does |
+//! |---|---|
+//! | `stream N` | streams `N` agent message chunks `chunk 1` … `chunk N` |
+//! | `full` | every kind of update a turn has: a chunk, a plan update, a tool call update (pending), a permission request for it with title and subject, the tool call in progress with a content chunk, completed, then a chunk saying what was chosen |
+//! | `wait` | streams `waiting`, then waits for `session/cancel` (ends `cancelled`) |
+//! | `fail` | ends with stop reason `error` |
+//! | anything else | echoes every text block as a chunk |
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sacp::acp::v2::{
+    self, ContentBlock, IdleStateUpdateKind, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, RequestPermissionRequest, SessionUpdate,
+};
+use sacp::agent::{Cx, V2Turn};
+
+/// The test agent as an ACP v2 agent.
+#[derive(Debug, Default)]
+pub struct TestAgentV2 {
+    sessions: AtomicU64,
+}
+
+#[sacp::agent(protocol = 2)]
+impl TestAgentV2 {
+    #[on_request]
+    async fn new_session(
+        &self,
+        _req: NewSessionRequest,
+        _cx: &Cx,
+    ) -> sacp::Result<NewSessionResponse> {
+        let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        Ok(NewSessionResponse::new(format!("session-{n}")))
+    }
+
+    #[on_request]
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+        let texts: Vec<String> = req
+            .prompt
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text(text) => Some(text.text.clone()),
+                _ => None,
+            })
+            .collect();
+        cx.run_turn(req, move |turn| async move {
+            let first = texts.first().cloned().unwrap_or_default();
+            let words: Vec<&str> = first.split_whitespace().collect();
+            match words.as_slice() {
+                ["stream", count] => {
+                    let count: u64 = count.parse().map_err(|_| bad_prompt("stream N"))?;
+                    for i in 1..=count {
+                        turn.say(format!("chunk {i}")).await?;
+                    }
+                }
+                ["full"] => return full(&turn).await,
+                ["wait"] => {
+                    turn.say("waiting").await?;
+                    turn.cancelled().await;
+                    eprintln!("test-agent: the v2 turn was cancelled");
+                }
+                ["fail"] => return Err(sacp::Error::internal_error("asked to fail")),
+                _ => {
+                    for text in texts {
+                        turn.say(text).await?;
+                    }
+                }
+            }
+            Ok(IdleStateUpdateKind::EndTurn)
+        })
+    }
+}
+
+/// The `full` turn: every kind of update, and a permission asked with its title and subject.
+async fn full(turn: &V2Turn) -> sacp::Result<IdleStateUpdateKind> {
+    let update = |json: serde_json::Value| -> sacp::Result<SessionUpdate> {
+        Ok(serde_json::from_value(json)?)
+    };
+    turn.say("looking").await?;
+    turn.send(update(serde_json::json!({
+        "sessionUpdate": "plan_update",
+        "plan": {"type": "items", "planId": "plan-1", "entries": [
+            {"content": "read the file", "priority": "high", "status": "in_progress"},
+            {"content": "edit it", "priority": "medium", "status": "pending"},
+        ]},
+    }))?)
+    .await?;
+    turn.send(update(serde_json::json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": "call-1",
+        "title": "Edit src/main.rs", "kind": "edit", "status": "pending",
+    }))?)
+    .await?;
+    let ask: RequestPermissionRequest = serde_json::from_value(serde_json::json!({
+        "sessionId": turn.session_id(),
+        "title": "Edit src/main.rs?",
+        "subject": {"type": "tool_call", "toolCall": {"toolCallId": "call-1"}},
+        "options": [
+            {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ],
+    }))?;
+    let answer = turn.cx().client().request(ask).await?;
+    let chosen = match answer.outcome {
+        v2::RequestPermissionOutcome::Selected(selected) => selected.option_id.0,
+        v2::RequestPermissionOutcome::Cancelled(_) => "cancelled".to_owned(),
+        v2::RequestPermissionOutcome::Other(other) => serde_json::to_string(&other)?,
+    };
+    turn.send(update(serde_json::json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "in_progress",
+    }))?)
+    .await?;
+    turn.send(update(serde_json::json!({
+        "sessionUpdate": "tool_call_content_chunk", "toolCallId": "call-1",
+        "content": {"type": "content", "content": {"type": "text", "text": "edited"}},
+    }))?)
+    .await?;
+    turn.send(update(serde_json::json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed",
+    }))?)
+    .await?;
+    turn.say(format!("chose {chosen}")).await?;
+    Ok(IdleStateUpdateKind::EndTurn)
+}
+
+fn bad_prompt(expected: &str) -> sacp::Error {
+    sacp::Error::invalid_params(format!("expected `{expected}`"))
+}

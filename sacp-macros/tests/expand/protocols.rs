@@ -1,0 +1,4 @@
+struct Both;
+
+#[sacp::proxy(protocol = [1, 2])]
+impl Both {}
