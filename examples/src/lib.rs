@@ -11,10 +11,14 @@
 //! - [`logger`]: a proxy that writes a JSON line per message it sees to a file
 //!   (`logging-proxy`), written against the `Proxy` trait without the macro.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
-//! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`.
+//! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`
+//!   (speaking ACP v1 and v2: it reads nothing it forwards).
+//! - `v2-observer-proxy`: a typed ACP v2 proxy that reads every prompt and update and sends
+//!   each on as it came.
 //! - [`test_agent`]: a deterministic agent written with `#[sacp::agent]`, driven by keywords in
 //!   its prompts (`test-agent`); an MCP client too (rmcp for stdio and HTTP servers, MCP over
-//!   ACP with `--mcp-acp`), it calls the tools of the servers it is given.
+//!   ACP with `--mcp-acp`), it calls the tools of the servers it is given. `--protocol 2` runs
+//!   its ACP v2 side ([`test_agent::TestAgentV2`]), `--protocol 1,2` both.
 //! - [`toolbox`]: a proxy that gives the agent tools (`tool-proxy`).
 
 #![forbid(unsafe_code)]

@@ -13,3 +13,4 @@ mod processes;
 mod chain;
 mod foreign_conductor;
 mod peers;
+mod v2;

@@ -99,6 +99,18 @@ pub(crate) fn ts_editor() -> Option<String> {
     ts_peer("editor.mjs")
 }
 
+/// The ACP v2 agent on the official TypeScript SDK's `/experimental/v2` (`agent-v2.mjs`), as
+/// [`ts_agent`].
+pub(crate) fn ts_v2_agent() -> Option<String> {
+    ts_peer("agent-v2.mjs")
+}
+
+/// The ACP v2 editor on the official TypeScript SDK's `/experimental/v2` (`editor-v2.mjs`),
+/// as [`ts_agent`].
+pub(crate) fn ts_v2_editor() -> Option<String> {
+    ts_peer("editor-v2.mjs")
+}
+
 fn ts_peer(script: &str) -> Option<String> {
     static READY: Mutex<Option<Option<String>>> = Mutex::new(None);
     let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
@@ -136,6 +148,8 @@ fn install_ts_agent() -> Result<String, String> {
         "package-lock.json",
         "agent.mjs",
         "editor.mjs",
+        "agent-v2.mjs",
+        "editor-v2.mjs",
     ] {
         let text = std::fs::read(source.join(file)).map_err(|e| e.to_string())?;
         if std::fs::read(dir.join(file)).ok().as_ref() != Some(&text) {

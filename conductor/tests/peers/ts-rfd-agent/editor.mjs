@@ -3,7 +3,8 @@
 // the SDK's `McpOverAcpProvider` (stateless `mcp/message`, MCP 2026-07-28), declared
 // `{"type": "acp"}` in `session/new`. It runs the agent command line it is given (a conductor,
 // say), opens a session and sends the prompts given after `--`, printing each agent message
-// chunk on its own line of stdout. Its server `tsed` has two tools: `hello` and `steps` (three
+// chunk on its own line of stdout (or, when `initialize` fails, `initialize failed CODE
+// DATA`). Its server `tsed` has two tools: `hello` and `steps` (three
 // progress notifications, then an answer).
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -68,7 +69,12 @@ await client()
     }
   })
   .connectWith(stream, async (cx) => {
-    await cx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+    try {
+      await cx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+    } catch (e) {
+      console.log(JSON.stringify([`initialize failed ${e.code} ${JSON.stringify(e.data ?? null)}`]));
+      return;
+    }
     const server = provider.registerServer(cx, { name: "tsed", handler: serve });
     const { sessionId } = await cx.request(methods.agent.session.new, {
       cwd: "/tmp",

@@ -1,0 +1,43 @@
+//! A typed ACP v2 proxy that only observes: it reads every prompt and every session update as
+//! `sacp::acp::v2` types, counts them, and sends each on as it came (typed is lossless). At
+//! each idle update it says on stderr how many prompts and updates it has seen. Run it in a v2
+//! chain: `conductor agent v2-observer-proxy "test-agent --protocol 2"`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sacp::acp::v2::{
+    PromptRequest, PromptResponse, SessionUpdate, StateUpdate, UpdateSessionNotification,
+};
+use sacp::proxy::Cx;
+
+/// Counts prompts and updates.
+#[derive(Default)]
+struct Observer {
+    prompts: AtomicU64,
+    updates: AtomicU64,
+}
+
+#[sacp::proxy(protocol = 2)]
+impl Observer {
+    #[on_request]
+    async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+        self.prompts.fetch_add(1, Ordering::Relaxed);
+        cx.successor().request(req).await
+    }
+
+    #[on_notification(from = agent)]
+    async fn update(&self, n: UpdateSessionNotification, cx: &Cx) -> sacp::Result<()> {
+        let updates = self.updates.fetch_add(1, Ordering::Relaxed) + 1;
+        if let SessionUpdate::StateUpdate(StateUpdate::Idle(_)) = &n.update {
+            let prompts = self.prompts.load(Ordering::Relaxed);
+            eprintln!("v2-observer-proxy: {prompts} prompts, {updates} updates");
+        }
+        cx.client().notify(n).await
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> sacp::Result<()> {
+    sacp_examples::init_logging();
+    sacp::proxy::serve_stdio(Observer::default()).await
+}
