@@ -319,3 +319,103 @@ async fn a_v2_agent_answers_versions_and_requests_as_the_draft_says() {
         .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
         .await;
 }
+
+/// Reads until every session of `sessions` has gone idle, its prompt (of id `acks[i]`)
+/// acknowledged before; each session's updates in order.
+async fn until_idle(editor: &mut Editor, sessions: &[String], acks: &[Value]) -> Vec<Vec<Value>> {
+    let mut updates = vec![Vec::new(); sessions.len()];
+    let mut idle = vec![false; sessions.len()];
+    let mut acked = vec![false; sessions.len()];
+    while idle.contains(&false) {
+        let message = editor
+            .next_message()
+            .await
+            .expect("the conductor's output ended");
+        if message.get("method").is_none() {
+            let at = acks
+                .iter()
+                .position(|id| *id == message["id"])
+                .expect("an ack");
+            assert!(message["result"]["messageId"].is_string(), "{message}");
+            acked[at] = true;
+            continue;
+        }
+        if message["method"] != "session/update" {
+            editor.handle(message).await;
+            continue;
+        }
+        let at = sessions
+            .iter()
+            .position(|s| message["params"]["sessionId"] == s.as_str())
+            .expect("an update of a session of this test");
+        let update = message["params"]["update"].clone();
+        if update["sessionUpdate"] == "state_update" && update["state"] == "idle" {
+            assert!(
+                acked[at],
+                "session {at} went idle before its prompt was acknowledged"
+            );
+            idle[at] = true;
+        } else {
+            assert!(!idle[at], "an update after idle: {update}");
+        }
+        if update["sessionUpdate"] == "agent_message_chunk"
+            && update["content"]["text"] == "waiting"
+        {
+            editor
+                .notify("session/cancel", json!({"sessionId": sessions[at]}))
+                .await;
+        }
+        updates[at].push(update);
+    }
+    updates
+}
+
+#[tokio::test]
+async fn v2_turns_of_several_sessions_keep_their_order_through_three_proxies_and_end_idle() {
+    // Three proxies, one of them typed on v2: two sessions stream at once while a third
+    // waits and is cancelled.
+    let proxies = [passthrough(), example("v2-observer-proxy"), passthrough()];
+    let mut editor = Editor::start(conductor(), &chain(&proxies, &v2_agent("2")));
+    let init = editor.request("initialize", v2_initialize(2)).await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(editor.new_session().await);
+    }
+    const N: usize = 2000;
+    let acks = [
+        editor
+            .send_prompt(&sessions[0], &format!("stream {N}"))
+            .await,
+        editor
+            .send_prompt(&sessions[1], &format!("stream {N}"))
+            .await,
+        editor.send_prompt(&sessions[2], "wait").await,
+    ];
+    let updates = until_idle(&mut editor, &sessions, &acks).await;
+    for (session, updates) in updates.iter().enumerate().take(2) {
+        let texts: Vec<String> = updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
+            .collect();
+        let expected: Vec<String> = (1..=N).map(|i| format!("chunk {i}")).collect();
+        assert!(
+            texts == expected,
+            "session {session}: the chunks came out of order"
+        );
+        assert_eq!(updates[0]["sessionUpdate"], "user_message");
+        assert_eq!(updates[1]["state"], "running");
+        assert_eq!(updates.last().unwrap()["stopReason"], "end_turn");
+        assert_eq!(updates.len(), N + 3);
+    }
+    let cancelled: Vec<&Value> = updates[2].iter().collect();
+    assert_eq!(
+        cancelled.last().unwrap()["stopReason"],
+        "cancelled",
+        "{cancelled:?}"
+    );
+    editor
+        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+        .await;
+}
