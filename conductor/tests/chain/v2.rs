@@ -418,4 +418,10 @@ async fn v2_turns_of_several_sessions_keep_their_order_through_three_proxies_and
     editor
         .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
         .await;
+    // The typed proxy's prompt handlers waited for their turns' ends (`cx.idle`).
+    let stderr = editor.stderr();
+    for (session, stop) in sessions.iter().zip(["end_turn", "end_turn", "cancelled"]) {
+        let line = format!("v2-observer-proxy: the turn of {session} ended \"{stop}\"");
+        assert!(stderr.contains(&line), "{line}\n{stderr}");
+    }
 }

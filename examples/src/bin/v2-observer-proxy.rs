@@ -1,7 +1,8 @@
 //! A typed ACP v2 proxy that only observes: it reads every prompt and every session update as
 //! `sacp::acp::v2` types, counts them, and sends each on as it came (typed is lossless). At
-//! each idle update it says on stderr how many prompts and updates it has seen. Run it in a v2
-//! chain: `conductor agent v2-observer-proxy "test-agent --protocol 2"`.
+//! each idle update it says on stderr how many prompts and updates it has seen, and each
+//! prompt's handler, waiting for its turn's end with `cx.idle`, says how the turn ended. Run
+//! it in a v2 chain: `conductor agent v2-observer-proxy "test-agent --protocol 2"`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,7 +23,20 @@ impl Observer {
     #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         self.prompts.fetch_add(1, Ordering::Relaxed);
-        cx.successor().request(req).await
+        // Waiting from before the prompt goes on: its idle update cannot be missed.
+        let idle = cx.idle(&req.session_id);
+        let session = req.session_id.clone();
+        let ack = cx.successor().request(req).await?;
+        cx.spawn(async move {
+            if let Ok(idle) = idle.await {
+                let stop = serde_json::to_value(&idle).unwrap_or_default();
+                eprintln!(
+                    "v2-observer-proxy: the turn of {session} ended {}",
+                    stop["stopReason"]
+                );
+            }
+        });
+        Ok(ack)
     }
 
     #[on_notification(from = agent)]

@@ -16,6 +16,9 @@ pub struct Cx {
     neighbours: Neighbours,
     mcp: Arc<Registry>,
     chosen: Arc<crate::protocol::version::Chosen>,
+    /// Read by [`Cx::idle`] (ACP v2).
+    #[cfg_attr(not(feature = "unstable_protocol_v2"), allow(dead_code))]
+    idles: Arc<super::idle::Idles>,
 }
 
 impl Cx {
@@ -24,11 +27,54 @@ impl Cx {
         mcp: Arc<Registry>,
         dialect: Arc<crate::protocol::dialect::ConductorDialect>,
         chosen: Arc<crate::protocol::version::Chosen>,
+        idles: Arc<super::idle::Idles>,
     ) -> Cx {
         Cx {
             neighbours: Neighbours::new(conn, dialect),
             mcp,
             chosen,
+            idles,
+        }
+    }
+
+    /// Completes with the next idle `state_update` of `session` from the agent: in ACP v2 a
+    /// prompt is answered at once, and its turn ends there. It waits from the call on, so call
+    /// it before passing the prompt on:
+    ///
+    /// ```no_run
+    /// use sacp::acp::v2::{PromptRequest, PromptResponse};
+    /// use sacp::proxy::Cx;
+    ///
+    /// struct Timer;
+    ///
+    /// #[sacp::proxy(protocol = 2)]
+    /// impl Timer {
+    ///     #[on_request]
+    ///     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+    ///         let idle = cx.idle(&req.session_id);
+    ///         let started = std::time::Instant::now();
+    ///         let ack = cx.successor().request(req).await?;
+    ///         cx.spawn(async move {
+    ///             if let Ok(idle) = idle.await {
+    ///                 eprintln!("turn over after {:?}: {:?}", started.elapsed(), idle.kind);
+    ///             }
+    ///         });
+    ///         Ok(ack)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// It fails when the connection ends first.
+    #[cfg(feature = "unstable_protocol_v2")]
+    pub fn idle(
+        &self,
+        session: &crate::acp::v2::SessionId,
+    ) -> impl Future<Output = crate::Result<crate::acp::v2::IdleStateUpdate>> + Send + 'static {
+        let idle = self.idles.wait(&session.0);
+        async move {
+            idle.await.map_err(|_| {
+                crate::Error::internal_error("the connection ended before the session went idle")
+            })
         }
     }
 

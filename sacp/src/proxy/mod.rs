@@ -69,6 +69,7 @@
 //! notifications are never answered.
 
 mod cx;
+mod idle;
 pub(crate) mod mcp;
 mod runtime;
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use tokio_util::either::Either;
 
+use super::idle::Idles;
 use super::mcp::registry::Registry;
 use super::{Cx, Proxy};
 use crate::acp::Side;
@@ -50,6 +51,8 @@ pub(crate) struct ProxyHandler<P: Proxy> {
     dialect: Arc<ConductorDialect>,
     /// The ACP version of the connection: the successor's answer to `initialize`.
     chosen: Arc<Chosen>,
+    /// Handlers waiting for a session to go idle ([`Cx::idle`]).
+    idles: Arc<Idles>,
 }
 
 impl<P: Proxy> ProxyHandler<P> {
@@ -62,6 +65,7 @@ impl<P: Proxy> ProxyHandler<P> {
             mcp,
             dialect,
             chosen: Arc::default(),
+            idles: Arc::default(),
         }
     }
 
@@ -71,6 +75,7 @@ impl<P: Proxy> ProxyHandler<P> {
             self.mcp.clone(),
             self.dialect.clone(),
             self.chosen.clone(),
+            self.idles.clone(),
         )
     }
 
@@ -201,7 +206,11 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
                     self.mcp.notify(&method, params.as_ref());
                     return Work::done(Side::Agent);
                 }
-                Ok((method, params)) => Incoming::notification(Side::Agent, method, params),
+                Ok((method, params)) => {
+                    // Seen as it arrives, before any handler: a turn's end wakes its waiters.
+                    self.idles.observe(&method, params.as_ref());
+                    Incoming::notification(Side::Agent, method, params)
+                }
                 Err(e) => {
                     // Notifications are never answered, not even with an error.
                     tracing::warn!(error = %e, "dropped a malformed successor notification");
