@@ -4,10 +4,12 @@
 //! When the agent's `initialize` result lacks `_meta.mcp_acp_transport`, each `acp:` entry of
 //! a `session/new`, `session/load` or `session/resume` on its way to the agent becomes
 //! - with [`BridgeMode::Http`], or [`BridgeMode::Auto`] and an agent that declared
-//!   `mcpCapabilities.http`: an `http` entry for the conductor's streamable-HTTP endpoint on
-//!   127.0.0.1 (`http.rs`), with a bearer secret in its headers;
-//! - otherwise: a stdio entry that runs `conductor mcp PORT` with a secret in its environment,
-//!   PORT being a loopback listener of the entry's own (`stdio.rs`; the process is `relay.rs`).
+//!   `mcpCapabilities.http` (v2: `capabilities.session.mcp.http`): an `http` entry for the
+//!   conductor's streamable-HTTP endpoint on 127.0.0.1 (`http.rs`), with a bearer secret in its
+//!   headers;
+//! - otherwise: a stdio entry that runs `conductor mcp PORT` (the absolute path) with a secret in
+//!   its environment, PORT being a loopback listener of the entry's own (`stdio.rs`; the process
+//!   is `relay.rs`); for a v2 agent tagged `"type": "stdio"`, as v2 requires.
 //!
 //! Either way each MCP connection the agent's client opens becomes one MCP connection over
 //! ACP, opened by the bridges as if they were the agent (`hub.rs`; the router sends the owner's
@@ -168,7 +170,7 @@ impl Bridges {
             };
             let entry = Entry::new(acp.name.clone(), acp.url, known.clone());
             match self.bridge(&entry, agent) {
-                Ok(rewritten) => match serde_json::to_value(rewritten) {
+                Ok(rewritten) => match entry_for(rewritten, agent) {
                     Ok(rewritten) => {
                         *server = rewritten;
                         entries.push(entry);
@@ -254,6 +256,13 @@ impl Bridges {
             BridgeMode::Stdio => false,
             BridgeMode::Http => true,
         };
+        if agent.v2 && !agent.stdio && !agent.http {
+            tracing::warn!(
+                server = %entry.name,
+                "the ACP v2 agent declared no MCP transport (`capabilities.session.mcp`); \
+                 bridging over stdio anyway"
+            );
+        }
         if http {
             let server = match &mut self.http {
                 Some(server) => server,
@@ -286,6 +295,8 @@ impl Bridges {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         tokio::spawn(stdio::serve(listener, entry.clone(), self.hub.clone()));
         tracing::debug!(server = %entry.name, port, "bridging over stdio");
+        // v2 requires an absolute command; v1 agents run it as it is given.
+        let program = std::path::absolute(program)?;
         Ok(McpServer::Stdio(McpServerStdio {
             args: vec![relay::SUBCOMMAND.to_owned(), port.to_string()],
             command: program.to_string_lossy().into_owned(),
@@ -298,6 +309,20 @@ impl Bridges {
             name: entry.name.clone(),
         }))
     }
+}
+
+/// A bridged entry as the agent's ACP version writes it: v2 tags a stdio entry
+/// `"type": "stdio"` (v1's has no `type`).
+fn entry_for(server: McpServer, agent: AgentMcp) -> serde_json::Result<Value> {
+    let stdio = matches!(server, McpServer::Stdio(_));
+    let mut value = serde_json::to_value(server)?;
+    if agent.v2
+        && stdio
+        && let Value::Object(entry) = &mut value
+    {
+        entry.insert("type".to_owned(), Value::from("stdio"));
+    }
+    Ok(value)
 }
 
 /// The `sessionId` of params or a result.

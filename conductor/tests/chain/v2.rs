@@ -142,7 +142,7 @@ async fn full_turn(args: &[String]) -> (V2Turn, V2Turn) {
     let mut editor = Editor::start(conductor(), args);
     let init = editor.request("initialize", v2_initialize(2)).await;
     assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
-    assert_eq!(init["result"]["info"]["name"], "sacp-examples", "{init}");
+    assert_eq!(init["result"]["info"]["name"], "test-agent", "{init}");
     let session = editor.new_session().await;
     let full = v2_turn(&mut editor, &session, "full", None).await;
     let cancelled = v2_turn(&mut editor, &session, "wait", Some("waiting")).await;
@@ -423,5 +423,63 @@ async fn v2_turns_of_several_sessions_keep_their_order_through_three_proxies_and
     for (session, stop) in sessions.iter().zip(["end_turn", "end_turn", "cancelled"]) {
         let line = format!("v2-observer-proxy: the turn of {session} ended \"{stop}\"");
         assert!(stderr.contains(&line), "{line}\n{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn a_v2_agent_gets_a_v2_entry_for_a_proxys_tools_over_the_transport_it_declared() {
+    // The v2 test agent declares `session.mcp.stdio` alone, or `session.mcp.http` alone
+    // (`--mcp-http`); the typed v2 proxy in front of it has a `#[tool]` server.
+    for (flags, transport) in [("2", "stdio"), ("2 --mcp-http", "http")] {
+        let mut agent_words = v2_agent("2");
+        agent_words.extend(flags.split(' ').skip(1).map(str::to_owned));
+        let mut editor = Editor::start(
+            conductor(),
+            &chain(&[example("v2-observer-proxy")], &agent_words),
+        );
+        let init = editor.request("initialize", v2_initialize(2)).await;
+        assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+        let session = editor.new_session().await;
+        let chunks = |turn: &V2Turn| -> Vec<String> {
+            turn.updates
+                .iter()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|v| v["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+                .map(|v| {
+                    v["params"]["update"]["content"]["text"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect()
+        };
+        let setup = v2_turn(&mut editor, &session, "setup", None).await;
+        let entries: Value = serde_json::from_str(&chunks(&setup)[0]).unwrap();
+        let entry = &entries[0];
+        assert_eq!(entry["type"], transport, "{entries}");
+        assert_eq!(entry["name"], "observer");
+        // A valid v2 entry: it reads as v2's `McpServer` of that transport.
+        let typed: sacp::schema::acp::v2::McpServer =
+            serde_json::from_value(entry.clone()).unwrap();
+        match (transport, typed) {
+            ("stdio", sacp::schema::acp::v2::McpServer::Stdio(stdio)) => {
+                assert!(
+                    std::path::Path::new(&stdio.command.0).is_absolute(),
+                    "{entry}"
+                );
+            }
+            ("http", sacp::schema::acp::v2::McpServer::Http(http)) => {
+                assert!(http.url.starts_with("http://127.0.0.1:"), "{entry}");
+            }
+            (_, other) => panic!("not a {transport} entry: {other:?}"),
+        }
+        let tools = v2_turn(&mut editor, &session, "tools", None).await;
+        assert_eq!(
+            chunks(&tools),
+            [format!("observer: prompts (over {transport})")]
+        );
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
     }
 }

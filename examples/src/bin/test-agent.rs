@@ -5,7 +5,7 @@
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
 //! - `--mcp-acp`, `--mcp-rfd`, `--mcp-http`: how its v1 side takes MCP servers (see the
-//!   module docs);
+//!   module docs); `--mcp-http` makes the v2 side declare HTTP only (else stdio only);
 //! - `--ignore-eof`: keeps running after its stdin ends, as the agents people run do (they end
 //!   on a signal);
 //! - `--on-sigterm FILE`: on `SIGTERM`, writes `saved` to `FILE` (its session, as a real agent
@@ -24,6 +24,8 @@ struct Args {
     agent: Option<TestAgent>,
     /// The ACP versions to speak (`--protocol`); v1 when not given.
     protocols: Option<Vec<u16>>,
+    /// `--mcp-http`, for the v2 side too.
+    mcp_http: bool,
     ignore_eof: bool,
     on_sigterm: Option<PathBuf>,
     ignore_sigterm: bool,
@@ -41,7 +43,8 @@ fn args() -> Result<Args, String> {
                 args.agent = Some(TestAgent::speaking_rfd_mcp_over_acp())
             }
             "--mcp-http" if args.agent.is_none() => {
-                args.agent = Some(TestAgent::with_mcp_over_http())
+                args.agent = Some(TestAgent::with_mcp_over_http());
+                args.mcp_http = true;
             }
             "--protocol" => {
                 let list = words.next().ok_or("--protocol needs 1, 2 or 1,2")?;
@@ -86,13 +89,15 @@ async fn main() -> sacp::Result<()> {
         None
     };
     let v1 = args.agent.take().unwrap_or_default();
+    let v2 = if args.mcp_http {
+        TestAgentV2::with_mcp_over_http()
+    } else {
+        TestAgentV2::default()
+    };
     let serving: std::pin::Pin<Box<dyn Future<Output = sacp::Result<()>>>> =
         match args.protocols.as_deref() {
-            Some([2]) => Box::pin(sacp::agent::serve_stdio(TestAgentV2::default())),
-            Some([1, 2]) => Box::pin(sacp::agent::serve_stdio(Dual::new(
-                v1,
-                TestAgentV2::default(),
-            ))),
+            Some([2]) => Box::pin(sacp::agent::serve_stdio(v2)),
+            Some([1, 2]) => Box::pin(sacp::agent::serve_stdio(Dual::new(v1, v2))),
             _ => Box::pin(sacp::agent::serve_stdio(v1)),
         };
     let served = tokio::select! {

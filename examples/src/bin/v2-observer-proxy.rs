@@ -2,13 +2,15 @@
 //! `sacp::acp::v2` types, counts them, and sends each on as it came (typed is lossless). At
 //! each idle update it says on stderr how many prompts and updates it has seen, and each
 //! prompt's handler, waiting for its turn's end with `cx.idle`, says how the turn ended. Run
-//! it in a v2 chain: `conductor agent v2-observer-proxy "test-agent --protocol 2"`.
+//! it in a v2 chain: `conductor agent v2-observer-proxy "test-agent --protocol 2"`. It gives
+//! the agent one tool, `prompts` (server `observer`): how many prompts went through.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sacp::acp::v2::{
     PromptRequest, PromptResponse, SessionUpdate, StateUpdate, UpdateSessionNotification,
 };
+use sacp::mcp::ToolCx;
 use sacp::proxy::Cx;
 
 /// Counts prompts and updates.
@@ -18,8 +20,14 @@ struct Observer {
     updates: AtomicU64,
 }
 
-#[sacp::proxy(protocol = 2)]
+#[sacp::proxy(protocol = 2, mcp_name = "observer")]
 impl Observer {
+    /// How many prompts went through.
+    #[tool]
+    async fn prompts(&self, _cx: &ToolCx) -> sacp::Result<String> {
+        Ok(self.prompts.load(Ordering::Relaxed).to_string())
+    }
+
     #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         self.prompts.fetch_add(1, Ordering::Relaxed);

@@ -10,32 +10,77 @@
 //! | `full` | every kind of update a turn has: a chunk, a plan update, a tool call update (pending), a permission request for it with title and subject, the tool call in progress with a content chunk, completed, then a chunk saying what was chosen |
 //! | `wait` | streams `waiting`, then waits for `session/cancel` (ends `cancelled`) |
 //! | `fail` | ends with stop reason `error` |
+//! | `tools` | lists the tools of each MCP server of the session: `NAME: tool, tool` |
+//! | `setup` | says the session's `mcpServers` as it got them (JSON) |
 //! | anything else | echoes every text block as a chunk |
+//!
+//! It is an MCP client as the v1 side is: it declares `capabilities.session.mcp.stdio`, or
+//! `.http` alone with `--mcp-http`, and connects to the servers of each session with rmcp.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::sync::Arc;
+
 use sacp::acp::v2::{
-    self, ContentBlock, IdleStateUpdateKind, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, RequestPermissionRequest, SessionUpdate,
+    self, ContentBlock, IdleStateUpdateKind, InitializeRequest, InitializeResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionRequest,
+    SessionUpdate,
 };
 use sacp::agent::{Cx, V2Turn};
+
+use super::mcp;
 
 /// The test agent as an ACP v2 agent.
 #[derive(Debug, Default)]
 pub struct TestAgentV2 {
     sessions: AtomicU64,
+    /// The MCP servers of each session.
+    mcp: Arc<mcp::Servers>,
+    /// Whether it declares `session.mcp.http` (and not `stdio`).
+    mcp_http: bool,
+    /// Each session's `mcpServers`, as JSON.
+    setups: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl TestAgentV2 {
+    /// The agent that runs HTTP MCP servers only (`test-agent --protocol 2 --mcp-http`).
+    pub fn with_mcp_over_http() -> Self {
+        TestAgentV2 {
+            mcp_http: true,
+            ..TestAgentV2::default()
+        }
+    }
 }
 
 #[sacp::agent(protocol = 2)]
 impl TestAgentV2 {
     #[on_request]
+    async fn initialize(
+        &self,
+        _req: InitializeRequest,
+        _cx: &Cx,
+    ) -> sacp::Result<InitializeResponse> {
+        let transport = if self.mcp_http { "http" } else { "stdio" };
+        let answer = serde_json::json!({
+            "protocolVersion": 2,
+            "info": {"name": "test-agent", "version": env!("CARGO_PKG_VERSION")},
+            "capabilities": {"session": {"mcp": {transport: {}}}},
+        });
+        Ok(serde_json::from_value(answer)?)
+    }
+
+    #[on_request]
     async fn new_session(
         &self,
-        _req: NewSessionRequest,
+        req: NewSessionRequest,
         _cx: &Cx,
     ) -> sacp::Result<NewSessionResponse> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-        Ok(NewSessionResponse::new(format!("session-{n}")))
+        let session = format!("session-{n}");
+        let servers = serde_json::to_string(&req.mcp_servers.clone().unwrap_or_default())?;
+        crate::lock::lock(&self.setups).insert(session.clone(), servers);
+        self.mcp.keep(&session, &v1_entries(&req)?).await;
+        Ok(NewSessionResponse::new(session))
     }
 
     #[on_request]
@@ -48,10 +93,22 @@ impl TestAgentV2 {
                 _ => None,
             })
             .collect();
+        let servers = self.mcp.clone();
+        let setup = crate::lock::lock(&self.setups)
+            .get(&req.session_id.0)
+            .cloned()
+            .unwrap_or_default();
         cx.run_turn(req, move |turn| async move {
             let first = texts.first().cloned().unwrap_or_default();
             let words: Vec<&str> = first.split_whitespace().collect();
             match words.as_slice() {
+                ["setup"] => turn.say(setup).await?,
+                ["tools"] => {
+                    let session = sacp::acp::SessionId(turn.session_id().0.clone());
+                    for line in servers.run(turn.cx(), &session, "tools").await {
+                        turn.say(line).await?;
+                    }
+                }
                 ["stream", count] => {
                     let count: u64 = count.parse().map_err(|_| bad_prompt("stream N"))?;
                     for i in 1..=count {
@@ -125,6 +182,20 @@ async fn full(turn: &V2Turn) -> sacp::Result<IdleStateUpdateKind> {
     .await?;
     turn.say(format!("chose {chosen}")).await?;
     Ok(IdleStateUpdateKind::EndTurn)
+}
+
+/// A session's MCP servers as v1 writes them (the v1 side's MCP client reads those): v2 tags
+/// a stdio entry `"type": "stdio"`, v1 does not.
+fn v1_entries(req: &NewSessionRequest) -> sacp::Result<Vec<sacp::acp::McpServer>> {
+    let mut entries = serde_json::to_value(req.mcp_servers.clone().unwrap_or_default())?;
+    for entry in entries.as_array_mut().into_iter().flatten() {
+        if let Some(entry) = entry.as_object_mut()
+            && entry.get("type").and_then(|t| t.as_str()) == Some("stdio")
+        {
+            entry.remove("type");
+        }
+    }
+    Ok(serde_json::from_value(entries)?)
 }
 
 fn bad_prompt(expected: &str) -> sacp::Error {

@@ -17,3 +17,5 @@ mod mcp;
 mod patience;
 #[cfg(feature = "rmcp")]
 mod rmcp;
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2;

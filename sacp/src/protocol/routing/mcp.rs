@@ -24,6 +24,11 @@ pub struct AgentMcp {
     /// `agentCapabilities.mcpCapabilities.acp: true`: it speaks ACP's RFD MCP over ACP
     /// (`{"type": "acp"}` entries, stateless `mcp/message`).
     pub rfd: bool,
+    /// It answered ACP v2 (`protocolVersion` 2 or more): its MCP entries are v2's (a stdio one
+    /// says `"type": "stdio"`), and `http` and `stdio` come from `capabilities.session.mcp`.
+    pub v2: bool,
+    /// v2's `capabilities.session.mcp.stdio`: it can run stdio MCP servers (every v1 agent can).
+    pub stdio: bool,
 }
 
 impl AgentMcp {
@@ -32,10 +37,16 @@ impl AgentMcp {
         #[derive(Deserialize, Default)]
         #[serde(rename_all = "camelCase")]
         struct Result {
+            #[serde(default)]
+            protocol_version: Option<serde_json::Value>,
             #[serde(rename = "_meta", default)]
             meta: Option<serde_json::Map<String, serde_json::Value>>,
+            /// v1's.
             #[serde(default)]
             agent_capabilities: Option<Capabilities>,
+            /// v2's.
+            #[serde(default)]
+            capabilities: Option<V2Capabilities>,
         }
         #[derive(Deserialize, Default)]
         #[serde(rename_all = "camelCase")]
@@ -50,18 +61,57 @@ impl AgentMcp {
             #[serde(default)]
             acp: Option<bool>,
         }
+        #[derive(Deserialize, Default)]
+        struct V2Capabilities {
+            #[serde(default)]
+            session: Option<V2Session>,
+        }
+        #[derive(Deserialize, Default)]
+        struct V2Session {
+            #[serde(default)]
+            mcp: Option<V2Mcp>,
+        }
+        /// v2 says a transport is supported by giving its object (`{}`); `null` is not.
+        #[derive(Deserialize, Default)]
+        struct V2Mcp {
+            #[serde(default)]
+            http: Option<serde_json::Map<String, serde_json::Value>>,
+            #[serde(default)]
+            stdio: Option<serde_json::Map<String, serde_json::Value>>,
+        }
         let parsed: Result = result.parse().unwrap_or_default();
+        let native = parsed
+            .meta
+            .and_then(|m| m.get(mcp::TRANSPORT_CAPABILITY).cloned())
+            == Some(serde_json::Value::Bool(true));
+        let v2 = parsed
+            .protocol_version
+            .and_then(|v| v.as_u64())
+            .is_some_and(|v| v >= 2);
+        if v2 {
+            let mcp = parsed
+                .capabilities
+                .and_then(|c| c.session)
+                .and_then(|s| s.mcp)
+                .unwrap_or_default();
+            return AgentMcp {
+                native,
+                http: mcp.http.is_some(),
+                rfd: false,
+                v2,
+                stdio: mcp.stdio.is_some(),
+            };
+        }
         let mcp = parsed
             .agent_capabilities
             .and_then(|c| c.mcp_capabilities)
             .unwrap_or_default();
         AgentMcp {
-            native: parsed
-                .meta
-                .and_then(|m| m.get(mcp::TRANSPORT_CAPABILITY).cloned())
-                == Some(serde_json::Value::Bool(true)),
+            native,
             http: mcp.http.unwrap_or(false),
             rfd: mcp.acp.unwrap_or(false),
+            v2,
+            stdio: true,
         }
     }
 }
@@ -400,6 +450,7 @@ mod tests {
             )),
             AgentMcp {
                 native: true,
+                stdio: true,
                 ..AgentMcp::default()
             }
         );
@@ -409,6 +460,7 @@ mod tests {
             )),
             AgentMcp {
                 http: true,
+                stdio: true,
                 ..AgentMcp::default()
             }
         );
@@ -418,9 +470,35 @@ mod tests {
             )),
             AgentMcp {
                 rfd: true,
+                stdio: true,
                 ..AgentMcp::default()
             }
         );
-        assert_eq!(AgentMcp::of(&raw("[]")), AgentMcp::default());
+        let v1 = AgentMcp {
+            stdio: true,
+            ..AgentMcp::default()
+        };
+        assert_eq!(AgentMcp::of(&raw("[]")), v1);
+        // v2: `capabilities.session.mcp`, a transport supported when its object is there.
+        assert_eq!(
+            AgentMcp::of(&raw(
+                r#"{"protocolVersion":2,"capabilities":{"session":{"mcp":{"http":{}}}}}"#
+            )),
+            AgentMcp {
+                http: true,
+                v2: true,
+                ..AgentMcp::default()
+            }
+        );
+        assert_eq!(
+            AgentMcp::of(&raw(
+                r#"{"protocolVersion":2,"capabilities":{"session":{"mcp":{"stdio":{},"http":null}}}}"#
+            )),
+            AgentMcp {
+                stdio: true,
+                v2: true,
+                ..AgentMcp::default()
+            }
+        );
     }
 }
