@@ -483,3 +483,48 @@ async fn a_v2_agent_gets_a_v2_entry_for_a_proxys_tools_over_the_transport_it_dec
             .await;
     }
 }
+
+#[tokio::test]
+async fn a_typed_v2_proxy_changes_only_the_text_it_rewrote() {
+    // The v2 `future` turn: fields this schema lacks, explicit `null`s (v2's "clear this
+    // field"), an update of an unknown kind, an acknowledgement with an unknown field. Through
+    // `v2-observer-proxy '>> '`, typed on v2 and rewriting agent text chunks, only the text
+    // changes; through a pass-through, nothing does.
+    use sacp_examples::test_agent::FUTURE_V2;
+    let observer = format!("{} '>> '", quoted(&example("v2-observer-proxy")));
+    for (proxy, prefix) in [(observer, ">> "), (passthrough(), "")] {
+        let mut editor = Editor::start(conductor(), &chain(&[proxy], &v2_agent("2")));
+        let init = editor.request("initialize", v2_initialize(2)).await;
+        assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+        let session = editor.new_session().await;
+        let id = editor.send_prompt(&session, "future").await;
+        let (mut ack, mut lines) = (None, Vec::new());
+        while lines.len() < 6 || ack.is_none() {
+            let line = editor.next_line().await.expect("the chain ended");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message.get("method").is_none() {
+                assert_eq!(message["id"], id);
+                ack = Some(line);
+            } else {
+                lines.push(line);
+            }
+        }
+        // user message, running, the three, idle.
+        let sent: Vec<String> = FUTURE_V2
+            .iter()
+            .map(|u| {
+                let params = u
+                    .replace("SESSION", &session)
+                    .replace(r#""text":"future""#, &format!(r#""text":"{prefix}future""#));
+                format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{params}}}"#)
+            })
+            .collect();
+        assert_eq!(lines[2..5], sent[..], "{lines:#?}");
+        assert!(lines[5].contains(r#""state":"idle""#), "{}", lines[5]);
+        let ack = ack.expect("the acknowledgement");
+        assert!(ack.contains(r#","futureRes":3}"#), "{ack}");
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+    }
+}

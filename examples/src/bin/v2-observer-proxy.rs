@@ -4,11 +4,15 @@
 //! prompt's handler, waiting for its turn's end with `cx.idle`, says how the turn ended. Run
 //! it in a v2 chain: `conductor agent v2-observer-proxy "test-agent --protocol 2"`. It gives
 //! the agent one tool, `prompts` (server `observer`): how many prompts went through.
+//!
+//! `v2-observer-proxy PREFIX` also puts `PREFIX` in front of the text of every agent message
+//! chunk: only that text changes, every other field leaves as it came.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sacp::acp::v2::{
-    PromptRequest, PromptResponse, SessionUpdate, StateUpdate, UpdateSessionNotification,
+    ContentBlock, PromptRequest, PromptResponse, SessionUpdate, StateUpdate,
+    UpdateSessionNotification,
 };
 use sacp::mcp::ToolCx;
 use sacp::proxy::Cx;
@@ -18,6 +22,8 @@ use sacp::proxy::Cx;
 struct Observer {
     prompts: AtomicU64,
     updates: AtomicU64,
+    /// Put in front of the agent's text chunks, if given.
+    prefix: Option<String>,
 }
 
 #[sacp::proxy(protocol = 2, mcp_name = "observer")]
@@ -48,7 +54,13 @@ impl Observer {
     }
 
     #[on_notification(from = agent)]
-    async fn update(&self, n: UpdateSessionNotification, cx: &Cx) -> sacp::Result<()> {
+    async fn update(&self, mut n: UpdateSessionNotification, cx: &Cx) -> sacp::Result<()> {
+        if let (Some(prefix), SessionUpdate::AgentMessageChunk(chunk)) =
+            (&self.prefix, &mut n.update)
+            && let ContentBlock::Text(text) = &mut chunk.content
+        {
+            text.text.insert_str(0, prefix);
+        }
         let updates = self.updates.fetch_add(1, Ordering::Relaxed) + 1;
         if let SessionUpdate::StateUpdate(StateUpdate::Idle(_)) = &n.update {
             let prompts = self.prompts.load(Ordering::Relaxed);
@@ -61,5 +73,9 @@ impl Observer {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> sacp::Result<()> {
     sacp_examples::init_logging();
-    sacp::proxy::serve_stdio(Observer::default()).await
+    let observer = Observer {
+        prefix: std::env::args().nth(1),
+        ..Observer::default()
+    };
+    sacp::proxy::serve_stdio(observer).await
 }

@@ -40,7 +40,7 @@
 mod mcp;
 mod v2;
 
-pub use self::v2::TestAgentV2;
+pub use self::v2::{FUTURE_V2, TestAgentV2};
 
 use sacp::acp::{
     AgentCapabilities, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,

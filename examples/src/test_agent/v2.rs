@@ -12,6 +12,7 @@
 //! | `fail` | ends with stop reason `error` |
 //! | `tools` | lists the tools of each MCP server of the session: `NAME: tool, tool` |
 //! | `setup` | says the session's `mcpServers` as it got them (JSON) |
+//! | `future` | sends what a newer v2 agent would ([`FUTURE_V2`]: a chunk with fields this schema lacks, a `tool_call_update` with explicit `null`s — v2's "clear this field" — and an update of a kind this schema lacks), and acknowledges with `futureRes` |
 //! | anything else | echoes every text block as a chunk |
 //!
 //! It is an MCP client as the v1 side is: it declares `capabilities.session.mcp.stdio`, or
@@ -93,16 +94,27 @@ impl TestAgentV2 {
                 _ => None,
             })
             .collect();
+        let future = texts.first().is_some_and(|t| t == "future");
         let servers = self.mcp.clone();
         let setup = crate::lock::lock(&self.setups)
             .get(&req.session_id.0)
             .cloned()
             .unwrap_or_default();
-        cx.run_turn(req, move |turn| async move {
+        let ack = cx.run_turn(req, move |turn| async move {
             let first = texts.first().cloned().unwrap_or_default();
             let words: Vec<&str> = first.split_whitespace().collect();
             match words.as_slice() {
                 ["setup"] => turn.say(setup).await?,
+                ["future"] => {
+                    for update in FUTURE_V2 {
+                        let raw = update.replace("SESSION", &turn.session_id().0);
+                        let raw = sacp::jsonrpc::RawJson::from_string(raw)?;
+                        turn.cx()
+                            .client()
+                            .notify_raw("session/update", Some(raw))
+                            .await?;
+                    }
+                }
                 ["tools"] => {
                     let session = sacp::acp::SessionId(turn.session_id().0.clone());
                     for line in servers.run(turn.cx(), &session, "tools").await {
@@ -129,9 +141,23 @@ impl TestAgentV2 {
                 }
             }
             Ok(IdleStateUpdateKind::EndTurn)
-        })
+        })?;
+        if !future {
+            return Ok(ack);
+        }
+        // An acknowledgement with a field this schema lacks: typed, it keeps it.
+        let mut json = serde_json::to_value(&ack)?;
+        json["futureRes"] = 3.into();
+        sacp::jsonrpc::lossless::read(&sacp::jsonrpc::RawJson::to_raw(&json)?)
     }
 }
+
+/// The updates of the v2 `future` keyword, `SESSION` standing for the session id.
+pub const FUTURE_V2: [&str; 3] = [
+    r#"{"sessionId":"SESSION","update":{"sessionUpdate":"agent_message_chunk","messageId":"m-future","content":{"type":"text","text":"future","futureAnno":{"x":1}},"futureUpd":true},"futureParam":[1,null]}"#,
+    r#"{"sessionId":"SESSION","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":null,"locations":null,"status":"completed"}}"#,
+    r#"{"sessionId":"SESSION","update":{"sessionUpdate":"future_kind","futureData":{"a":[1,2]}}}"#,
+];
 
 /// The `full` turn: every kind of update, and a permission asked with its title and subject.
 async fn full(turn: &V2Turn) -> sacp::Result<IdleStateUpdateKind> {
