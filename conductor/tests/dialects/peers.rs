@@ -172,3 +172,66 @@ fn install_ts_agent() -> Result<String, String> {
     }
     Ok(dir.display().to_string())
 }
+
+/// The ACP v1 editor on the official Python SDK (`tests/peers/py-editor/editor.py`), its
+/// package installed with pip into a venv in `target/peers/py-editor` on first use: the
+/// command line that runs it. `None`, said on stderr, where Python 3.10+ with `venv` is not
+/// there or PyPI cannot be reached.
+pub(crate) fn py_editor() -> Option<String> {
+    static READY: Mutex<Option<Option<String>>> = Mutex::new(None);
+    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    if ready.is_none() {
+        let found = install_py_editor()
+            .map_err(|why| eprintln!("skipped: the Python SDK's editor cannot run here: {why}"))
+            .ok();
+        *ready = Some(found);
+    }
+    ready.clone().flatten()
+}
+
+fn install_py_editor() -> Result<String, String> {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py-editor");
+    let dir = peers_dir().join("py-editor");
+    let python = dir.join("venv/bin/python");
+    let requirements = std::fs::read(source.join("requirements.txt")).map_err(|e| e.to_string())?;
+    let installed = dir.join("requirements.txt");
+    if std::fs::read(&installed).ok().as_ref() != Some(&requirements) || !python.exists() {
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let run = |program: &std::path::Path, args: &[&str]| -> Result<(), String> {
+            let output = std::process::Command::new(program)
+                .args(args)
+                .output()
+                .map_err(|e| format!("no `{}` ({e})", program.display()))?;
+            if output.status.success() {
+                return Ok(());
+            }
+            Err(format!(
+                "`{} {}` failed: {}",
+                program.display(),
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        };
+        let venv = dir.join("venv");
+        run("python3".as_ref(), &["-m", "venv", &venv.to_string_lossy()])?;
+        let requirements_path = source.join("requirements.txt");
+        run(
+            &python,
+            &[
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+                &requirements_path.to_string_lossy(),
+            ],
+        )?;
+        std::fs::write(&installed, &requirements).map_err(|e| e.to_string())?;
+    }
+    Ok(format!(
+        "{} {}",
+        python.display(),
+        source.join("editor.py").display()
+    ))
+}

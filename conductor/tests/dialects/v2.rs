@@ -1,11 +1,12 @@
 //! ACP v2 with the official TypeScript SDK's `/experimental/v2` as editor and agent: whole v2
 //! turns through our conductor and proxies (a typed v2 one among them) exactly as without
-//! them, and what v1 peers get from v2-only and dual agents.
+//! them, and what v1 peers (the TypeScript and Python SDKs' editors) get from v2-only and dual
+//! agents.
 
 use crate::common::*;
-use crate::peers::{ts_editor, ts_v2_agent, ts_v2_editor};
+use crate::peers::{py_editor, ts_editor, ts_v2_agent, ts_v2_editor};
 
-/// Runs `editor` (a `node …mjs` command line) on `agent_command` with `prompts`; its stdout
+/// Runs `editor` (a `node …mjs` or `python …py` command line) on `agent_command` with `prompts`; its stdout
 /// lines (UUIDs numbered in order of appearance) and stderr.
 async fn run(editor: &str, agent_command: &[String], prompts: &[&str]) -> (Vec<String>, String) {
     let mut words = editor.split_whitespace();
@@ -127,7 +128,22 @@ async fn v1_peers_get_32022_from_a_v2_only_agent_and_v1_from_a_dual_one() {
     );
     let (said, _) = run(&v1_editor, &through(&[passthrough()], &dual), &["hello"]).await;
     assert_eq!(said, [r#"["hello"]"#]);
-    // Its v2 editor behind a v1-only proxy: the proxy asks a v2-only agent for 1, and the
+    // The Python SDK's v1 editor, the same.
+    if let Some(py_editor) = py_editor() {
+        let (said, _) = run(&py_editor, &through(&[], &v2_only), &["hello"]).await;
+        assert_eq!(
+            said,
+            [r#"["initialize failed -32022 {\"requested\":1,\"supported\":[2]}"]"#]
+        );
+        let (said, _) = run(
+            &py_editor,
+            &through(&[passthrough()], &dual),
+            &["hello", "stream 2"],
+        )
+        .await;
+        assert_eq!(said, [r#"["hello"]"#, r#"["chunk 1", "chunk 2"]"#]);
+    }
+    // The TypeScript SDK's v2 editor behind a v1-only proxy: the proxy asks a v2-only agent for 1, and the
     // agent's `-32022` reaches the editor.
     let (said, _) = run(
         &v2_editor,
