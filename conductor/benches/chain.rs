@@ -23,6 +23,10 @@
 //!   libraries' pages, which every process of the same binary counts again;
 //! - **CPU µs and read/write syscalls per update**, per process, while streaming.
 //!
+//! With `SACP_BENCH_BASELINE=DIR` (the `target/release` of another build), a row `N = 3
+//! baseline` runs N = 3 with that build's conductor, proxies and agent: a change against the
+//! code before it, in the same run.
+//!
 //! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open): the
 //! cost of the trace file. A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
 //! its type, each chunk rewritten, written losslessly), the cost of typed handling.
@@ -126,6 +130,22 @@ async fn run(scale: f64) {
             let _ = std::fs::remove_file(&trace);
             rows.push(("N = 3 traced".to_owned(), figures));
         }
+        // N = 3 with another build's conductor, proxies and agent (`SACP_BENCH_BASELINE=DIR`,
+        // a `target/release` of an earlier commit, say): the same chain before a change,
+        // measured in the same run.
+        if let Some(base) = std::env::var_os("SACP_BENCH_BASELINE").map(PathBuf::from)
+            && wanted("N = 3 baseline")
+        {
+            let mut args = vec!["agent".to_owned()];
+            let base_proxy = base
+                .join("passthrough-proxy")
+                .to_string_lossy()
+                .into_owned();
+            args.extend(std::iter::repeat_n(base_proxy, 3));
+            args.push(base.join("test-agent").to_string_lossy().into_owned());
+            let figures = measure(&counts, &base.join("conductor"), &args, Some(3)).await;
+            rows.push(("N = 3 baseline".to_owned(), figures));
+        }
         // One typed proxy: `prefix-proxy` reads every prompt and every update into its type
         // and rewrites each chunk's text; what it sends is written losslessly.
         if wanted("N = 1 typed") {
@@ -220,6 +240,31 @@ async fn run(scale: f64) {
             traced.updates_per_s_1 / plain.updates_per_s_1,
             traced.updates_per_s_256 / plain.updates_per_s_256,
             traced.p50.as_secs_f64() / plain.p50.as_secs_f64(),
+        );
+    }
+    if let (Some((_, now)), Some((_, base))) = (
+        rows.iter().find(|(name, _)| name == "N = 3"),
+        rows.iter().find(|(name, _)| name == "N = 3 baseline"),
+    ) {
+        println!(
+            "\nThis build against the baseline at N = 3 (this / baseline, this run): prompts/s \
+             {:.3}x, updates/s {:.3}x (1 session), {:.3}x (256 sessions), p50 {:.3}x",
+            now.prompts_per_s / base.prompts_per_s,
+            now.updates_per_s_1 / base.updates_per_s_1,
+            now.updates_per_s_256 / base.updates_per_s_256,
+            now.p50.as_secs_f64() / base.p50.as_secs_f64(),
+        );
+    }
+    if let (Some((_, plain)), Some((_, typed))) = (
+        rows.iter().find(|(name, _)| name == "N = 1"),
+        rows.iter().find(|(name, _)| name == "N = 1 typed"),
+    ) {
+        println!(
+            "\nOne typed hop against one pass-through (N = 1 typed / N = 1, this run): prompts/s \
+             {:.3}x, updates/s {:.3}x (1 session), p50 {:.3}x",
+            typed.prompts_per_s / plain.prompts_per_s,
+            typed.updates_per_s_1 / plain.updates_per_s_1,
+            typed.p50.as_secs_f64() / plain.p50.as_secs_f64(),
         );
     }
     let (Some((_, n3)), Some((_, in_process))) = (

@@ -252,6 +252,13 @@ async fn a_v2_hop_answers_what_its_version_lacks_and_goes_on() {
         )
         .await;
     assert_eq!(load["error"]["code"], -32601, "{load}");
+    // `id: null` is not a v2 request: the conductor, whose hops renumber ids, refuses it.
+    editor
+        .send_line(r#"{"jsonrpc":"2.0","id":null,"method":"session/new","params":{"cwd":"/tmp"}}"#)
+        .await;
+    let refused = editor.next_message().await.unwrap();
+    assert_eq!(refused["id"], Value::Null, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
     let turn = v2_turn(&mut editor, &session, "stream 2", None).await;
     assert_eq!(
         turn.kinds(),

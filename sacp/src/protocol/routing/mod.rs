@@ -174,6 +174,9 @@ pub struct RoutingTable {
     names: Vec<String>,
     /// Whether the conductor runs as a proxy (its `initialize` offered the capability).
     proxy_mode: bool,
+    /// The ACP version the editor's connection negotiated: the first component's answer to
+    /// its `initialize`.
+    client_version: Option<u16>,
     /// Set by the editor's first `initialize`: the mode cannot change after it.
     mode_fixed: bool,
     /// One per connection: the editor's, then the components', then the MCP bridges'.
@@ -227,6 +230,7 @@ impl RoutingTable {
             rfd_servers: HashMap::new(),
             lent_to_rfd_agent: std::collections::HashSet::new(),
             proxy_mode: false,
+            client_version: None,
             mode_fixed: false,
             conns,
             agent_mcp: None,
@@ -529,6 +533,12 @@ impl RoutingTable {
             mut method,
             params,
         } = request;
+        if conn == EDITOR && id == Id::Null && self.client_version.is_some_and(|v| v >= 2) {
+            // ACP v2 forbids `id: null`; renumbered, the hops behind could not tell.
+            let error = Error::invalid_request("ACP v2 forbids `id: null`");
+            tracing::warn!(%error, "refused a request");
+            return self.answer(conn, id, &error, out);
+        }
         if self.conns[conn].in_flight.contains_key(&id) {
             // Forwarding it would lose track of the first one (its answer, its cancellation).
             let error = Error::invalid_request(format!(
@@ -773,6 +783,9 @@ impl RoutingTable {
                 ResponseBody::Error(_) => {}
                 ResponseBody::Result(result) => {
                     self.note_agent_initialize(position, result);
+                    if pending.origin == EDITOR {
+                        self.client_version = crate::protocol::version::of(Some(result)).ok();
+                    }
                     // Ours accepts with the marker; the other dialects' proxies answer their
                     // own init method with their successor's result.
                     let accepted =
