@@ -567,3 +567,32 @@ pub(crate) fn said(editor: &Editor) -> Vec<String> {
         })
         .collect()
 }
+
+/// `line` with every UUID replaced by `<id N>`, N in order of first appearance: the message
+/// ids an ACP v2 turn makes are random, the rest of a line is not.
+pub(crate) fn without_uuids(line: &str) -> String {
+    let is_uuid = |s: &[u8]| {
+        s.len() == 36
+            && s.iter().enumerate().all(|(i, b)| match i {
+                8 | 13 | 18 | 23 => *b == b'-',
+                _ => b.is_ascii_hexdigit(),
+            })
+    };
+    let (bytes, mut out, mut seen, mut i) = (line.as_bytes(), String::new(), Vec::new(), 0);
+    while i < bytes.len() {
+        if i + 36 <= bytes.len() && is_uuid(&bytes[i..i + 36]) {
+            let uuid = &line[i..i + 36];
+            let n = seen.iter().position(|u| u == uuid).unwrap_or_else(|| {
+                seen.push(uuid.to_owned());
+                seen.len() - 1
+            });
+            out.push_str(&format!("<id {n}>"));
+            i += 36;
+        } else {
+            let c = line[i..].chars().next().unwrap_or_default();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}

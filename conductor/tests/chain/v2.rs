@@ -28,37 +28,6 @@ fn v2_initialize(version: u16) -> Value {
     json!({"protocolVersion": version, "info": {"name": "v2-editor", "version": "1.0.0"}})
 }
 
-/// Replaces every UUID by `<id N>`, N in order of first appearance: the message ids a turn
-/// makes are random, the rest of a line is not.
-fn without_uuids(line: &str) -> String {
-    let bytes = line.as_bytes();
-    let is_uuid = |s: &[u8]| {
-        s.len() == 36
-            && s.iter().enumerate().all(|(i, b)| match i {
-                8 | 13 | 18 | 23 => *b == b'-',
-                _ => b.is_ascii_hexdigit(),
-            })
-    };
-    let mut seen: Vec<String> = Vec::new();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if i + 36 <= bytes.len() && is_uuid(&bytes[i..i + 36]) {
-            let uuid = line[i..i + 36].to_owned();
-            let n = seen.iter().position(|u| *u == uuid).unwrap_or_else(|| {
-                seen.push(uuid);
-                seen.len() - 1
-            });
-            out.push_str(&format!("<id {n}>"));
-            i += 36;
-        } else {
-            out.push(bytes[i] as char);
-            i += 1;
-        }
-    }
-    out
-}
-
 /// What a v2 turn showed the editor: its updates as they were written (UUIDs numbered), the
 /// permission requests' params, and whether the acknowledgement came before the idle update.
 struct V2Turn {

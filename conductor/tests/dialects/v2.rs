@@ -27,34 +27,6 @@ async fn run(editor: &str, agent_command: &[String], prompts: &[&str]) -> (Vec<S
     (stdout.lines().map(without_uuids).collect(), stderr)
 }
 
-/// Replaces every UUID by `<id N>`, N in order of first appearance.
-fn without_uuids(line: &str) -> String {
-    let is_uuid = |s: &[u8]| {
-        s.len() == 36
-            && s.iter().enumerate().all(|(i, b)| match i {
-                8 | 13 | 18 | 23 => *b == b'-',
-                _ => b.is_ascii_hexdigit(),
-            })
-    };
-    let (bytes, mut out, mut seen, mut i) = (line.as_bytes(), String::new(), Vec::new(), 0);
-    while i < bytes.len() {
-        if i + 36 <= bytes.len() && is_uuid(&bytes[i..i + 36]) {
-            let uuid = &line[i..i + 36];
-            let n = seen.iter().position(|u| u == uuid).unwrap_or_else(|| {
-                seen.push(uuid.to_owned());
-                seen.len() - 1
-            });
-            out.push_str(&format!("<id {n}>"));
-            i += 36;
-        } else {
-            let c = line[i..].chars().next().unwrap();
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    out
-}
-
 /// `conductor agent PROXIES… AGENT`, as the editor's agent command line.
 fn through(proxies: &[String], agent: &str) -> Vec<String> {
     let mut args = vec![conductor().to_owned(), "agent".to_owned()];
