@@ -28,6 +28,16 @@ fn v2_initialize(version: u16) -> Value {
     json!({"protocolVersion": version, "info": {"name": "v2-editor", "version": "1.0.0"}})
 }
 
+/// Sends a `session/new` with `id: null` and expects `-32600`, answered with `id: null`.
+async fn expect_a_null_id_refused(editor: &mut Editor) {
+    editor
+        .send_line(r#"{"jsonrpc":"2.0","id":null,"method":"session/new","params":{"cwd":"/tmp"}}"#)
+        .await;
+    let refused = editor.next_message().await.unwrap();
+    assert_eq!(refused["id"], Value::Null, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+}
+
 /// What a v2 turn showed the editor: its updates as they were written (UUIDs numbered), the
 /// permission requests' params, and whether the acknowledgement came before the idle update.
 struct V2Turn {
@@ -222,12 +232,7 @@ async fn a_v2_hop_answers_what_its_version_lacks_and_goes_on() {
         .await;
     assert_eq!(load["error"]["code"], -32601, "{load}");
     // `id: null` is not a v2 request: the conductor, whose hops renumber ids, refuses it.
-    editor
-        .send_line(r#"{"jsonrpc":"2.0","id":null,"method":"session/new","params":{"cwd":"/tmp"}}"#)
-        .await;
-    let refused = editor.next_message().await.unwrap();
-    assert_eq!(refused["id"], Value::Null, "{refused}");
-    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    expect_a_null_id_refused(&mut editor).await;
     let turn = v2_turn(&mut editor, &session, "stream 2", None).await;
     assert_eq!(
         turn.kinds(),
@@ -283,12 +288,7 @@ async fn a_v2_agent_answers_versions_and_requests_as_the_draft_says() {
         assert_eq!(answer["error"]["code"], -32601, "{answer}");
     }
     // `id: null` is not a v2 request.
-    editor
-        .send_line(r#"{"jsonrpc":"2.0","id":null,"method":"session/new","params":{"cwd":"/tmp"}}"#)
-        .await;
-    let refused = editor.next_message().await.unwrap();
-    assert_eq!(refused["id"], Value::Null, "{refused}");
-    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    expect_a_null_id_refused(&mut editor).await;
     let session = editor.new_session().await;
     assert_eq!(session, "session-1");
     editor
