@@ -2,7 +2,6 @@
 //! and how it ended.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -19,11 +18,23 @@ pub(super) struct Backend {
     pub(super) process: Box<dyn BackendProcess>,
     /// Its sessions: its own id → the editor's.
     pub(super) sessions: Mutex<HashMap<String, String>>,
-    /// Changes whenever a session comes or goes (idle timers check it did not).
-    pub(super) epoch: AtomicU64,
+    /// Who is about to use it, and whether it was retired: the one place where handing it
+    /// out and stopping it for want of use are decided, so neither can overtake the other.
+    usage: Mutex<Usage>,
     /// How it ended, once it did.
     ended: OnceLock<String>,
     ended_news: Notify,
+}
+
+/// See [`Backend::claim`].
+#[derive(Debug, Default)]
+struct Usage {
+    /// Requests under way that may give it a session.
+    claims: usize,
+    /// Changes whenever a claim or a session comes or goes (idle timers check it did not).
+    epoch: u64,
+    /// Chosen to stop: it gets no new work.
+    retired: bool,
 }
 
 impl std::fmt::Debug for Backend {
@@ -42,7 +53,7 @@ impl Backend {
             conn: OnceLock::new(),
             process,
             sessions: Mutex::default(),
-            epoch: AtomicU64::new(0),
+            usage: Mutex::default(),
             ended: OnceLock::new(),
             ended_news: Notify::new(),
         }
@@ -58,8 +69,51 @@ impl Backend {
         lock(&self.sessions)
     }
 
+    /// Ended, or retired and on its way out: no new work goes to it.
     pub(super) fn is_dead(&self) -> bool {
-        self.ended.get().is_some()
+        self.ended.get().is_some() || lock(&self.usage).retired
+    }
+
+    /// Claims it for a request that may give it a session (`session/new`, `session/load`):
+    /// until the claim is released it is not retired. `None` once it is retired or ended.
+    pub(super) fn claim(&self) -> Option<u64> {
+        let mut usage = lock(&self.usage);
+        if usage.retired || self.ended.get().is_some() {
+            return None;
+        }
+        usage.claims += 1;
+        usage.epoch += 1;
+        Some(usage.epoch)
+    }
+
+    /// Ends a claim. Returns the epoch to check for idleness when it left the backend with
+    /// neither a claim nor a session.
+    pub(super) fn release(&self) -> Option<u64> {
+        let mut usage = lock(&self.usage);
+        usage.claims -= 1;
+        usage.epoch += 1;
+        (usage.claims == 0 && self.sessions().is_empty()).then_some(usage.epoch)
+    }
+
+    /// Notes that a session came or went.
+    pub(super) fn sessions_changed(&self) -> u64 {
+        let mut usage = lock(&self.usage);
+        usage.epoch += 1;
+        usage.epoch
+    }
+
+    /// Retires it if nobody claims it, it has no session, and (with `since`) nothing changed
+    /// since that epoch. Returns whether it did; the caller then stops it.
+    pub(super) fn retire_if_unused(&self, since: Option<u64>) -> bool {
+        let mut usage = lock(&self.usage);
+        let unused = !usage.retired
+            && usage.claims == 0
+            && since.is_none_or(|epoch| epoch == usage.epoch)
+            && self.sessions().is_empty();
+        if unused {
+            usage.retired = true;
+        }
+        unused
     }
 
     /// Notes how it ended.
@@ -106,5 +160,68 @@ impl Backend {
             "root": self.workspace.root,
             "command": self.workspace.command,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+
+    /// A process that is never asked anything here: these tests are about the bookkeeping.
+    struct Idle;
+
+    impl BackendProcess for Idle {
+        fn stop(&self) {}
+        fn ended(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    fn backend() -> Backend {
+        Backend::new(
+            Workspace {
+                root: "/w".into(),
+                name: "w".into(),
+                command: "agent".into(),
+                paths: None,
+            },
+            Box::new(Idle),
+        )
+    }
+
+    #[test]
+    fn a_claimed_backend_is_not_retired_and_a_retired_one_is_not_claimed() {
+        let backend = backend();
+        let epoch = backend.claim().expect("a fresh backend can be claimed");
+        assert!(!backend.retire_if_unused(None), "retired while claimed");
+        assert!(
+            !backend.retire_if_unused(Some(epoch)),
+            "retired while claimed"
+        );
+        let idle_since = backend.release().expect("unused once released");
+        // A claim in between makes the idle check of that moment void.
+        backend.claim().unwrap();
+        assert_eq!(backend.release(), Some(idle_since + 2));
+        assert!(
+            !backend.retire_if_unused(Some(idle_since)),
+            "a stale idle check"
+        );
+        assert!(backend.retire_if_unused(Some(idle_since + 2)));
+        assert!(backend.is_dead());
+        assert_eq!(backend.claim(), None, "a retired backend was handed out");
+    }
+
+    #[test]
+    fn a_backend_with_a_session_is_not_retired() {
+        let backend = backend();
+        backend.claim().unwrap();
+        backend.sessions().insert("own".into(), "editor".into());
+        backend.sessions_changed();
+        assert_eq!(backend.release(), None, "idle with a session");
+        assert!(!backend.retire_if_unused(None));
+        backend.sessions().remove("own");
+        assert!(backend.retire_if_unused(None));
     }
 }

@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::json;
@@ -151,17 +150,21 @@ impl Router {
         Ok(answer)
     }
 
-    /// The live backend of `workspace`, started (and initialized) if there is none.
-    async fn backend(self: &Arc<Self>, workspace: Workspace) -> Result<Arc<Backend>, Error> {
+    /// The live backend of `workspace`, started (and initialized) if there is none, claimed
+    /// for a request that may give it a session.
+    async fn backend(self: &Arc<Self>, workspace: Workspace) -> Result<Claimed, Error> {
         let slot = locked(&self.slots)
             .entry(workspace.root.clone())
             .or_default()
             .clone();
         let mut slot = slot.lock().await;
         if let Some(backend) = slot.as_ref()
-            && !backend.is_dead()
+            && backend.claim().is_some()
         {
-            return Ok(backend.clone());
+            return Ok(Claimed {
+                router: self.clone(),
+                backend: backend.clone(),
+            });
         }
         let launched = self.launcher.launch(&workspace).await?;
         let backend = Arc::new(Backend::new(workspace, launched.process));
@@ -206,8 +209,11 @@ impl Router {
             return Err(failure);
         }
         *slot = Some(backend.clone());
-        self.idle_check(&backend);
-        Ok(backend)
+        backend.claim();
+        Ok(Claimed {
+            router: self.clone(),
+            backend,
+        })
     }
 
     /// Drops a backend that ended, and its sessions.
@@ -233,7 +239,7 @@ impl Router {
         }
         sessions.insert(id.clone(), (backend.clone(), own.to_owned()));
         backend.sessions().insert(own.to_owned(), id.clone());
-        backend.epoch.fetch_add(1, Ordering::SeqCst);
+        backend.sessions_changed();
         id
     }
 
@@ -247,8 +253,8 @@ impl Router {
             sessions.remove(&own);
             sessions.len()
         };
-        backend.epoch.fetch_add(1, Ordering::SeqCst);
-        if left == 0 {
+        backend.sessions_changed();
+        if left == 0 && backend.retire_if_unused(None) {
             tracing::info!(workspace = %backend.workspace.name, "its last session ended: stopping the backend");
             if let Some(conn) = backend.conn.get() {
                 conn.close();
@@ -257,18 +263,21 @@ impl Router {
         }
     }
 
-    /// Stops `backend` after the idle timeout if it has no session by then.
-    fn idle_check(&self, backend: &Arc<Backend>) {
-        let epoch = backend.epoch.load(Ordering::SeqCst);
+    /// Stops `backend` after the idle timeout if nothing claimed it and no session came or
+    /// went since `epoch`.
+    fn idle_check(&self, backend: &Arc<Backend>, epoch: u64) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let backend = backend.clone();
         let idle = self.config.idle_timeout();
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             tokio::time::sleep(idle).await;
-            if backend.epoch.load(Ordering::SeqCst) == epoch
-                && backend.sessions().is_empty()
-                && !backend.is_dead()
-            {
+            if backend.retire_if_unused(Some(epoch)) {
                 tracing::info!(workspace = %backend.workspace.name, "idle: stopping the backend");
+                if let Some(conn) = backend.conn.get() {
+                    conn.close();
+                }
                 backend.process.stop();
             }
         });
@@ -308,10 +317,11 @@ impl Router {
             None => {
                 let cwd = cwd_of(&params)?;
                 let workspace = self.config.workspace_for(Path::new(&cwd))?;
-                let backend = self.backend(workspace).await?;
+                let claimed = self.backend(workspace).await?;
+                let backend = claimed.backend.clone();
                 locked(&self.sessions).insert(id.clone(), (backend.clone(), id.clone()));
                 backend.sessions().insert(id.clone(), id.clone());
-                backend.epoch.fetch_add(1, Ordering::SeqCst);
+                backend.sessions_changed();
                 (backend, id.clone())
             }
         };
@@ -373,6 +383,29 @@ impl Router {
         match backend.conn()?.request_raw(method, params).await {
             Err(e) if e.is_peer_closed() || backend.is_dead() => Err(backend.failure().await),
             other => other,
+        }
+    }
+}
+
+/// A backend claimed by [`Router::backend`]; releasing the claim arms the idle timer when
+/// it leaves the backend unused.
+struct Claimed {
+    router: Arc<Router>,
+    backend: Arc<Backend>,
+}
+
+impl std::ops::Deref for Claimed {
+    type Target = Arc<Backend>;
+
+    fn deref(&self) -> &Arc<Backend> {
+        &self.backend
+    }
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        if let Some(epoch) = self.backend.release() {
+            self.router.idle_check(&self.backend, epoch);
         }
     }
 }
