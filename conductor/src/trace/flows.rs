@@ -50,11 +50,11 @@ fn queue_of(position: usize, down: bool) -> usize {
 }
 
 impl Flows {
-    /// The flow of one hop of a message of `kind` (see the module).
+    /// The flow of one hop of a message (see the module); `method` is its method's [`hash`].
     pub(super) fn flow(
         &mut self,
         hop: &MessageLine,
-        method: &[u8],
+        method: u64,
         session: Option<&[u8]>,
         content: u64,
     ) -> u64 {
@@ -65,7 +65,6 @@ impl Flows {
                 None => self.fresh(),
             };
         }
-        let method = hash(method);
         let session = session.map_or(0, hash);
         let passed_on = match hop.from {
             Node::Component(p) => self.waiting.get_mut(queue_of(p, down)).and_then(|queue| {

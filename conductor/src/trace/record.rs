@@ -260,7 +260,12 @@ pub(super) fn session_of(bytes: &[u8]) -> Option<&[u8]> {
     const KEY: &[u8] = br#""sessionId":""#;
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(KEY));
-    let start = FINDER.find(bytes)? + KEY.len();
+    // Most ACP params name their session first: no search for those.
+    let start = if bytes.get(1..=KEY.len()) == Some(KEY) && bytes[0] == b'{' {
+        1 + KEY.len()
+    } else {
+        FINDER.find(bytes)? + KEY.len()
+    };
     let rest = &bytes[start..];
     let end = memchr::memchr2(b'"', b'\\', rest)?;
     Some(&rest[..end])

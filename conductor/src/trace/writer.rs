@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, SystemTime};
 
-use sacp::protocol::routing::Node;
+use sacp::protocol::routing::{Dir, Node};
 use tokio::sync::watch;
 
 use super::flows::Flows;
@@ -38,12 +38,13 @@ pub(super) struct Writer {
     /// Lines made and not yet written.
     out: Vec<u8>,
     seq: u64,
-    /// The wall clock at the start: a line's wall time is it plus its `t`.
-    wall_start: SystemTime,
+    /// The wall clock at the start (since the epoch): a line's wall time is it plus its `t`.
+    wall_start: Duration,
     /// `"time":"…"` up to the seconds' dot, for the second it was made in.
     clock: (u64, String),
     /// The components' names, by position - 1, as JSON strings.
     names: Vec<String>,
+    hops: HopFields,
     flows: Flows,
     written: watch::Sender<u64>,
     /// Batches go back to the loop here.
@@ -62,9 +63,12 @@ impl Writer {
             payloads,
             out: Vec::with_capacity(WRITE_AT + 16 * 1024),
             seq: 0,
-            wall_start: SystemTime::now(),
+            wall_start: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default(),
             clock: (u64::MAX, String::new()),
             names: Vec::new(),
+            hops: HopFields::default(),
             flows: Flows::default(),
             written,
             spent,
@@ -76,6 +80,7 @@ impl Writer {
         for command in commands {
             match command {
                 Command::Names(names) => {
+                    self.hops.clear();
                     self.names = names
                         .iter()
                         .map(|name| serde_json::to_string(name).unwrap_or_default())
@@ -123,12 +128,18 @@ impl Writer {
         }
     }
 
-    /// Starts a line: `{"seq":…,"t":…,"time":…,"type":kind`. The wall time is the start's
-    /// plus the monotonic `t`, its date part made once a second.
+    /// Starts a line: `{"seq":…,"t":…,"time":…,"type":kind`.
     fn begin(&mut self, t: Duration, kind: &str) {
-        let since_epoch = (self.wall_start + t)
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default();
+        self.stamp(t);
+        self.out.extend_from_slice(b",\"type\":\"");
+        self.out.extend_from_slice(kind.as_bytes());
+        self.out.push(b'"');
+    }
+
+    /// Starts a line with what every line has first: `{"seq":…,"t":…,"time":…`. The wall time
+    /// is the start's plus the monotonic `t`, its date part made once a second.
+    fn stamp(&mut self, t: Duration) {
+        let since_epoch = self.wall_start + t;
         let second = since_epoch.as_secs();
         if self.clock.0 != second {
             let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(second);
@@ -140,15 +151,11 @@ impl Writer {
         push_number(&mut self.out, self.seq);
         self.out.extend_from_slice(b",\"t\":");
         push_number(&mut self.out, t.as_secs());
-        self.out.push(b'.');
         push_micros(&mut self.out, t.subsec_micros());
         self.out.extend_from_slice(b",\"time\":\"");
         self.out.extend_from_slice(self.clock.1.as_bytes());
-        self.out.push(b'.');
         push_micros(&mut self.out, since_epoch.subsec_micros());
-        self.out.extend_from_slice(b"Z\",\"type\":\"");
-        self.out.extend_from_slice(kind.as_bytes());
-        self.out.push(b'"');
+        self.out.extend_from_slice(b"Z\"");
         self.seq += 1;
     }
 
@@ -171,18 +178,6 @@ impl Writer {
         self.out.extend_from_slice(b"\":");
     }
 
-    /// The `from`/`to` name of a node, as a JSON string.
-    fn node_name(names: &[String], node: Node, proxy_mode: bool) -> &str {
-        match node {
-            Node::Client if proxy_mode => r#""client""#,
-            Node::Client => r#""editor""#,
-            Node::Successor => r#""successor""#,
-            Node::Conductor => r#""conductor""#,
-            Node::Bridge => r#""mcp-bridge""#,
-            Node::Component(p) => names.get(p - 1).map_or(r#""?""#, String::as_str),
-        }
-    }
-
     /// One hop of a message.
     fn message(&mut self, batch: &Batch, m: &MessageLine) {
         let method = m.method.map_or(&[][..], |s| batch.get(s));
@@ -197,32 +192,13 @@ impl Writer {
             }
             Params::Found { session, content } => (session.map(|s| batch.get(s)), content),
         };
-        let flow = self.flows.flow(m, method, session, content);
+        let method_hash = super::flows::hash(method);
+        let flow = self.flows.flow(m, method_hash, session, content);
 
-        self.begin(m.t, "message");
-        for (key, node) in [("from", m.from), ("to", m.to)] {
-            self.key(key);
-            let name = Writer::node_name(&self.names, node, m.proxy_mode);
-            self.out.extend_from_slice(name.as_bytes());
-        }
-        if let Some(number) = hop_number(m) {
-            self.key("hop");
-            push_number(&mut self.out, number as u64);
-        }
-        self.out
-            .extend_from_slice(if m.dir == sacp::protocol::routing::Dir::Down {
-                br#","direction":"down","kind":""#
-            } else {
-                br#","direction":"up","kind":""#
-            });
-        self.out.extend_from_slice(m.kind.as_str().as_bytes());
-        self.out.push(b'"');
-        if m.method.is_some() {
-            self.string_field("method", method);
-        }
-        if let Some(via) = m.via {
-            self.string_field("via", batch.get(via));
-        }
+        self.stamp(m.t);
+        let via = m.via.map(|via| batch.get(via));
+        let fields = self.hops.get(&self.names, m, (method, method_hash), via);
+        self.out.extend_from_slice(fields);
         if let Some(id) = m.id {
             self.key("id");
             self.out.extend_from_slice(batch.get(id));
@@ -304,15 +280,94 @@ pub(super) fn push_number(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
-/// Appends `micros` as six digits.
+/// Appends `micros` (below a million) as a dot and six digits.
 fn push_micros(out: &mut Vec<u8>, micros: u32) {
-    let mut digits = [b'0'; 6];
-    let mut n = micros;
-    for digit in digits.iter_mut().rev() {
-        *digit = b'0' + (n % 10) as u8;
-        n /= 10;
+    let mut buffer = itoa::Buffer::new();
+    // `1_000_000 + micros` has seven digits: the first becomes the dot.
+    let digits = buffer.format(1_000_000 + micros.min(999_999)).as_bytes();
+    out.push(b'.');
+    out.extend_from_slice(&digits[1..]);
+}
+
+/// The fields of a message line that depend only on its hop, kind, method and envelope, made
+/// once for each: `,"type":"message","from":…,"to":…,"hop":k,"direction":"…","kind":"…",
+/// "method":"…","via":"…"`.
+#[derive(Debug, Default)]
+struct HopFields(foldhash::HashMap<(u64, u64, u64), Box<[u8]>>);
+
+/// How many kinds of hop fields are kept: a peer that makes up methods only makes them be
+/// made again.
+const HOP_FIELDS: usize = 4096;
+
+impl HopFields {
+    fn get(
+        &mut self,
+        names: &[String],
+        m: &MessageLine,
+        (method, method_hash): (&[u8], u64),
+        via: Option<&[u8]>,
+    ) -> &[u8] {
+        let node = |node: Node| match node {
+            Node::Client => 0,
+            Node::Successor => 1,
+            Node::Conductor => 2,
+            Node::Bridge => 3,
+            Node::Component(p) => 4 + p as u64,
+        };
+        let hop = node(m.from)
+            | node(m.to) << 24
+            | u64::from(m.dir == Dir::Down) << 48
+            | (m.kind as u64) << 49
+            | u64::from(m.proxy_mode) << 52
+            | u64::from(m.method.is_some()) << 53;
+        let key = (hop, method_hash, via.map_or(0, super::flows::hash));
+        if self.0.len() >= HOP_FIELDS && !self.0.contains_key(&key) {
+            self.0.clear();
+        }
+        self.0
+            .entry(key)
+            .or_insert_with(|| hop_fields(names, m, method, via))
     }
-    out.extend_from_slice(&digits);
+
+    /// The components' names changed.
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+fn hop_fields(names: &[String], m: &MessageLine, method: &[u8], via: Option<&[u8]>) -> Box<[u8]> {
+    let name = |node: Node| match node {
+        Node::Client if m.proxy_mode => r#""client""#,
+        Node::Client => r#""editor""#,
+        Node::Successor => r#""successor""#,
+        Node::Conductor => r#""conductor""#,
+        Node::Bridge => r#""mcp-bridge""#,
+        Node::Component(p) => names.get(p - 1).map_or(r#""?""#, String::as_str),
+    };
+    let mut out = br#","type":"message","from":"#.to_vec();
+    out.extend_from_slice(name(m.from).as_bytes());
+    out.extend_from_slice(br#","to":"#);
+    out.extend_from_slice(name(m.to).as_bytes());
+    if let Some(number) = hop_number(m) {
+        out.extend_from_slice(br#","hop":"#);
+        push_number(&mut out, number as u64);
+    }
+    out.extend_from_slice(if m.dir == Dir::Down {
+        br#","direction":"down","kind":""#
+    } else {
+        br#","direction":"up","kind":""#
+    });
+    out.extend_from_slice(m.kind.as_str().as_bytes());
+    out.push(b'"');
+    if m.method.is_some() {
+        out.extend_from_slice(br#","method":"#);
+        push_string(&mut out, method);
+    }
+    if let Some(via) = via {
+        out.extend_from_slice(br#","via":"#);
+        push_string(&mut out, via);
+    }
+    out.into_boxed_slice()
 }
 
 /// The hop a message makes: `k` between position `k - 1` and `k` (the editor is 0); `None` for
