@@ -100,8 +100,12 @@ impl Trace {
             .truncate(true)
             .mode(0o600)
             .open(path)?;
-        // An existing file keeps its mode through `open`: make it the owner's.
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        // An existing file keeps its mode through `open`: make it the owner's. Not a pipe or
+        // a device (`--trace /dev/stderr`, a FIFO a viewer reads): their mode is not the
+        // trace's to change.
+        if file.metadata()?.is_file() {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
         let start = Instant::now();
         let (written_tx, written) = watch::channel(0);
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);

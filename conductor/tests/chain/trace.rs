@@ -140,6 +140,58 @@ async fn the_trace_has_a_line_per_message_per_hop() {
 }
 
 /// What `conductor trace summarise FILE` prints.
+/// A trace into a named pipe (a live reader such as `jq`): the lines stream through it, and
+/// the pipe keeps its mode (only a regular file is made its owner's).
+#[tokio::test]
+async fn a_trace_into_a_pipe_streams_and_leaves_the_pipes_mode_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("sacp-trace-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pipe = dir.join("trace.pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg("-m")
+        .arg("644")
+        .arg(&pipe)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", pipe.display());
+    // The reader opens the pipe first: the conductor's open waits for one.
+    let (read_tx, read_rx) = std::sync::mpsc::channel();
+    let reader_path = pipe.clone();
+    std::thread::spawn(move || {
+        let _ = read_tx.send(std::fs::read_to_string(&reader_path));
+    });
+    let args = vec![
+        "agent".to_owned(),
+        "--trace".to_owned(),
+        pipe.to_string_lossy().into_owned(),
+        passthrough(),
+        agent(),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let session = editor.open_session().await;
+    editor.prompt(&session, "stream 3").await;
+    editor.close_stdin();
+    assert_eq!(editor.exit().await.0, Some(0), "{}", editor.stderr());
+    let text = read_rx
+        .recv_timeout(PATIENCE)
+        .expect("the pipe's reader got to the end")
+        .expect("the pipe reads");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records[0]["type"], "chain", "{text}");
+    let updates = records
+        .iter()
+        .filter(|r| r["method"] == "session/update" && r["hop"] == 1)
+        .count();
+    assert_eq!(updates, 3, "{text}");
+    let mode = std::fs::metadata(&pipe).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o644, "the pipe's mode was changed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn summarise(file: &std::path::Path) -> String {
     let out = std::process::Command::new(conductor())
         .args(["trace", "summarise"])
