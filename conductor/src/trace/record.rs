@@ -67,23 +67,19 @@ pub(super) struct MessageLine {
     pub(super) payload: Option<Span>,
 }
 
-/// What a line needs of a request's or notification's real params: the text, when it is
-/// short enough to copy (the writer finds the session and hashes it), else what the loop
-/// found.
+/// What a line needs of a request's or notification's real params: its session and a hash of
+/// it, found by the loop. (Copying the params for the writer to look at instead fills a batch
+/// with them, and each full batch wakes the writer: fewer, smaller batches cost the chain
+/// less than the loop's look.)
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Params {
     None,
-    Copied(Span),
     Found {
         session: Option<Span>,
         /// See [`super::flows::hash`].
         content: u64,
     },
 }
-
-/// Params up to this long are copied for the writer (about a memory copy's cost, where a
-/// hash and a search would cost the loop more); longer ones are looked at where they are.
-const COPIED: usize = 2048;
 
 /// One line to make.
 #[derive(Debug, Clone, Copy)]
@@ -203,9 +199,6 @@ impl Batch {
             _ => (wire_method, None, payload),
         };
         let params = match inner {
-            Some(p) if !kind.answers() && p.len() <= COPIED => {
-                Params::Copied(self.copy(p.as_bytes()))
-            }
             Some(p) if !kind.answers() => Params::Found {
                 session: session_of(p.as_bytes()).map(|s| self.copy(s)),
                 content: super::flows::hash(p.as_bytes()),

@@ -183,13 +183,6 @@ impl Writer {
         let method = m.method.map_or(&[][..], |s| batch.get(s));
         let (session, content) = match m.params {
             Params::None => (None, 0),
-            Params::Copied(params) => {
-                let params = batch.get(params);
-                (
-                    super::record::session_of(params),
-                    super::flows::hash(params),
-                )
-            }
             Params::Found { session, content } => (session.map(|s| batch.get(s)), content),
         };
         let method_hash = super::flows::hash(method);
