@@ -228,31 +228,18 @@ async fn run(scale: f64) {
         println!("- {name}: {}", costs.join(", "));
     }
 
-    if let (Some((_, plain)), Some((_, traced))) = (
-        rows.iter().find(|(name, _)| name == "N = 3"),
-        rows.iter().find(|(name, _)| name == "N = 3 traced"),
-    ) {
+    let row = |wanted: &str| rows.iter().find(|(name, _)| name == wanted).map(|(_, f)| f);
+    if let (Some(plain), Some(traced)) = (row("N = 3"), row("N = 3 traced")) {
         println!(
             "\nThe cost of --trace at N = 3 (traced / untraced, this run; the viewer's goal: \
-             throughput loses <= 5%): prompts/s {:.3}x, updates/s {:.3}x (1 session), {:.3}x \
-             (256 sessions), p50 {:.3}x",
-            traced.prompts_per_s / plain.prompts_per_s,
-            traced.updates_per_s_1 / plain.updates_per_s_1,
-            traced.updates_per_s_256 / plain.updates_per_s_256,
-            traced.p50.as_secs_f64() / plain.p50.as_secs_f64(),
+             throughput loses <= 5%): {}",
+            ratios(traced, plain)
         );
     }
-    if let (Some((_, now)), Some((_, base))) = (
-        rows.iter().find(|(name, _)| name == "N = 3"),
-        rows.iter().find(|(name, _)| name == "N = 3 baseline"),
-    ) {
+    if let (Some(now), Some(base)) = (row("N = 3"), row("N = 3 baseline")) {
         println!(
-            "\nThis build against the baseline at N = 3 (this / baseline, this run): prompts/s \
-             {:.3}x, updates/s {:.3}x (1 session), {:.3}x (256 sessions), p50 {:.3}x",
-            now.prompts_per_s / base.prompts_per_s,
-            now.updates_per_s_1 / base.updates_per_s_1,
-            now.updates_per_s_256 / base.updates_per_s_256,
-            now.p50.as_secs_f64() / base.p50.as_secs_f64(),
+            "\nThis build against the baseline at N = 3 (this / baseline, this run): {}",
+            ratios(now, base)
         );
     }
     if let (Some((_, plain)), Some((_, typed))) = (
@@ -404,6 +391,17 @@ fn built_example(name: &str) -> PathBuf {
     let status = command.status().expect("run cargo");
     assert!(status.success(), "cannot build the example {name}");
     dir.join("examples").join(name)
+}
+
+/// `a`'s throughput and p50 against `b`'s, for the summary lines.
+fn ratios(a: &Figures, b: &Figures) -> String {
+    format!(
+        "prompts/s {:.3}x, updates/s {:.3}x (1 session), {:.3}x (256 sessions), p50 {:.3}x",
+        a.prompts_per_s / b.prompts_per_s,
+        a.updates_per_s_1 / b.updates_per_s_1,
+        a.updates_per_s_256 / b.updates_per_s_256,
+        a.p50.as_secs_f64() / b.p50.as_secs_f64(),
+    )
 }
 
 /// Whether the row `name` is measured: all of them, unless `only=WORD,...` names some (by a

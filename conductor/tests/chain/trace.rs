@@ -161,14 +161,7 @@ async fn a_trace_into_a_pipe_streams_and_leaves_the_pipes_mode_alone() {
     std::thread::spawn(move || {
         let _ = read_tx.send(std::fs::read_to_string(&reader_path));
     });
-    let args = vec![
-        "agent".to_owned(),
-        "--trace".to_owned(),
-        pipe.to_string_lossy().into_owned(),
-        passthrough(),
-        agent(),
-    ];
-    let mut editor = Editor::start(conductor(), &args);
+    let mut editor = Editor::start(conductor(), &traced_chain(&pipe));
     let session = editor.open_session().await;
     editor.prompt(&session, "stream 3").await;
     editor.close_stdin();
@@ -190,6 +183,17 @@ async fn a_trace_into_a_pipe_streams_and_leaves_the_pipes_mode_alone() {
     let mode = std::fs::metadata(&pipe).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o644, "the pipe's mode was changed");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `conductor agent --trace FILE passthrough-proxy test-agent`'s arguments.
+fn traced_chain(file: &std::path::Path) -> Vec<String> {
+    vec![
+        "agent".to_owned(),
+        "--trace".to_owned(),
+        file.to_string_lossy().into_owned(),
+        passthrough(),
+        agent(),
+    ]
 }
 
 fn summarise(file: &std::path::Path) -> String {
@@ -236,14 +240,7 @@ pub(crate) fn conforms(record: &Value) {
 #[tokio::test]
 async fn a_crash_and_its_stderr_are_in_the_trace() {
     let file = std::env::temp_dir().join(format!("sacp-trace-crash-{}.jsonl", std::process::id()));
-    let args = [
-        "agent".to_owned(),
-        "--trace".to_owned(),
-        file.to_string_lossy().into_owned(),
-        passthrough(),
-        agent(),
-    ];
-    let mut editor = Editor::start(conductor(), &args);
+    let mut editor = Editor::start(conductor(), &traced_chain(&file));
     let session = editor.open_session().await;
     editor.prompt(&session, "crash 3").await;
     editor.exit().await;
