@@ -27,8 +27,10 @@
 //! baseline` runs N = 3 with that build's conductor, proxies and agent: a change against the
 //! code before it, in the same run.
 //!
-//! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open): the
-//! cost of the trace file. A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
+//! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open). The
+//! cost of the trace file is then measured in interleaved pairs (an untraced and a traced
+//! chain side by side, see `trace_cost`), which the VM's swings from row to row do not blur:
+//! `only=traced` runs that alone (with `direct` and the traced row). A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
 //! its type, each chunk rewritten, written losslessly), the cost of typed handling.
 //! A last row runs N = 3 pass-through proxies *inside* the conductor's process
 //! (`examples/one_binary.rs`, `Chain::proxy`) with the agent as a process. The table ends with
@@ -184,6 +186,12 @@ async fn run(scale: f64) {
     if runs > 1 {
         println!();
     }
+    // The cost of the trace file, in pairs (see `trace_cost`).
+    let trace_cost = if wanted("N = 3 traced") {
+        Some(trace_cost(&counts, &conductor, &proxy, &agent).await)
+    } else {
+        None
+    };
     let rows = medians(&runs_rows);
     let direct = rows[0].1.clone();
 
@@ -228,14 +236,10 @@ async fn run(scale: f64) {
         println!("- {name}: {}", costs.join(", "));
     }
 
-    let row = |wanted: &str| rows.iter().find(|(name, _)| name == wanted).map(|(_, f)| f);
-    if let (Some(plain), Some(traced)) = (row("N = 3"), row("N = 3 traced")) {
-        println!(
-            "\nThe cost of --trace at N = 3 (traced / untraced, this run; the viewer's goal: \
-             throughput loses <= 5%): {}",
-            ratios(traced, plain)
-        );
+    if let Some(cost) = &trace_cost {
+        cost.report();
     }
+    let row = |wanted: &str| rows.iter().find(|(name, _)| name == wanted).map(|(_, f)| f);
     if let (Some(now), Some(base)) = (row("N = 3"), row("N = 3 baseline")) {
         println!(
             "\nThis build against the baseline at N = 3 (this / baseline, this run): {}",
@@ -354,6 +358,180 @@ async fn run(scale: f64) {
     }
     if failed {
         std::process::exit(1);
+    }
+}
+
+/// In how many rounds the cost of `--trace` is measured.
+const TRACE_ROUNDS: usize = 48;
+
+/// What one chain did in the rounds of [`trace_cost`], summed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Slices {
+    prompts: f64,
+    prompts_secs: f64,
+    updates_1: f64,
+    updates_1_secs: f64,
+    updates_256: f64,
+    updates_256_secs: f64,
+    /// CPU ns of the conductor (all its threads), and of it and its components, while
+    /// streaming on 1 session.
+    conductor_ns: f64,
+    tree_ns: f64,
+}
+
+/// The cost of `--trace` at N = 3: the untraced chain's and the traced chain's sums, and the
+/// traced / untraced ratio of each round (prompts/s, updates/s with 1 and with 256 sessions).
+#[derive(Debug, Default)]
+struct TraceCost {
+    plain: Slices,
+    traced: Slices,
+    rounds: Vec<[f64; 3]>,
+}
+
+/// The cost of `--trace` at N = 3, measured interleaved: an untraced and a traced chain run
+/// side by side (each idle while the other is measured), and the measures are cut into
+/// [`TRACE_ROUNDS`] rounds of a fraction of a second, each round measuring one chain and then
+/// the other (which goes first alternates). The VM's swings last seconds (rows measured a
+/// minute apart differ by tens of percent), so they fall on both chains alike.
+async fn trace_cost(counts: &Counts, conductor: &Path, proxy: &Path, agent: &Path) -> TraceCost {
+    let trace =
+        std::env::temp_dir().join(format!("sacp-bench-rounds-{}.jsonl", std::process::id()));
+    let chain = |traced: bool| {
+        let mut args = vec!["agent".to_owned()];
+        if traced {
+            args.extend(["--trace".to_owned(), trace.to_string_lossy().into_owned()]);
+        }
+        args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), 3));
+        args.push(agent.to_string_lossy().into_owned());
+        args
+    };
+    let mut chains = Vec::new();
+    for traced in [false, true] {
+        let editor = BenchEditor::start(conductor, &chain(traced));
+        editor
+            .request(
+                "initialize",
+                r#"{"protocolVersion":1,"clientCapabilities":{}}"#.to_owned(),
+            )
+            .await;
+        let mut sessions = Vec::new();
+        while sessions.len() < MANY_SESSIONS {
+            sessions.push(editor.new_session().await);
+        }
+        for _ in 0..counts.warmup {
+            editor.prompt(&sessions[0], "hi").await;
+        }
+        chains.push((editor, sessions, Slices::default()));
+    }
+    // A round's share of the rows' work: its throughput part takes about 0.1 s.
+    let prompts = (counts.throughput / 5).max(IN_FLIGHT);
+    let streamed = (counts.streaming / 10).max(1);
+    let updates = (streamed as u64 * UPDATES_PER_PROMPT) as f64;
+    let mut rounds = Vec::new();
+    for round in 0..TRACE_ROUNDS {
+        let mut rates = [[0.0; 3]; 2];
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let (editor, sessions, sums) = &mut chains[which];
+            let cpu = || {
+                let conductor = usage(editor.pid()).map_or(0, |u| u.0);
+                let components: u64 = process_tree(editor.pid())
+                    .iter()
+                    .filter_map(|(pid, _)| usage(*pid))
+                    .map(|u| u.0)
+                    .sum();
+                (conductor, conductor + components)
+            };
+            let start = Instant::now();
+            throughput(editor, &sessions[..IN_FLIGHT], prompts).await;
+            let secs = start.elapsed().as_secs_f64();
+            let done = prompts.div_ceil(IN_FLIGHT) as f64 * IN_FLIGHT as f64;
+            sums.prompts += done;
+            sums.prompts_secs += secs;
+            rates[which][0] = done / secs;
+
+            let before = cpu();
+            let start = Instant::now();
+            stream(editor, &sessions[..1], streamed).await;
+            let secs = start.elapsed().as_secs_f64();
+            let after = cpu();
+            sums.updates_1 += updates;
+            sums.updates_1_secs += secs;
+            sums.conductor_ns += (after.0 - before.0) as f64;
+            sums.tree_ns += (after.1 - before.1) as f64;
+            rates[which][1] = updates / secs;
+
+            let start = Instant::now();
+            stream(editor, sessions, streamed).await;
+            let secs = start.elapsed().as_secs_f64();
+            sums.updates_256 += updates;
+            sums.updates_256_secs += secs;
+            rates[which][2] = updates / secs;
+        }
+        let [plain, traced] = rates;
+        rounds.push(std::array::from_fn(|i| traced[i] / plain[i]));
+    }
+    let mut cost = TraceCost {
+        rounds,
+        ..TraceCost::default()
+    };
+    for (editor, _, sums) in chains {
+        let (lost, late) = editor.losses();
+        assert_eq!(
+            (lost, late),
+            (0, 0),
+            "updates lost or late in the trace rounds"
+        );
+        editor.close().await;
+        if cost.plain.prompts == 0.0 {
+            cost.plain = sums;
+        } else {
+            cost.traced = sums;
+        }
+    }
+    let _ = std::fs::remove_file(&trace);
+    cost
+}
+
+impl TraceCost {
+    fn report(&self) {
+        let (p, t) = (&self.plain, &self.traced);
+        let overall = [
+            (t.prompts / t.prompts_secs) / (p.prompts / p.prompts_secs),
+            (t.updates_1 / t.updates_1_secs) / (p.updates_1 / p.updates_1_secs),
+            (t.updates_256 / t.updates_256_secs) / (p.updates_256 / p.updates_256_secs),
+        ];
+        let figure = |i: usize| {
+            let mut sorted: Vec<f64> = self.rounds.iter().map(|r| r[i]).collect();
+            sorted.sort_by(f64::total_cmp);
+            let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4];
+            format!(
+                "{:.3}x (rounds: median {:.3}x, middle half {:.2}–{:.2})",
+                overall[i],
+                quartile(2),
+                quartile(1),
+                quartile(3)
+            )
+        };
+        let per_update = |ns: f64, s: &Slices| ns / 1e3 / s.updates_1;
+        println!(
+            "\nThe cost of --trace at N = 3 (traced / untraced, {} interleaved rounds; the \
+             viewer's goal: throughput loses <= 5%):\n\
+             - prompts/s {}\n\
+             - updates/s, 1 session {}\n\
+             - updates/s, 256 sessions {}\n\
+             - CPU per update, 1 session: the conductor (all its threads) {:.2} µs untraced, \
+             {:.2} µs traced; it and its components {:.2} µs, {:.2} µs ({:.3}x)",
+            self.rounds.len(),
+            figure(0),
+            figure(1),
+            figure(2),
+            per_update(p.conductor_ns, p),
+            per_update(t.conductor_ns, t),
+            per_update(p.tree_ns, p),
+            per_update(t.tree_ns, t),
+            per_update(t.tree_ns, t) / per_update(p.tree_ns, p),
+        );
     }
 }
 
@@ -550,19 +728,7 @@ async fn measure(
     while sessions.len() < IN_FLIGHT {
         sessions.push(editor.new_session().await);
     }
-    let start = Instant::now();
-    let per_session = counts.throughput.div_ceil(IN_FLIGHT);
-    let loops = sessions.iter().map(|session| {
-        let editor = editor.clone();
-        let session = session.clone();
-        async move {
-            for _ in 0..per_session {
-                editor.prompt(&session, "hi").await;
-            }
-        }
-    });
-    futures_join_all(loops).await;
-    figures.prompts_per_s = (per_session * IN_FLIGHT) as f64 / start.elapsed().as_secs_f64();
+    figures.prompts_per_s = throughput(&editor, &sessions, counts.throughput).await;
 
     // Notifications with 256 open sessions.
     while sessions.len() < MANY_SESSIONS {
@@ -598,6 +764,24 @@ async fn measure(
     }
     editor.close().await;
     figures
+}
+
+/// About `prompts` one-chunk prompts, one in flight on each of `sessions` at a time; returns
+/// prompts per second.
+async fn throughput(editor: &BenchEditor, sessions: &[String], prompts: usize) -> f64 {
+    let start = Instant::now();
+    let per_session = prompts.div_ceil(sessions.len());
+    let loops = sessions.iter().map(|session| {
+        let editor = editor.clone();
+        let session = session.clone();
+        async move {
+            for _ in 0..per_session {
+                editor.prompt(&session, "hi").await;
+            }
+        }
+    });
+    futures_join_all(loops).await;
+    (per_session * sessions.len()) as f64 / start.elapsed().as_secs_f64()
 }
 
 /// Sequential streaming prompts cycling over `sessions`; returns updates per second.

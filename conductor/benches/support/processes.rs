@@ -74,10 +74,15 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
     status_kib(pid, "VmHWM")
 }
 
-/// CPU time (ns, from `/proc/PID/schedstat`) and syscalls (reads + writes) of a process so far.
+/// CPU time (ns, from the `schedstat` of each of its threads: `/proc/PID/schedstat` is the
+/// main thread's alone) and syscalls (reads + writes) of a process so far.
 pub fn usage(pid: u32) -> Option<(u64, u64)> {
-    let schedstat = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
-    let nanos = schedstat.split(' ').next()?.parse::<u64>().ok()?;
+    let nanos = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|schedstat| schedstat.split(' ').next()?.parse::<u64>().ok())
+        .sum();
     let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
     let count = |key: &str| {
         io.lines()
