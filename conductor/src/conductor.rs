@@ -495,6 +495,11 @@ impl Conductor {
                 Signals::none()
             }
         };
+        // One timer for the loop's deadlines, moved when the next one changes: a timer made
+        // for every wait would be registered and removed again each time the loop waits.
+        let timer = tokio::time::sleep(Duration::from_secs(3600));
+        tokio::pin!(timer);
+        let mut armed: Option<Instant> = None;
         loop {
             if let Some(ending) = &self.ending
                 && (self.members.iter().all(|m| !m.alive()) || Instant::now() >= ending.give_up_at)
@@ -502,6 +507,12 @@ impl Conductor {
                 break;
             }
             let wake = self.next_deadline();
+            if wake != armed {
+                if let Some(at) = wake {
+                    timer.as_mut().reset(at);
+                }
+                armed = wake;
+            }
             tokio::select! {
                 biased;
                 event = events.recv() => match event {
@@ -518,7 +529,10 @@ impl Conductor {
                         trace.stderr(position, &name, &String::from_utf8_lossy(&line));
                     }
                 }
-                () = sleep_until(wake) => self.on_deadlines(),
+                () = &mut timer, if armed.is_some() => {
+                    armed = None;
+                    self.on_deadlines();
+                }
             }
             // The trace goes to its file when it is due (see `Trace::due`), not after every
             // batch: a write per batch would cost the chain more than the trace itself.
@@ -980,13 +994,6 @@ fn exit_status(status: ExitStatus) -> u8 {
 async fn recv_some<T>(receiver: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
     match receiver {
         Some(receiver) => receiver.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }
