@@ -40,45 +40,173 @@ impl Kind {
     }
 }
 
-/// One hop of one message, as its line needs it.
+/// One hop of one message, as its line needs it, in 72 bytes: the loop writes these and the
+/// writer reads them on the other core, so every byte of them crosses between two caches
+/// (laid out plainly they took 200, and a traced chain's loop spent more time on those
+/// misses than on the rest of its tracing).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct MessageLine {
-    pub(super) t: Duration,
-    pub(super) from: Node,
-    pub(super) to: Node,
-    pub(super) dir: Dir,
-    pub(super) key: Option<(Conn, i64)>,
-    /// The agent's position, and whether the conductor runs as a proxy (then it has none).
-    pub(super) agent: usize,
-    pub(super) proxy_mode: bool,
-    pub(super) kind: Kind,
-    /// The real method (a response's: the request's).
-    pub(super) method: Option<Span>,
-    /// The envelope it travelled in.
-    pub(super) via: Option<Span>,
-    /// The id as JSON.
-    pub(super) id: Option<Span>,
-    /// The real params of a request or notification, for its session and flow.
-    pub(super) params: Params,
+    /// Microseconds since the trace's start.
+    micros: u64,
+    /// A hash of the real params of a request or notification (see [`super::flows::hash`]),
+    /// when it has them.
+    content: u64,
+    /// The pair key: the id on its connection, and the connection ([`NO_KEY`]: none).
+    key_id: i64,
+    key_conn: u32,
+    /// Where the line's strings start in the batch's text. They follow each other: the
+    /// method, the envelope (`via`), the id as JSON, the session, the MCP server, the payload.
+    text: u32,
+    /// The lengths of the method, via, id, session and MCP server ([`ABSENT`]: none).
+    lens: [u32; 5],
     /// Bytes of params, result or error.
-    pub(super) size: u64,
-    pub(super) mcp: Option<Span>,
-    /// The params, result or error as written, when payloads are on.
-    pub(super) payload: Option<Span>,
+    size: u32,
+    /// The payload's length, when payloads are on.
+    payload: u32,
+    /// See [`node_code`].
+    from: u16,
+    to: u16,
+    /// The agent's position.
+    agent: u16,
+    pub(super) kind: Kind,
+    pub(super) dir: Dir,
+    /// [`PROXY_MODE`], [`PARAMS`], [`PAYLOAD`].
+    flags: u8,
 }
 
-/// What a line needs of a request's or notification's real params: its session and a hash of
-/// it, found by the loop. (Copying the params for the writer to look at instead fills a batch
-/// with them, and each full batch wakes the writer: fewer, smaller batches cost the chain
-/// less than the loop's look.)
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Params {
-    None,
-    Found {
-        session: Option<Span>,
-        /// See [`super::flows::hash`].
-        content: u64,
-    },
+const NO_KEY: u32 = u32::MAX;
+const ABSENT: u32 = u32::MAX;
+/// The conductor runs as a proxy.
+const PROXY_MODE: u8 = 1;
+/// A request or notification with params: it has a `content` hash.
+const PARAMS: u8 = 2;
+/// The payload is kept.
+const PAYLOAD: u8 = 4;
+
+const METHOD: usize = 0;
+const VIA: usize = 1;
+const ID: usize = 2;
+const SESSION: usize = 3;
+const MCP: usize = 4;
+
+/// A node in 16 bits: the client, successor, conductor and bridge 0 to 3, a component 4 + its
+/// position.
+fn node_code(node: Node) -> u16 {
+    match node {
+        Node::Client => 0,
+        Node::Successor => 1,
+        Node::Conductor => 2,
+        Node::Bridge => 3,
+        Node::Component(p) => u16::try_from(p + 4).unwrap_or(u16::MAX),
+    }
+}
+
+fn node_of(code: u16) -> Node {
+    match code {
+        0 => Node::Client,
+        1 => Node::Successor,
+        2 => Node::Conductor,
+        3 => Node::Bridge,
+        p => Node::Component(usize::from(p) - 4),
+    }
+}
+
+impl MessageLine {
+    pub(super) fn t(&self) -> Duration {
+        Duration::from_micros(self.micros)
+    }
+
+    pub(super) fn from(&self) -> Node {
+        node_of(self.from)
+    }
+
+    pub(super) fn to(&self) -> Node {
+        node_of(self.to)
+    }
+
+    /// Both ends, as one number (for keys).
+    pub(super) fn ends(&self) -> u64 {
+        u64::from(self.from) | u64::from(self.to) << 16
+    }
+
+    pub(super) fn agent(&self) -> usize {
+        usize::from(self.agent)
+    }
+
+    pub(super) fn proxy_mode(&self) -> bool {
+        self.flags & PROXY_MODE != 0
+    }
+
+    pub(super) fn key(&self) -> Option<(Conn, i64)> {
+        (self.key_conn != NO_KEY).then_some((self.key_conn as Conn, self.key_id))
+    }
+
+    pub(super) fn size(&self) -> u64 {
+        u64::from(self.size)
+    }
+
+    /// The hash of the real params of a request or notification.
+    pub(super) fn content(&self) -> Option<u64> {
+        (self.flags & PARAMS != 0).then_some(self.content)
+    }
+
+    /// The `n`th of the line's strings in `batch`, when it has it.
+    fn string<'b>(&self, batch: &'b Batch, n: usize) -> Option<&'b [u8]> {
+        if self.lens[n] == ABSENT {
+            return None;
+        }
+        let start = self.text as usize
+            + self.lens[..n]
+                .iter()
+                .filter(|&&len| len != ABSENT)
+                .map(|&len| len as usize)
+                .sum::<usize>();
+        batch.text.get(start..start + self.lens[n] as usize)
+    }
+
+    /// The real method (a response's: its request's).
+    pub(super) fn method<'b>(&self, batch: &'b Batch) -> Option<&'b [u8]> {
+        self.string(batch, METHOD)
+    }
+
+    pub(super) fn has_method(&self) -> bool {
+        self.lens[METHOD] != ABSENT
+    }
+
+    /// The envelope it travelled in.
+    pub(super) fn via<'b>(&self, batch: &'b Batch) -> Option<&'b [u8]> {
+        self.string(batch, VIA)
+    }
+
+    /// The id as JSON.
+    pub(super) fn id<'b>(&self, batch: &'b Batch) -> Option<&'b [u8]> {
+        self.string(batch, ID)
+    }
+
+    /// The session its params name, as written between their quotes.
+    pub(super) fn session<'b>(&self, batch: &'b Batch) -> Option<&'b [u8]> {
+        self.string(batch, SESSION)
+    }
+
+    /// The MCP server or connection of MCP-over-ACP traffic.
+    pub(super) fn mcp<'b>(&self, batch: &'b Batch) -> Option<&'b [u8]> {
+        self.string(batch, MCP)
+    }
+
+    /// The params, result or error as written, when payloads are on.
+    pub(super) fn payload<'b>(&self, batch: &'b Batch) -> Option<&'b [u8]> {
+        if self.flags & PAYLOAD == 0 {
+            return None;
+        }
+        let start = self.text as usize
+            + self
+                .lens
+                .iter()
+                .filter(|&&len| len != ABSENT)
+                .map(|&len| len as usize)
+                .sum::<usize>();
+        batch.text.get(start..start + self.payload as usize)
+    }
 }
 
 /// One line to make.
@@ -125,12 +253,6 @@ impl Batch {
     /// The text of a span.
     pub(super) fn get(&self, (start, end): Span) -> &[u8] {
         &self.text[start as usize..end as usize]
-    }
-
-    fn copy(&mut self, bytes: &[u8]) -> Span {
-        let start = self.text.len();
-        self.text.extend_from_slice(bytes);
-        (start as u32, self.text.len() as u32)
     }
 
     /// The span of what `write` appends.
@@ -198,37 +320,73 @@ impl Batch {
             }
             _ => (wire_method, None, payload),
         };
-        let params = match inner {
-            Some(p) if !kind.answers() => Params::Found {
-                session: session_of(p.as_bytes()).map(|s| self.copy(s)),
-                content: super::flows::hash(p.as_bytes()),
-            },
-            _ => Params::None,
+        let text = self.text.len();
+        let mut lens = [ABSENT; 5];
+        let mut put = |n: usize, text: &mut Vec<u8>, write: &dyn Fn(&mut Vec<u8>)| {
+            let start = text.len();
+            write(text);
+            lens[n] = u32::try_from(text.len() - start).unwrap_or(ABSENT - 1);
         };
-        let mcp = method
-            .and_then(|m| mcp_of(m, inner))
-            .map(|m| self.copy(m.as_bytes()));
-        let line = MessageLine {
-            t,
-            from: hop.from,
-            to: hop.to,
-            dir: hop.dir,
-            key: hop.key,
-            agent,
-            proxy_mode,
+        if let Some(method) = method {
+            put(METHOD, &mut self.text, &|out| {
+                out.extend_from_slice(method.as_bytes())
+            });
+        }
+        if let Some(via) = via {
+            put(VIA, &mut self.text, &|out| {
+                out.extend_from_slice(via.as_bytes())
+            });
+        }
+        if let Some(id) = id {
+            put(ID, &mut self.text, &|out| write_id(out, id));
+        }
+        let mut flags = if proxy_mode { PROXY_MODE } else { 0 };
+        let mut content = 0;
+        if let Some(params) = inner
+            && !kind.answers()
+        {
+            flags |= PARAMS;
+            content = super::flows::hash(params.as_bytes());
+            if let Some(session) = session_of(params.as_bytes()) {
+                put(SESSION, &mut self.text, &|out| {
+                    out.extend_from_slice(session)
+                });
+            }
+        }
+        if let Some(mcp) = method.and_then(|m| mcp_of(m, inner)) {
+            put(MCP, &mut self.text, &|out| {
+                out.extend_from_slice(mcp.as_bytes())
+            });
+        }
+        let mut payload_len = 0;
+        if let Some(p) = payload
+            && payloads
+        {
+            flags |= PAYLOAD;
+            let start = self.text.len();
+            p.write_into(&mut self.text);
+            payload_len = u32::try_from(self.text.len() - start).unwrap_or(u32::MAX);
+        }
+        let (key_conn, key_id) = match hop.key {
+            Some((conn, id)) => (u32::try_from(conn).unwrap_or(NO_KEY - 1), id),
+            None => (NO_KEY, 0),
+        };
+        self.lines.push(Line::Message(MessageLine {
+            micros: u64::try_from(t.as_micros()).unwrap_or(u64::MAX),
+            content,
+            key_id,
+            key_conn,
+            text: u32::try_from(text).unwrap_or(u32::MAX),
+            lens,
+            size: u32::try_from(payload.map_or(0, RawJson::len)).unwrap_or(u32::MAX),
+            payload: payload_len,
+            from: node_code(hop.from),
+            to: node_code(hop.to),
+            agent: u16::try_from(agent).unwrap_or(u16::MAX),
             kind,
-            method: method.map(|m| self.copy(m.as_bytes())),
-            via: via.map(|v| self.copy(v.as_bytes())),
-            id: id.map(|id| self.written(|out| write_id(out, id))),
-            params,
-            size: payload.map_or(0, RawJson::len) as u64,
-            mcp,
-            payload: match payload {
-                Some(p) if payloads => Some(self.written(|out| p.write_into(out))),
-                _ => None,
-            },
-        };
-        self.lines.push(Line::Message(line));
+            dir: hop.dir,
+            flags,
+        }));
     }
 }
 
@@ -285,3 +443,6 @@ fn mcp_of(method: &str, params: Option<&RawJson>) -> Option<String> {
         .or(named.connection_id)
         .or_else(|| Some(String::new()))
 }
+
+// The size the layout of `MessageLine` is for.
+const _: () = assert!(std::mem::size_of::<MessageLine>() <= 72);

@@ -10,7 +10,7 @@ use sacp::protocol::routing::{Dir, Node};
 use tokio::sync::watch;
 
 use super::flows::Flows;
-use super::record::{Batch, Line, MessageLine, Params};
+use super::record::{Batch, Line, MessageLine};
 use super::redact;
 
 /// What the event loop tells the writer.
@@ -27,9 +27,14 @@ pub(super) enum Command {
 /// payload in it is let go).
 const KEPT_TEXT: usize = 1 << 20;
 
-/// Lines are made straight into one buffer, written out when it holds this much (or on a
-/// flush).
-const WRITE_AT: usize = 64 * 1024;
+/// Lines are made straight into one buffer. When it holds this much, what fills whole
+/// [`ALIGN`] blocks of the file is written out; on a flush, all of it.
+const WRITE_AT: usize = 128 * 1024;
+
+/// Writes (but a flush's) end on a multiple of this in the file. The page cache takes whole
+/// blocks for much less CPU: on this project's VM, `dd` wrote 512 MiB to ext4 in 193 ms of
+/// CPU in 64 KiB blocks, and in 272 ms in blocks of 65,000 bytes.
+const ALIGN: u64 = 64 * 1024;
 
 #[derive(Debug)]
 pub(super) struct Writer {
@@ -37,6 +42,8 @@ pub(super) struct Writer {
     payloads: bool,
     /// Lines made and not yet written.
     out: Vec<u8>,
+    /// Bytes written to the file so far.
+    offset: u64,
     seq: u64,
     /// The wall clock at the start (since the epoch): a line's wall time is it plus its `t`.
     wall_start: Duration,
@@ -62,6 +69,7 @@ impl Writer {
             file,
             payloads,
             out: Vec::with_capacity(WRITE_AT + 16 * 1024),
+            offset: 0,
             seq: 0,
             wall_start: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
@@ -118,10 +126,7 @@ impl Writer {
 
     /// Into the file with what is made.
     fn write_out(&mut self) {
-        if let Err(e) = self.file.write_all(&self.out) {
-            tracing::warn!("cannot write the trace file: {e}");
-        }
-        self.out.clear();
+        self.write(self.out.len());
         if self.out.capacity() > 4 * WRITE_AT {
             // A large payload made it grow: let it go.
             self.out.shrink_to(WRITE_AT + 16 * 1024);
@@ -159,10 +164,21 @@ impl Writer {
         self.seq += 1;
     }
 
+    /// Into the file with the first `n` bytes made; the rest stays.
+    fn write(&mut self, n: usize) {
+        if let Err(e) = self.file.write_all(&self.out[..n]) {
+            tracing::warn!("cannot write the trace file: {e}");
+        }
+        self.offset += n as u64;
+        self.out.drain(..n);
+    }
+
     fn end(&mut self) {
         self.out.extend_from_slice(b"}\n");
         if self.out.len() >= WRITE_AT {
-            self.write_out();
+            // Up to the last block boundary the buffer reaches.
+            let end = self.offset + self.out.len() as u64;
+            self.write((end - end % ALIGN - self.offset) as usize);
         }
     }
 
@@ -180,21 +196,18 @@ impl Writer {
 
     /// One hop of a message.
     fn message(&mut self, batch: &Batch, m: &MessageLine) {
-        let method = m.method.map_or(&[][..], |s| batch.get(s));
-        let (session, content) = match m.params {
-            Params::None => (None, 0),
-            Params::Found { session, content } => (session.map(|s| batch.get(s)), content),
-        };
+        let method = m.method(batch).unwrap_or_default();
+        let session = m.session(batch);
         let method_hash = super::flows::hash(method);
-        let flow = self.flows.flow(m, method_hash, session, content);
+        let flow = self.flows.flow(m, method_hash, session);
 
-        self.stamp(m.t);
-        let via = m.via.map(|via| batch.get(via));
+        self.stamp(m.t());
+        let via = m.via(batch);
         let fields = self.hops.get(&self.names, m, (method, method_hash), via);
         self.out.extend_from_slice(fields);
-        if let Some(id) = m.id {
+        if let Some(id) = m.id(batch) {
             self.key("id");
-            self.out.extend_from_slice(batch.get(id));
+            self.out.extend_from_slice(id);
         }
         if let Some(session) = session {
             // As it was written between its quotes: nothing to escape.
@@ -204,8 +217,8 @@ impl Writer {
             self.out.push(b'"');
         }
         self.key("size");
-        push_number(&mut self.out, m.size);
-        if let Some((conn, id)) = m.key {
+        push_number(&mut self.out, m.size());
+        if let Some((conn, id)) = m.key() {
             self.out.extend_from_slice(br#","pair":""#);
             push_number(&mut self.out, conn as u64);
             self.out.push(b':');
@@ -214,15 +227,15 @@ impl Writer {
         }
         self.key("flow");
         push_number(&mut self.out, flow);
-        if let Some(mcp) = m.mcp {
-            self.string_field("mcp", batch.get(mcp));
+        if let Some(mcp) = m.mcp(batch) {
+            self.string_field("mcp", mcp);
         }
         if self.payloads
-            && let Some(payload) = m.payload
+            && let Some(payload) = m.payload(batch)
         {
             self.key("payload");
             let start = self.out.len();
-            self.out.extend_from_slice(batch.get(payload));
+            self.out.extend_from_slice(payload);
             if redact::needed(&self.out[start..]) {
                 let redacted = redact::redact(&self.out[start..]);
                 self.out.truncate(start);
@@ -300,19 +313,11 @@ impl HopFields {
         (method, method_hash): (&[u8], u64),
         via: Option<&[u8]>,
     ) -> &[u8] {
-        let node = |node: Node| match node {
-            Node::Client => 0,
-            Node::Successor => 1,
-            Node::Conductor => 2,
-            Node::Bridge => 3,
-            Node::Component(p) => 4 + p as u64,
-        };
-        let hop = node(m.from)
-            | node(m.to) << 24
+        let hop = m.ends()
             | u64::from(m.dir == Dir::Down) << 48
             | (m.kind as u64) << 49
-            | u64::from(m.proxy_mode) << 52
-            | u64::from(m.method.is_some()) << 53;
+            | u64::from(m.proxy_mode()) << 52
+            | u64::from(m.has_method()) << 53;
         let key = (hop, method_hash, via.map_or(0, super::flows::hash));
         if self.0.len() >= HOP_FIELDS && !self.0.contains_key(&key) {
             self.0.clear();
@@ -330,7 +335,7 @@ impl HopFields {
 
 fn hop_fields(names: &[String], m: &MessageLine, method: &[u8], via: Option<&[u8]>) -> Box<[u8]> {
     let name = |node: Node| match node {
-        Node::Client if m.proxy_mode => r#""client""#,
+        Node::Client if m.proxy_mode() => r#""client""#,
         Node::Client => r#""editor""#,
         Node::Successor => r#""successor""#,
         Node::Conductor => r#""conductor""#,
@@ -338,9 +343,9 @@ fn hop_fields(names: &[String], m: &MessageLine, method: &[u8], via: Option<&[u8
         Node::Component(p) => names.get(p - 1).map_or(r#""?""#, String::as_str),
     };
     let mut out = br#","type":"message","from":"#.to_vec();
-    out.extend_from_slice(name(m.from).as_bytes());
+    out.extend_from_slice(name(m.from()).as_bytes());
     out.extend_from_slice(br#","to":"#);
-    out.extend_from_slice(name(m.to).as_bytes());
+    out.extend_from_slice(name(m.to()).as_bytes());
     if let Some(number) = hop_number(m) {
         out.extend_from_slice(br#","hop":"#);
         push_number(&mut out, number as u64);
@@ -352,7 +357,7 @@ fn hop_fields(names: &[String], m: &MessageLine, method: &[u8], via: Option<&[u8
     });
     out.extend_from_slice(m.kind.as_str().as_bytes());
     out.push(b'"');
-    if m.method.is_some() {
+    if m.has_method() {
         out.extend_from_slice(br#","method":"#);
         push_string(&mut out, method);
     }
@@ -372,11 +377,12 @@ fn hop_number(m: &MessageLine) -> Option<usize> {
         Node::Successor => None,
         Node::Conductor | Node::Bridge => None,
     };
-    match (position(m.from), position(m.to)) {
+    let (from, to) = (m.from(), m.to());
+    match (position(from), position(to)) {
         (Some(a), Some(b)) => Some(a.max(b)),
         // The successor (proxy mode) is after the last component.
-        (Some(a), None) if matches!(m.to, Node::Successor) => Some(a + 1),
-        (None, Some(b)) if matches!(m.from, Node::Successor) => Some(b + 1),
+        (Some(a), None) if matches!(to, Node::Successor) => Some(a + 1),
+        (None, Some(b)) if matches!(from, Node::Successor) => Some(b + 1),
         _ => None,
     }
 }
