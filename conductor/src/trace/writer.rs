@@ -250,7 +250,19 @@ impl Writer {
 /// components and the conductor's loop run first, and the writer takes the time they leave
 /// (a chain waits on its pipes much of the time, even when busy). When it gets none, its queue
 /// fills and the loop waits for it: the chain slows instead of the trace growing.
+///
+/// `SCHED_IDLE`: any thread of another policy that wakes takes the core from it at once (at
+/// a nice value of 19 it may still run out a share of its slice first). Where the policy
+/// cannot be had, nice 19.
 fn yield_to_the_chain() {
+    use thread_priority::{
+        NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+        set_thread_priority_and_policy, thread_native_id,
+    };
+    let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+    if let Err(e) = set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle) {
+        tracing::debug!("cannot run the trace writer under SCHED_IDLE: {e:?}");
+    }
     // On Linux the nice value is the thread's own: `None` is the calling thread.
     if let Err(e) = rustix::process::setpriority_process(None, 19) {
         tracing::debug!("cannot lower the trace writer's priority: {e}");
