@@ -497,7 +497,8 @@ impl Conductor {
         };
         // One timer for the loop's deadlines, moved when the next one changes: a timer made
         // for every wait would be registered and removed again each time the loop waits.
-        let timer = tokio::time::sleep(Duration::from_secs(3600));
+        // (Waited on only while armed, so it starts at any instant.)
+        let timer = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(timer);
         let mut armed: Option<Instant> = None;
         loop {
