@@ -407,13 +407,7 @@ async fn trace_cost(counts: &Counts, conductor: &Path, proxy: &Path, agent: &Pat
     };
     let mut chains = Vec::new();
     for traced in [false, true] {
-        let editor = BenchEditor::start(conductor, &chain(traced));
-        editor
-            .request(
-                "initialize",
-                r#"{"protocolVersion":1,"clientCapabilities":{}}"#.to_owned(),
-            )
-            .await;
+        let editor = BenchEditor::initialized(conductor, &chain(traced)).await;
         let mut sessions = Vec::new();
         while sessions.len() < MANY_SESSIONS {
             sessions.push(editor.new_session().await);
@@ -685,13 +679,7 @@ async fn measure(
     args: &[String],
     proxies: Option<usize>,
 ) -> Figures {
-    let editor = BenchEditor::start(program, args);
-    editor
-        .request(
-            "initialize",
-            r#"{"protocolVersion":1,"clientCapabilities":{}}"#.to_owned(),
-        )
-        .await;
+    let editor = BenchEditor::initialized(program, args).await;
     let first = editor.new_session().await;
     let mut figures = Figures::default();
 
@@ -893,6 +881,18 @@ impl BenchEditor {
             child: Arc::new(Mutex::new(Some(child))),
             pid,
         }
+    }
+
+    /// Starts `program args` and initializes it.
+    async fn initialized(program: &Path, args: &[String]) -> BenchEditor {
+        let editor = BenchEditor::start(program, args);
+        editor
+            .request(
+                "initialize",
+                r#"{"protocolVersion":1,"clientCapabilities":{}}"#.to_owned(),
+            )
+            .await;
+        editor
     }
 
     fn pid(&self) -> u32 {

@@ -150,17 +150,23 @@ impl MessageLine {
         (self.flags & PARAMS != 0).then_some(self.content)
     }
 
+    /// Where the `n`th of the line's strings starts in its batch's text (the payload is the
+    /// sixth).
+    fn start(&self, n: usize) -> usize {
+        self.text as usize
+            + self.lens[..n]
+                .iter()
+                .filter(|&&len| len != ABSENT)
+                .map(|&len| len as usize)
+                .sum::<usize>()
+    }
+
     /// The `n`th of the line's strings in `batch`, when it has it.
     fn string<'b>(&self, batch: &'b Batch, n: usize) -> Option<&'b [u8]> {
         if self.lens[n] == ABSENT {
             return None;
         }
-        let start = self.text as usize
-            + self.lens[..n]
-                .iter()
-                .filter(|&&len| len != ABSENT)
-                .map(|&len| len as usize)
-                .sum::<usize>();
+        let start = self.start(n);
         batch.text.get(start..start + self.lens[n] as usize)
     }
 
@@ -198,13 +204,7 @@ impl MessageLine {
         if self.flags & PAYLOAD == 0 {
             return None;
         }
-        let start = self.text as usize
-            + self
-                .lens
-                .iter()
-                .filter(|&&len| len != ABSENT)
-                .map(|&len| len as usize)
-                .sum::<usize>();
+        let start = self.start(self.lens.len());
         batch.text.get(start..start + self.payload as usize)
     }
 }
@@ -322,23 +322,18 @@ impl Batch {
         };
         let text = self.text.len();
         let mut lens = [ABSENT; 5];
-        let mut put = |n: usize, text: &mut Vec<u8>, write: &dyn Fn(&mut Vec<u8>)| {
-            let start = text.len();
-            write(text);
-            lens[n] = u32::try_from(text.len() - start).unwrap_or(ABSENT - 1);
-        };
         if let Some(method) = method {
-            put(METHOD, &mut self.text, &|out| {
+            put(&mut self.text, &mut lens, METHOD, |out| {
                 out.extend_from_slice(method.as_bytes())
             });
         }
         if let Some(via) = via {
-            put(VIA, &mut self.text, &|out| {
+            put(&mut self.text, &mut lens, VIA, |out| {
                 out.extend_from_slice(via.as_bytes())
             });
         }
         if let Some(id) = id {
-            put(ID, &mut self.text, &|out| write_id(out, id));
+            put(&mut self.text, &mut lens, ID, |out| write_id(out, id));
         }
         let mut flags = if proxy_mode { PROXY_MODE } else { 0 };
         let mut content = 0;
@@ -348,13 +343,13 @@ impl Batch {
             flags |= PARAMS;
             content = super::flows::hash(params.as_bytes());
             if let Some(session) = session_of(params.as_bytes()) {
-                put(SESSION, &mut self.text, &|out| {
+                put(&mut self.text, &mut lens, SESSION, |out| {
                     out.extend_from_slice(session)
                 });
             }
         }
         if let Some(mcp) = method.and_then(|m| mcp_of(m, inner)) {
-            put(MCP, &mut self.text, &|out| {
+            put(&mut self.text, &mut lens, MCP, |out| {
                 out.extend_from_slice(mcp.as_bytes())
             });
         }
@@ -388,6 +383,13 @@ impl Batch {
             flags,
         }));
     }
+}
+
+/// Appends a line's `n`th string to `text` and notes its length.
+fn put(text: &mut Vec<u8>, lens: &mut [u32; 5], n: usize, write: impl FnOnce(&mut Vec<u8>)) {
+    let start = text.len();
+    write(text);
+    lens[n] = u32::try_from(text.len() - start).unwrap_or(ABSENT - 1);
 }
 
 /// An id as JSON.
