@@ -28,9 +28,10 @@
 //! code before it, in the same run.
 //!
 //! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open). The
-//! cost of the trace file is then measured in interleaved pairs (an untraced and a traced
-//! chain side by side, see `trace_cost`), which the VM's swings from row to row do not blur:
-//! `only=traced` runs that alone (with `direct` and the traced row). A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
+//! cost of the trace file is then measured in interleaved rounds (two untraced chains and a
+//! traced one side by side, started afresh a dozen times, see `trace_cost`), which the VM's
+//! swings from row to row do not blur; the second untraced chain is the control, what the
+//! noise alone gives. `only=traced` runs that alone (with `direct` and the traced row). A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
 //! its type, each chunk rewritten, written losslessly), the cost of typed handling.
 //! A last row runs N = 3 pass-through proxies *inside* the conductor's process
 //! (`examples/one_binary.rs`, `Chain::proxy`) with the agent as a process. The table ends with
@@ -361,38 +362,54 @@ async fn run(scale: f64) {
     }
 }
 
-/// In how many rounds the cost of `--trace` is measured.
-const TRACE_ROUNDS: usize = 48;
+/// The cost of `--trace` is measured in this many generations of chains, each measured in
+/// [`ROUNDS`] rounds.
+const GENERATIONS: usize = 12;
+const ROUNDS: usize = 12;
+
+/// The chains of [`trace_cost`]: untraced, traced, and untraced again (the control).
+const CHAINS: [(&str, bool); 3] = [("untraced", false), ("traced", true), ("control", false)];
+
+/// The orders of three: a round measures its chains in one, a generation starts them in one.
+const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+    [0, 2, 1],
+    [2, 1, 0],
+    [1, 0, 2],
+];
 
 /// What one chain did in the rounds of [`trace_cost`], summed.
 #[derive(Debug, Default, Clone, Copy)]
 struct Slices {
-    prompts: f64,
-    prompts_secs: f64,
     updates_1: f64,
-    updates_1_secs: f64,
-    updates_256: f64,
-    updates_256_secs: f64,
     /// CPU ns of the conductor (all its threads), and of it and its components, while
     /// streaming on 1 session.
     conductor_ns: f64,
     tree_ns: f64,
 }
 
-/// The cost of `--trace` at N = 3: the untraced chain's and the traced chain's sums, and the
-/// traced / untraced ratio of each round (prompts/s, updates/s with 1 and with 256 sessions).
+/// The cost of `--trace` at N = 3: each chain's sums, and for each generation the rates
+/// (prompts/s, updates/s with 1 and with 256 sessions) of each chain in each round.
 #[derive(Debug, Default)]
 struct TraceCost {
-    plain: Slices,
-    traced: Slices,
-    rounds: Vec<[f64; 3]>,
+    sums: [Slices; 3],
+    generations: Vec<Vec<[[f64; 3]; 3]>>,
 }
 
-/// The cost of `--trace` at N = 3, measured interleaved: an untraced and a traced chain run
-/// side by side (each idle while the other is measured), and the measures are cut into
-/// [`TRACE_ROUNDS`] rounds of a fraction of a second, each round measuring one chain and then
-/// the other (which goes first alternates). The VM's swings last seconds (rows measured a
-/// minute apart differ by tens of percent), so they fall on both chains alike.
+/// The cost of `--trace` at N = 3, measured interleaved. Three chains run side by side, each
+/// idle while another is measured: untraced, traced, and a second untraced one, the control.
+/// The measures are cut into rounds of a few tens of milliseconds; a round measures each
+/// chain in turn, in an order that goes through all six. The VM's swings last seconds, so
+/// they fall on all three alike.
+///
+/// Two things remain, and the control measures both (the two untraced chains differ by them
+/// alone): the noise from one round to the next, often 15%, and the luck of a chain's
+/// processes (where they run, where their memory lies): two untraced chains started side by
+/// side can differ by 5% for as long as they live. So the chains are started afresh for each
+/// of [`GENERATIONS`] generations, and the report gives each ratio with a 95% interval drawn
+/// from the generations' spread, the control's next to it.
 async fn trace_cost(counts: &Counts, conductor: &Path, proxy: &Path, agent: &Path) -> TraceCost {
     let trace =
         std::env::temp_dir().join(format!("sacp-bench-rounds-{}.jsonl", std::process::id()));
@@ -405,126 +422,170 @@ async fn trace_cost(counts: &Counts, conductor: &Path, proxy: &Path, agent: &Pat
         args.push(agent.to_string_lossy().into_owned());
         args
     };
-    let mut chains = Vec::new();
-    for traced in [false, true] {
-        let editor = BenchEditor::initialized(conductor, &chain(traced)).await;
-        let mut sessions = Vec::new();
-        while sessions.len() < MANY_SESSIONS {
-            sessions.push(editor.new_session().await);
-        }
-        for _ in 0..counts.warmup {
-            editor.prompt(&sessions[0], "hi").await;
-        }
-        chains.push((editor, sessions, Slices::default()));
-    }
-    // A round's share of the rows' work: its throughput part takes about 0.1 s.
-    let prompts = (counts.throughput / 5).max(IN_FLIGHT);
-    let streamed = (counts.streaming / 10).max(1);
+    // A round's share of the rows' work: its throughput part takes a few tens of ms.
+    let prompts = (counts.throughput / 10).max(IN_FLIGHT);
+    let streamed = (counts.streaming / 20).max(1);
     let updates = (streamed as u64 * UPDATES_PER_PROMPT) as f64;
-    let mut rounds = Vec::new();
-    for round in 0..TRACE_ROUNDS {
-        let mut rates = [[0.0; 3]; 2];
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for which in order {
-            let (editor, sessions, sums) = &mut chains[which];
-            let cpu = || {
-                let conductor = usage(editor.pid()).map_or(0, |u| u.0);
-                let components: u64 = process_tree(editor.pid())
-                    .iter()
-                    .filter_map(|(pid, _)| usage(*pid))
-                    .map(|u| u.0)
-                    .sum();
-                (conductor, conductor + components)
-            };
-            let start = Instant::now();
-            throughput(editor, &sessions[..IN_FLIGHT], prompts).await;
-            let secs = start.elapsed().as_secs_f64();
-            let done = prompts.div_ceil(IN_FLIGHT) as f64 * IN_FLIGHT as f64;
-            sums.prompts += done;
-            sums.prompts_secs += secs;
-            rates[which][0] = done / secs;
-
-            let before = cpu();
-            let start = Instant::now();
-            stream(editor, &sessions[..1], streamed).await;
-            let secs = start.elapsed().as_secs_f64();
-            let after = cpu();
-            sums.updates_1 += updates;
-            sums.updates_1_secs += secs;
-            sums.conductor_ns += (after.0 - before.0) as f64;
-            sums.tree_ns += (after.1 - before.1) as f64;
-            rates[which][1] = updates / secs;
-
-            let start = Instant::now();
-            stream(editor, sessions, streamed).await;
-            let secs = start.elapsed().as_secs_f64();
-            sums.updates_256 += updates;
-            sums.updates_256_secs += secs;
-            rates[which][2] = updates / secs;
+    let mut cost = TraceCost::default();
+    for generation in 0..GENERATIONS {
+        let mut chains: [Option<(BenchEditor, Vec<String>)>; 3] = Default::default();
+        for which in ORDERS[generation % ORDERS.len()] {
+            let editor = BenchEditor::initialized(conductor, &chain(CHAINS[which].1)).await;
+            let mut sessions = Vec::new();
+            while sessions.len() < MANY_SESSIONS {
+                sessions.push(editor.new_session().await);
+            }
+            for _ in 0..counts.warmup {
+                editor.prompt(&sessions[0], "hi").await;
+            }
+            chains[which] = Some((editor, sessions));
         }
-        let [plain, traced] = rates;
-        rounds.push(std::array::from_fn(|i| traced[i] / plain[i]));
-    }
-    let mut cost = TraceCost {
-        rounds,
-        ..TraceCost::default()
-    };
-    for (editor, _, sums) in chains {
-        let (lost, late) = editor.losses();
-        assert_eq!(
-            (lost, late),
-            (0, 0),
-            "updates lost or late in the trace rounds"
-        );
-        editor.close().await;
-        if cost.plain.prompts == 0.0 {
-            cost.plain = sums;
-        } else {
-            cost.traced = sums;
+        let chains = chains.map(|c| c.expect("every chain is started"));
+        let mut rounds = Vec::new();
+        for round in 0..ROUNDS {
+            let mut rates = [[0.0; 3]; 3];
+            for which in ORDERS[round % ORDERS.len()] {
+                let (editor, sessions) = &chains[which];
+                let sums = &mut cost.sums[which];
+                let cpu = || {
+                    let conductor = usage(editor.pid()).map_or(0, |u| u.0);
+                    let components: u64 = process_tree(editor.pid())
+                        .iter()
+                        .filter_map(|(pid, _)| usage(*pid))
+                        .map(|u| u.0)
+                        .sum();
+                    (conductor, conductor + components)
+                };
+                let start = Instant::now();
+                throughput(editor, &sessions[..IN_FLIGHT], prompts).await;
+                let done = prompts.div_ceil(IN_FLIGHT) as f64 * IN_FLIGHT as f64;
+                rates[which][0] = done / start.elapsed().as_secs_f64();
+
+                let before = cpu();
+                let start = Instant::now();
+                stream(editor, &sessions[..1], streamed).await;
+                let secs = start.elapsed().as_secs_f64();
+                let after = cpu();
+                sums.updates_1 += updates;
+                sums.conductor_ns += (after.0 - before.0) as f64;
+                sums.tree_ns += (after.1 - before.1) as f64;
+                rates[which][1] = updates / secs;
+
+                let start = Instant::now();
+                stream(editor, sessions, streamed).await;
+                rates[which][2] = updates / start.elapsed().as_secs_f64();
+            }
+            rounds.push(rates);
         }
+        cost.generations.push(rounds);
+        for (name, (editor, _)) in CHAINS.iter().map(|c| c.0).zip(chains) {
+            let (lost, late) = editor.losses();
+            assert_eq!(
+                (lost, late),
+                (0, 0),
+                "updates lost or late in the trace rounds ({name} chain)"
+            );
+            editor.close().await;
+        }
+        let _ = std::fs::remove_file(&trace);
     }
-    let _ = std::fs::remove_file(&trace);
     cost
+}
+
+/// A round's traced / untraced ratio of measure `i`: against both untraced chains.
+fn traced_ratio(round: &[[f64; 3]; 3], i: usize) -> f64 {
+    round[1][i] / (round[0][i] * round[2][i]).sqrt()
+}
+
+/// A round's control / untraced ratio of measure `i`: what the noise alone gives.
+fn control_ratio(round: &[[f64; 3]; 3], i: usize) -> f64 {
+    round[2][i] / round[0][i]
+}
+
+/// The geometric mean of `ratios` (a generation's rounds' each) and its 95% interval, drawn
+/// from the spread of the generations' own geometric means (Student's t).
+fn mean_and_interval(ratios: &[Vec<f64>]) -> (f64, f64, f64) {
+    let logs: Vec<f64> = ratios
+        .iter()
+        .map(|g| g.iter().map(|r| r.ln()).sum::<f64>() / g.len() as f64)
+        .collect();
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let variance = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    // t(0.975) for n - 1 degrees of freedom (from 11 on, near enough).
+    let t = match logs.len() {
+        0..=2 => 12.71,
+        3 => 4.30,
+        4 => 3.18,
+        5 => 2.78,
+        6 => 2.57,
+        7 => 2.45,
+        8 => 2.36,
+        9 => 2.31,
+        10 => 2.26,
+        11 => 2.23,
+        _ => 2.20,
+    };
+    let half = t * (variance / n).sqrt();
+    (mean.exp(), (mean - half).exp(), (mean + half).exp())
 }
 
 impl TraceCost {
     fn report(&self) {
-        let (p, t) = (&self.plain, &self.traced);
-        let overall = [
-            (t.prompts / t.prompts_secs) / (p.prompts / p.prompts_secs),
-            (t.updates_1 / t.updates_1_secs) / (p.updates_1 / p.updates_1_secs),
-            (t.updates_256 / t.updates_256_secs) / (p.updates_256 / p.updates_256_secs),
-        ];
+        let of = |i: usize, ratio: fn(&[[f64; 3]; 3], usize) -> f64| -> Vec<Vec<f64>> {
+            self.generations
+                .iter()
+                .map(|g| g.iter().map(|r| ratio(r, i)).collect())
+                .collect()
+        };
         let figure = |i: usize| {
-            let mut sorted: Vec<f64> = self.rounds.iter().map(|r| r[i]).collect();
-            sorted.sort_by(f64::total_cmp);
-            let quartile = |q: usize| sorted[(sorted.len() - 1) * q / 4];
+            let (t, t_lo, t_hi) = mean_and_interval(&of(i, traced_ratio));
+            let (c, c_lo, c_hi) = mean_and_interval(&of(i, control_ratio));
             format!(
-                "{:.3}x (rounds: median {:.3}x, middle half {:.2}–{:.2})",
-                overall[i],
-                quartile(2),
-                quartile(1),
-                quartile(3)
+                "{t:.3}x (95% interval {t_lo:.3}–{t_hi:.3}); control {c:.3}x ({c_lo:.3}–{c_hi:.3})"
             )
         };
         let per_update = |ns: f64, s: &Slices| ns / 1e3 / s.updates_1;
+        let [u, t, c] = &self.sums;
+        let untraced = |ns: fn(&Slices) -> f64| (ns(u) + ns(c)) / 1e3 / (u.updates_1 + c.updates_1);
+        let tree_untraced = untraced(|s| s.tree_ns);
         println!(
-            "\nThe cost of --trace at N = 3 (traced / untraced, {} interleaved rounds; the \
-             viewer's goal: throughput loses <= 5%):\n\
+            "\nThe cost of --trace at N = 3 ({} generations of chains, {} interleaved rounds \
+             each; traced / untraced, as the geometric mean of the rounds' ratios; the control \
+             is a second untraced chain against the first):\n\
              - prompts/s {}\n\
              - updates/s, 1 session {}\n\
              - updates/s, 256 sessions {}\n\
              - CPU per update, 1 session: the conductor (all its threads) {:.2} µs untraced, \
              {:.2} µs traced; it and its components {:.2} µs, {:.2} µs ({:.3}x)",
-            self.rounds.len(),
+            self.generations.len(),
+            ROUNDS,
             figure(0),
             figure(1),
             figure(2),
-            per_update(p.conductor_ns, p),
+            untraced(|s| s.conductor_ns),
             per_update(t.conductor_ns, t),
-            per_update(p.tree_ns, p),
+            tree_untraced,
             per_update(t.tree_ns, t),
-            per_update(t.tree_ns, t) / per_update(p.tree_ns, p),
+            per_update(t.tree_ns, t) / tree_untraced,
+        );
+        // The goal is on throughput, all three measures of it together: the least of three
+        // noisy figures would be low on noise alone.
+        let (all, all_lo, all_hi) = mean_and_interval(
+            &self
+                .generations
+                .iter()
+                .map(|g| {
+                    g.iter()
+                        .flat_map(|r| (0..3).map(|i| traced_ratio(r, i)))
+                        .collect()
+                })
+                .collect::<Vec<_>>(),
+        );
+        println!(
+            "- throughput, the three together: {all:.3}x (95% interval {all_lo:.3}–{all_hi:.3}); \
+             the goal, it loses <= 5% with --trace: {}",
+            if all >= 0.95 { "met" } else { "NOT met" },
         );
     }
 }
