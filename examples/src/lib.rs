@@ -11,6 +11,8 @@
 //! - [`logger`]: a proxy that writes a JSON line per message it sees to a file
 //!   (`logging-proxy`), written against the `Proxy` trait without the macro.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
+//! - [`steward`]: a typed proxy for ACP's unstable surface: forks, subagents and elicitations
+//!   (`steward-proxy`).
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`
 //!   (speaking ACP v1 and v2: it reads nothing it forwards).
 //! - `v2-observer-proxy`: a typed ACP v2 proxy that reads every prompt and update and sends
@@ -32,6 +34,7 @@ pub mod demo;
 mod lock;
 pub mod logger;
 pub mod prefix;
+pub mod steward;
 pub mod test_agent;
 pub mod toolbox;
 

@@ -7,7 +7,9 @@ pub enum AcpSide {
     Agent,
     /// The client receives it (the agent sends it).
     Client,
-    /// Either side may send it (`$/cancel_request`).
+    /// Either side may send it (`$/cancel_request`), or it passes outside the client–agent
+    /// relation: with the feature `unstable`, the proxy-chains RFD's `proxy/initialize` and
+    /// `proxy/successor`, between a proxy and its conductor (the schema's `x-side: proxy`).
     Protocol,
 }
 

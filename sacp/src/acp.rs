@@ -16,6 +16,14 @@
 //! Messages the tables do not name — other protocols' methods and `_`-prefixed extensions —
 //! have no type here; proxies forward them untyped and unchanged.
 //!
+//! **The unstable surface** (feature `unstable`): the types come from ACP's unstable schema
+//! instead, a strict superset of the stable one — `session/fork`, subagents
+//! (`SessionUpdate::SubagentUpdate`), system prompts, session titles, archive and status,
+//! providers, `auth/status`, … — with the same traits, so `#[sacp::proxy]` and
+//! `#[sacp::agent]` take typed handlers for them like for any other message. Nothing stable
+//! changes type; see [`sacp_schema::acp`] for the list of what is added. Without the feature
+//! those messages are still forwarded, untyped and unchanged.
+//!
 //! **Typed is lossless.** Every request, response and notification type keeps the JSON it was
 //! read from (its `origin` field, see [`Origin`]), and is written against it: a message a
 //! handler passes on unchanged goes out byte for byte, and one it changed keeps every field,
@@ -96,6 +104,10 @@ macro_rules! sender {
 
 macro_rules! impl_requests {
     ($(($params:ty, $response:ty, $method:literal, $receiver:ident),)*) => {$(
+        impl_requests!(@typed $params, $response);
+        impl_requests!(@side $params, $receiver);
+    )*};
+    (@typed $params:ty, $response:ty) => {
         impl JsonRpcRequest for $params {
             const METHOD: &'static str = <$params>::METHOD;
             type Response = $response;
@@ -116,17 +128,24 @@ macro_rules! impl_requests {
                 lossless::write(response)
             }
         }
+    };
+    // The RFD's `proxy/*` methods (unstable schema) pass between a proxy and its conductor,
+    // not between a client and an agent: typed, with no sending side. The proxy runtime
+    // speaks them itself (`crate::protocol::dialect`).
+    (@side $params:ty, Protocol) => {};
+    (@side $params:ty, $receiver:ident) => {
         impl AcpRequest for $params {
             const FROM: Side = sender!($receiver);
         }
-    )*};
+    };
 }
 
 macro_rules! impl_notifications {
     ($(($params:ty, $method:literal, $receiver:ident),)*) => {$(
         impl_notifications!(@one $params, $receiver);
     )*};
-    // `$/cancel_request` is handled by every connection itself; it has no sending side.
+    // `$/cancel_request` is handled by every connection itself, and `proxy/successor`
+    // (unstable schema) passes between a proxy and its conductor: no sending side.
     (@one $params:ty, Protocol) => {
         impl JsonRpcNotification for $params {
             const METHOD: &'static str = <$params>::METHOD;

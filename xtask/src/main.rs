@@ -1,6 +1,9 @@
 //! `cargo xtask layers [--graph]` checks the import graph of the workspace's crates (see
 //! [`layers`]).
 //!
+//! `cargo xtask public-api [--check]` lists the published libraries' public API (see
+//! [`public_api`]).
+//!
 //! `cargo xtask regen-schema [--check]`: generates `sacp-schema`'s protocol types and method
 //! tables from the pinned JSON Schemas.
 //!
@@ -14,8 +17,11 @@ mod emit_unions;
 mod layers;
 mod passes;
 mod post;
+mod public_api;
 mod sources;
 mod tables;
+mod twins;
+mod wrapped;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -38,6 +44,9 @@ struct Target {
     /// File of the method tables, below `sacp-schema/src/`.
     methods_file: &'static str,
     protocol: Protocol,
+    /// For an unstable schema: the types file of its stable twin, which its output must be a
+    /// superset of (see [`twins`]).
+    twin_of: Option<&'static str>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -53,6 +62,7 @@ const TARGETS: &[Target] = &[
         types_file: "generated/acp_v1.rs",
         methods_file: "generated/acp_v1_methods.rs",
         protocol: Protocol::Acp,
+        twin_of: None,
     },
     Target {
         pin: sources::ACP_V2,
@@ -60,6 +70,23 @@ const TARGETS: &[Target] = &[
         types_file: "generated/acp_v2.rs",
         methods_file: "generated/acp_v2_methods.rs",
         protocol: Protocol::Acp,
+        twin_of: None,
+    },
+    Target {
+        pin: sources::ACP_V1_UNSTABLE,
+        module: "acp::v1",
+        types_file: "generated/acp_v1_unstable.rs",
+        methods_file: "generated/acp_v1_unstable_methods.rs",
+        protocol: Protocol::Acp,
+        twin_of: Some("generated/acp_v1.rs"),
+    },
+    Target {
+        pin: sources::ACP_V2_UNSTABLE,
+        module: "acp::v2",
+        types_file: "generated/acp_v2_unstable.rs",
+        methods_file: "generated/acp_v2_unstable_methods.rs",
+        protocol: Protocol::Acp,
+        twin_of: Some("generated/acp_v2.rs"),
     },
     Target {
         pin: sources::MCP_2025_11_25,
@@ -67,8 +94,12 @@ const TARGETS: &[Target] = &[
         types_file: "generated/mcp.rs",
         methods_file: "generated/mcp_methods.rs",
         protocol: Protocol::Mcp,
+        twin_of: None,
     },
 ];
+
+/// What the `unstable` feature adds, below `sacp-schema/src/` (see [`twins`]).
+const UNSTABLE_DOC: &str = "generated/unstable.md";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -77,12 +108,17 @@ fn main() -> ExitCode {
         ["regen-schema", "--check"] => regen(true),
         ["layers"] => layers::run(&workspace_root(), false),
         ["layers", "--graph"] => layers::run(&workspace_root(), true),
-        _ => Err("usage: cargo xtask regen-schema [--check] | cargo xtask layers [--graph]\n\n  \
+        ["public-api"] => public_api::run(&workspace_root(), false),
+        ["public-api", "--check"] => public_api::run(&workspace_root(), true),
+        _ => Err("usage: cargo xtask regen-schema [--check] | cargo xtask layers [--graph] | \
+                  cargo xtask public-api [--check]\n\n  \
                   regen-schema: generates sacp-schema/src/generated/ from the pinned schemas in \
                   $SACP_SCHEMA_DIR (or fetches them when it is unset).\n    --check  write nothing; \
                   fail if a generated file is stale\n  \
                   layers: fails on an import circle between the modules of DESIGN.md's layers\n    \
-                  --graph  print the module graphs too"
+                  --graph  print the module graphs too\n  \
+                  public-api: lists each published library's public API in <crate>/public-api.txt\n    \
+                  --check  write nothing; fail if a listing is stale"
             .to_owned()),
     };
     match result {
@@ -132,26 +168,55 @@ fn regen_into(
 ) -> Result<(), String> {
     let mut stale = Vec::new();
     let mut problems = Vec::new();
+    let mut emit = |rel: &str, text: &str| -> Result<(), String> {
+        let path = out_dir.join(rel);
+        let current = std::fs::read_to_string(&path).ok();
+        if current.as_deref() == Some(text) {
+            return Ok(());
+        }
+        if check {
+            stale.push(path);
+        } else {
+            std::fs::create_dir_all(path.parent().unwrap_or(out_dir))
+                .map_err(|e| format!("cannot create the output directory: {e}"))?;
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        Ok(())
+    };
+    let mut generated: Vec<(String, String)> = Vec::new();
+    let mut additions = Vec::new();
     for target in TARGETS {
         let started = Instant::now();
         let loaded = sources::load(&target.pin, schema_dir, cache)?;
         let files = generate(target, &loaded)?;
-        for (rel, text) in files {
-            let path = out_dir.join(rel);
-            let current = std::fs::read_to_string(&path).ok();
-            if current.as_deref() == Some(text.as_str()) {
-                continue;
-            }
-            if check {
-                stale.push(path);
-            } else {
-                std::fs::create_dir_all(path.parent().unwrap_or(out_dir))
-                    .map_err(|e| format!("cannot create the output directory: {e}"))?;
-                std::fs::write(&path, text)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                eprintln!("wrote {}", path.display());
+        for (rel, text) in &files {
+            emit(rel, text)?;
+        }
+        if let Some(stable) = target.twin_of {
+            let text_of = |rel: &str| {
+                generated
+                    .iter()
+                    .chain(files.iter())
+                    .find(|(r, _)| r == rel)
+                    .map(|(_, t)| t.as_str())
+                    .ok_or_else(|| format!("{rel} must be generated before {}", target.types_file))
+            };
+            let parse = |rel: &str| {
+                syn::parse_file(text_of(rel)?).map_err(|e| format!("{rel} does not parse: {e}"))
+            };
+            match twins::compare(&parse(stable)?, &parse(target.types_file)?) {
+                Ok(added) => additions.push((target.module, target.pin.rel_path, added)),
+                Err(differences) => problems.push(format!(
+                    "{} is not a superset of {stable}, so the `unstable` feature would break \
+                     code written without it:\n  {}",
+                    target.types_file,
+                    differences.join("\n  ")
+                )),
             }
         }
+        generated.extend(files);
         if check && target.protocol == Protocol::Acp {
             let committed =
                 std::fs::read_to_string(out_dir.join(target.methods_file)).unwrap_or_default();
@@ -172,6 +237,7 @@ fn regen_into(
             started.elapsed().as_millis()
         );
     }
+    emit(UNSTABLE_DOC, &twins::render(&additions))?;
     if !stale.is_empty() {
         let list: Vec<String> = stale.iter().map(|p| format!("  {}", p.display())).collect();
         problems.push(format!(

@@ -352,7 +352,30 @@ pub(crate) fn origins(file: &mut syn::File, messages: &BTreeSet<String>) -> usiz
     let n = impls.len();
     let extra: syn::File = syn::parse2(quote!(#(#impls)*)).expect("origin impls parse");
     file.items.extend(extra.items);
-    n
+    // The message types with no named fields to keep an origin in.
+    let with_origin: BTreeSet<String> = file
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Impl(imp)
+                if quote!(#imp)
+                    .to_string()
+                    .starts_with("impl crate :: HasOrigin for") =>
+            {
+                match &*imp.self_ty {
+                    Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+        .collect();
+    let missing: BTreeSet<String> = messages
+        .iter()
+        .filter(|m| !with_origin.contains(*m))
+        .cloned()
+        .collect();
+    n + crate::wrapped::give_origins(file, &missing, &with_origin)
 }
 
 /// Pass 4: response types with no required field accept `null` (ACP peers answer empty

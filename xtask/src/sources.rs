@@ -49,6 +49,24 @@ pub(crate) const ACP_V2: Pinned = Pinned {
     },
 };
 
+pub(crate) const ACP_V1_UNSTABLE: Pinned = Pinned {
+    rel_path: "acp/v1/schema.unstable.json",
+    sha256: "ce7881d10c854bcac4f0e7d3a9ce4fb0f612ec0a09e64b572940beec4668c189",
+    source: Source::Npm {
+        package: "@agentclientprotocol/sdk@2.4.0",
+        path_in_package: "schema/v1/schema.unstable.json",
+    },
+};
+
+pub(crate) const ACP_V2_UNSTABLE: Pinned = Pinned {
+    rel_path: "acp/v2/schema.unstable.json",
+    sha256: "49e10f8c1935854363ed5b176cc6560d856642ba5020c97d264d34de4b6f1b31",
+    source: Source::Npm {
+        package: "@agentclientprotocol/sdk@2.4.0",
+        path_in_package: "schema/v2/schema.unstable.json",
+    },
+};
+
 pub(crate) const MCP_2025_11_25: Pinned = Pinned {
     rel_path: "mcp/2025-11-25/schema.json",
     sha256: "268a5f82ba70fd7e4b6dc4aa1e64f116f74b4d0edcb69dc046829c79dd4e97e7",

@@ -62,6 +62,10 @@ pub(crate) fn acp_tables(defs: &Defs) -> Result<Tables, String> {
             "agent" => Ok("Agent".into()),
             "client" => Ok("Client".into()),
             "protocol" => Ok("Protocol".into()),
+            // Between a proxy and its conductor (`proxy/*`, unstable schema): neither the
+            // client's nor the agent's, like `$/cancel_request`. A variant of its own would
+            // make the feature `unstable` break exhaustive matches on `AcpSide`.
+            "proxy" => Ok("Protocol".into()),
             other => Err(format!("unknown x-side {other:?}")),
         }
     };

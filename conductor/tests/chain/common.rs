@@ -352,6 +352,10 @@ impl Editor {
             "session/request_permission" => {
                 json!({"result": {"outcome": {"outcome": "selected", "optionId": "allow"}}})
             }
+            // A form: its `name` field filled.
+            "elicitation/create" => {
+                json!({"result": {"action": "accept", "content": {"name": "the editor"}}})
+            }
             "fs/read_text_file" => match &self.file {
                 Some((path, content)) if params["path"] == path.to_string_lossy().as_ref() => {
                     json!({"result": {"content": content}})

@@ -20,5 +20,6 @@ mod router_ssh;
 mod routing;
 mod strict;
 mod trace;
+mod unstable;
 mod v2;
 mod versions;

@@ -13,4 +13,5 @@ mod processes;
 mod chain;
 mod foreign_conductor;
 mod peers;
+mod unstable;
 mod v2;

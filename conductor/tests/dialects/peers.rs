@@ -111,12 +111,28 @@ pub(crate) fn ts_v2_editor() -> Option<String> {
     ts_peer("editor-v2.mjs")
 }
 
+/// The ACP editor on the official TypeScript SDK's `/unstable` entry (`editor-unstable.mjs`),
+/// which forks a session and answers an elicitation, as [`ts_agent`].
+pub(crate) fn ts_unstable_editor() -> Option<String> {
+    ts_peer("editor-unstable.mjs")
+}
+
+/// Says why a peer cannot run here: on stderr, or, under `CI`, by failing the test (CI
+/// installs every peer, so a missing one there is a broken set-up, not a skip).
+fn missing(peer: &str, why: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{peer} cannot run here: {why}"
+    );
+    eprintln!("skipped: {peer} cannot run here: {why}");
+}
+
 fn ts_peer(script: &str) -> Option<String> {
     static READY: Mutex<Option<Option<String>>> = Mutex::new(None);
     let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
     if ready.is_none() {
         let found = install_ts_agent()
-            .map_err(|why| eprintln!("skipped: the TypeScript SDK's peers cannot run here: {why}"))
+            .map_err(|why| missing("the TypeScript SDK's peers", &why))
             .ok();
         *ready = Some(found);
     }
@@ -150,6 +166,7 @@ fn install_ts_agent() -> Result<String, String> {
         "editor.mjs",
         "agent-v2.mjs",
         "editor-v2.mjs",
+        "editor-unstable.mjs",
     ] {
         let text = std::fs::read(source.join(file)).map_err(|e| e.to_string())?;
         if std::fs::read(dir.join(file)).ok().as_ref() != Some(&text) {
@@ -182,7 +199,7 @@ pub(crate) fn py_editor() -> Option<String> {
     let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
     if ready.is_none() {
         let found = install_py_editor()
-            .map_err(|why| eprintln!("skipped: the Python SDK's editor cannot run here: {why}"))
+            .map_err(|why| missing("the Python SDK's editor", &why))
             .ok();
         *ready = Some(found);
     }

@@ -1,11 +1,13 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm]`:
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm]`:
 //! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
 //! - `--mcp-acp`, `--mcp-rfd`, `--mcp-http`: how its v1 side takes MCP servers (see the
 //!   module docs); `--mcp-http` makes the v2 side declare HTTP only (else stdio only);
+//! - `--sessions DIR`: keeps its v1 sessions in `DIR` too, so that a later process loads or
+//!   resumes them;
 //! - `--ignore-eof`: keeps running after its stdin ends, as the agents people run do (they end
 //!   on a signal);
 //! - `--on-sigterm FILE`: on `SIGTERM`, writes `saved` to `FILE` (its session, as a real agent
@@ -26,6 +28,7 @@ struct Args {
     protocols: Option<Vec<u16>>,
     /// `--mcp-http`, for the v2 side too.
     mcp_http: bool,
+    sessions: Option<PathBuf>,
     ignore_eof: bool,
     on_sigterm: Option<PathBuf>,
     ignore_sigterm: bool,
@@ -55,6 +58,10 @@ fn args() -> Result<Args, String> {
                     other => return Err(format!("--protocol {other:?}: expected 1, 2 or 1,2")),
                 });
             }
+            "--sessions" => {
+                let dir = words.next().ok_or("--sessions needs a DIR")?;
+                args.sessions = Some(dir.into());
+            }
             "--ignore-eof" => args.ignore_eof = true,
             "--ignore-sigterm" => args.ignore_sigterm = true,
             "--on-sigterm" => {
@@ -64,7 +71,8 @@ fn args() -> Result<Args, String> {
             other => {
                 return Err(format!(
                     "unknown argument {other:?}; expected --protocol 1|2|1,2, --mcp-acp, \
-                     --mcp-rfd or --mcp-http, --ignore-eof, --on-sigterm FILE, --ignore-sigterm"
+                     --mcp-rfd or --mcp-http, --sessions DIR, --ignore-eof, --on-sigterm FILE, \
+                     --ignore-sigterm"
                 ));
             }
         }
@@ -88,7 +96,10 @@ async fn main() -> sacp::Result<()> {
     } else {
         None
     };
-    let v1 = args.agent.take().unwrap_or_default();
+    let mut v1 = args.agent.take().unwrap_or_default();
+    if let Some(dir) = args.sessions.take() {
+        v1 = v1.keeping_sessions_in(dir);
+    }
     let v2 = if args.mcp_http {
         TestAgentV2::with_mcp_over_http()
     } else {

@@ -160,13 +160,8 @@ impl Servers {
                     };
                     (stdio.name.clone(), server)
                 }
-                McpServer::Other(entry) if self.rfd && entry.get("type") == Some(&"acp".into()) => {
-                    let field =
-                        |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
-                    let (Some(name), Some(id)) = (field("name"), field("serverId")) else {
-                        continue;
-                    };
-                    (name, Server::Rfd(id))
+                McpServer::Acp(entry) if self.rfd => {
+                    (entry.name.clone(), Server::Rfd(entry.server_id.0.clone()))
                 }
                 _ => continue,
             };

@@ -17,8 +17,16 @@
 //! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
 //! | `then N` | ends the turn at once, then streams `N` chunks `after 1` … `after N` right behind the answer |
 //! | `future` | sends what a newer agent would: a chunk `future` with fields this schema lacks (`futureAnno`, `futureUpd`, `futureParam`), a `tool_call_update` with explicit `null`s, an update of a kind this schema lacks, and an answer with `futureRes` (see [`FUTURE`]) |
+//! | `subagent [TITLE]` | starts a subagent: announces a child session `c1`, `c2`, … (numbered per process) with a `subagent_update` on the prompt's session (its `title` TITLE, cancellable; see [`SUBAGENT`]), streams `child cN working` in the child, says `started cN`; the child then waits, and a `session/cancel` of the child makes it stream `child cN cancelled` (saying so on stderr) |
+//! | `elicit` | asks the client `elicitation/create` (a form with one `name` field, scoped to the session) and says what came back: `elicitation: accept {"name":…}`, `elicitation: decline`, `elicitation: cancel` |
 //!
-//! It lists its sessions (`session/list`) and forgets one on `session/close`.
+//! Sessions: it lists them (`session/list`), forgets one on `session/close`, and implements
+//! `session/load` (the session's history replayed as `session/update`s before the answer),
+//! `session/resume` (no replay) and `session/fork` (a new session with the history of the
+//! one forked), and says so in `initialize` (`loadSession`, `sessionCapabilities.list`,
+//! `close`, `resume`, `fork`). A history is what its turns said, the prompts included. With
+//! `--sessions DIR` (see [`TestAgent::keeping_sessions_in`]) sessions are kept in `DIR` too,
+//! so a later process loads them; new ids then skip the ones kept there.
 //!
 //! It is also an MCP client (see the `mcp` module). It connects to the stdio and `http` MCP
 //! servers each session is given while it handles `session/new`, with `rmcp`, as agents people
@@ -37,6 +45,7 @@
 //!
 //! Handlers run concurrently: a session that waits or sleeps never holds up another.
 
+mod history;
 mod mcp;
 mod v2;
 
@@ -44,30 +53,47 @@ pub use self::v2::{FUTURE_V2, TestAgentV2};
 
 use sacp::acp::{
     AgentCapabilities, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
-    PromptRequest, PromptResponse, ProtocolVersion, ReadTextFileRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionInfo, SessionNotification, SessionUpdate, StopReason,
-    TextContent, ToolCallUpdate,
+    CreateElicitationRequest, CreateElicitationResponseKind, ForkSessionRequest,
+    ForkSessionResponse, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest,
+    PromptResponse, ProtocolVersion, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionForkCapabilities, SessionId, SessionInfo,
+    SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
+    StopReason, TextContent, ToolCallUpdate,
 };
 use sacp::agent::Cx;
+use sacp::jsonrpc::RawJson;
 
-use crate::lock::lock;
+use self::history::{History, Session};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The test agent; see the module docs for what it does.
 #[derive(Debug, Default)]
 pub struct TestAgent {
+    /// The last `session-N` handed out.
     sessions: AtomicU64,
+    /// The last subagent `cN` started.
+    children: AtomicU64,
     /// The MCP servers of each session.
     mcp: mcp::Servers,
     /// Whether it declares `mcpCapabilities.http`.
     mcp_http: bool,
-    /// What each session was set up with: `cwd=… servers=…`.
-    setups: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Every session: its setup and what was said in it.
+    history: History,
 }
 
 impl TestAgent {
+    /// Keeps its sessions in `dir` too (`test-agent --sessions DIR`), so that a later process
+    /// can load or resume them.
+    pub fn keeping_sessions_in(self, dir: std::path::PathBuf) -> Self {
+        TestAgent {
+            history: History::on_disk(dir),
+            ..self
+        }
+    }
+
     /// The agent that speaks MCP over ACP itself (`test-agent --mcp-acp`).
     pub fn speaking_mcp_over_acp() -> Self {
         TestAgent {
@@ -102,7 +128,14 @@ impl TestAgent {
         req: InitializeRequest,
         _cx: &Cx,
     ) -> sacp::Result<InitializeResponse> {
-        let mut capabilities = AgentCapabilities::default();
+        let sessions = SessionCapabilities::new()
+            .list(SessionListCapabilities::new())
+            .close(SessionCloseCapabilities::new())
+            .resume(SessionResumeCapabilities::new())
+            .fork(SessionForkCapabilities::new());
+        let mut capabilities = AgentCapabilities::default()
+            .load_session(true)
+            .session_capabilities(sessions);
         if self.mcp_http {
             capabilities = capabilities.mcp_capabilities(McpCapabilities::default().http(true));
         }
@@ -131,13 +164,57 @@ impl TestAgent {
         req: NewSessionRequest,
         _cx: &Cx,
     ) -> sacp::Result<NewSessionResponse> {
-        let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-        let session = format!("session-{n}");
-        let servers = serde_json::to_string(&req.mcp_servers).unwrap_or_default();
-        let setup = format!("cwd={} servers={servers}", req.cwd);
-        lock(&self.setups).insert(session.clone(), setup);
-        self.mcp.keep(&session, &req.mcp_servers).await;
+        let session = self.history.fresh_id("session-", &self.sessions);
+        self.start(&session, &req.cwd, &req.mcp_servers, Vec::new())
+            .await;
         Ok(NewSessionResponse::new(session))
+    }
+
+    /// Loads a session of this process or, with `--sessions`, of an earlier one: its history
+    /// is replayed before the answer.
+    #[on_request]
+    async fn load_session(
+        &self,
+        req: LoadSessionRequest,
+        cx: &Cx,
+    ) -> sacp::Result<LoadSessionResponse> {
+        let kept = self
+            .reopen(&req.session_id, &req.cwd, &req.mcp_servers)
+            .await?;
+        for update in kept.updates {
+            let update = SessionNotification::new(req.session_id.clone(), update);
+            cx.client().notify(update).await?;
+        }
+        Ok(LoadSessionResponse::new())
+    }
+
+    /// Resumes a session as `session/load` does, without the replay.
+    #[on_request]
+    async fn resume_session(
+        &self,
+        req: ResumeSessionRequest,
+        _cx: &Cx,
+    ) -> sacp::Result<ResumeSessionResponse> {
+        let servers = req.mcp_servers.clone().unwrap_or_default();
+        self.reopen(&req.session_id, &req.cwd, &servers).await?;
+        Ok(ResumeSessionResponse::new())
+    }
+
+    /// A new session with the history of the one forked.
+    #[on_request]
+    async fn fork_session(
+        &self,
+        req: ForkSessionRequest,
+        _cx: &Cx,
+    ) -> sacp::Result<ForkSessionResponse> {
+        let parent = self
+            .history
+            .get(&req.session_id.0)
+            .ok_or_else(|| unknown_session(&req.session_id))?;
+        let servers = req.mcp_servers.clone().unwrap_or_default();
+        let fork = self.history.fresh_id("session-", &self.sessions);
+        self.start(&fork, &req.cwd, &servers, parent.updates).await;
+        Ok(ForkSessionResponse::new(fork))
     }
 
     /// Lists the sessions it has (with the `cwd` each was created in).
@@ -147,18 +224,12 @@ impl TestAgent {
         _req: ListSessionsRequest,
         _cx: &Cx,
     ) -> sacp::Result<ListSessionsResponse> {
-        let setups = lock(&self.setups);
-        let mut sessions: Vec<SessionInfo> = setups
-            .iter()
-            .map(|(id, setup)| {
-                let cwd = setup
-                    .strip_prefix("cwd=")
-                    .and_then(|s| s.split(" servers=").next())
-                    .unwrap_or_default();
-                SessionInfo::new(id.clone(), cwd)
-            })
+        let sessions: Vec<SessionInfo> = self
+            .history
+            .all()
+            .into_iter()
+            .map(|(id, session)| SessionInfo::new(id, session.cwd))
             .collect();
-        sessions.sort_by(|a, b| a.session_id.0.cmp(&b.session_id.0));
         Ok(ListSessionsResponse::new(sessions))
     }
 
@@ -169,20 +240,23 @@ impl TestAgent {
         req: CloseSessionRequest,
         _cx: &Cx,
     ) -> sacp::Result<CloseSessionResponse> {
-        lock(&self.setups).remove(&req.session_id.0);
+        self.history.forget(&req.session_id.0);
         Ok(CloseSessionResponse::new())
     }
 
     #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         let session = req.session_id.clone();
+        for block in &req.prompt {
+            let update = SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone()));
+            self.history.said(&session.0, &update);
+        }
         let client = cx.client();
         let say = |text: String| {
             let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
-            client.notify(SessionNotification::new(
-                session.clone(),
-                SessionUpdate::AgentMessageChunk(chunk),
-            ))
+            let update = SessionUpdate::AgentMessageChunk(chunk);
+            self.history.said(&session.0, &update);
+            client.notify(SessionNotification::new(session.clone(), update))
         };
         let first = req.prompt.iter().find_map(|block| match block {
             ContentBlock::Text(text) => Some(text.text.as_str()),
@@ -254,8 +328,38 @@ impl TestAgent {
                 }
             }
             ["setup"] => {
-                let setup = lock(&self.setups).get(&session.0).cloned();
+                let setup = self.history.get(&session.0).map(|s| s.setup);
                 say(setup.unwrap_or_else(|| "unknown session".to_owned())).await?;
+            }
+            ["subagent", title @ ..] => {
+                let child = self.subagent(cx, &session, &title.join(" ")).await?;
+                say(format!("started {child}")).await?;
+            }
+            ["elicit"] => {
+                let request: CreateElicitationRequest =
+                    serde_json::from_value(serde_json::json!({
+                        "mode": "form",
+                        "message": "What is your name?",
+                        "sessionId": session.0,
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {"name": {"type": "string", "title": "Name"}},
+                            "required": ["name"]
+                        }
+                    }))?;
+                let answer = cx.client().request(request).await?;
+                say(match answer.kind {
+                    CreateElicitationResponseKind::Accept(accept) => format!(
+                        "elicitation: accept {}",
+                        serde_json::to_string(&accept.content).unwrap_or_default()
+                    ),
+                    CreateElicitationResponseKind::Decline => "elicitation: decline".to_owned(),
+                    CreateElicitationResponseKind::Cancel => "elicitation: cancel".to_owned(),
+                    CreateElicitationResponseKind::Other(other) => {
+                        format!("elicitation: {}", serde_json::Value::Object(other))
+                    }
+                })
+                .await?;
             }
             ["sleep", ms] => {
                 let ms: u64 = ms.parse().map_err(|_| bad_prompt("sleep MS"))?;
@@ -335,6 +439,66 @@ impl TestAgent {
     }
 }
 
+impl TestAgent {
+    /// Starts session `id`: its setup, its MCP servers, the history it begins with.
+    async fn start(&self, id: &str, cwd: &str, servers: &[McpServer], updates: Vec<SessionUpdate>) {
+        let listed = serde_json::to_string(servers).unwrap_or_default();
+        let session = Session {
+            setup: format!("cwd={cwd} servers={listed}"),
+            cwd: cwd.to_owned(),
+            updates,
+        };
+        self.history.open(id, session);
+        self.mcp.keep(id, servers).await;
+    }
+
+    /// A session of this process or one kept on disk, opened again in `cwd` with `servers`.
+    async fn reopen(
+        &self,
+        id: &SessionId,
+        cwd: &str,
+        servers: &[McpServer],
+    ) -> sacp::Result<Session> {
+        let kept = self.history.get(&id.0).ok_or_else(|| unknown_session(id))?;
+        self.start(&id.0, cwd, servers, kept.updates.clone()).await;
+        Ok(kept)
+    }
+
+    /// Announces a subagent of `parent` and leaves it working until it is cancelled. The
+    /// announcement carries what a newer agent would send too — `description: null` and a
+    /// field this schema lacks (see [`SUBAGENT`]) — for tests of what proxies keep.
+    async fn subagent(&self, cx: &Cx, parent: &SessionId, title: &str) -> sacp::Result<String> {
+        let n = self.children.fetch_add(1, Ordering::Relaxed) + 1;
+        let child = SessionId::from(format!("c{n}"));
+        let title = if title.is_empty() { "subagent" } else { title };
+        let announced = SUBAGENT
+            .replace("PARENT", &parent.0)
+            .replace("CHILD", &child.0)
+            .replace("TITLE", title);
+        let client = cx.client();
+        client
+            .notify_raw("session/update", Some(RawJson::from_string(announced)?))
+            .await?;
+        let say = move |text: String| {
+            let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+            SessionNotification::new(child.clone(), SessionUpdate::AgentMessageChunk(chunk))
+        };
+        client.notify(say(format!("child c{n} working"))).await?;
+        // The child's work: until the client cancels it.
+        let turn = cx.turn(&SessionId::from(format!("c{n}")));
+        cx.spawn(async move {
+            turn.cancelled().await;
+            eprintln!("test-agent: the subagent c{n} was cancelled");
+            let _ = client.notify(say(format!("child c{n} cancelled"))).await;
+        });
+        Ok(format!("c{n}"))
+    }
+}
+
+fn unknown_session(id: &SessionId) -> sacp::Error {
+    sacp::Error::invalid_params(format!("the test agent has no session {:?}", id.0))
+}
+
 /// What the `future` keyword streams (`SESSION` is the session's id): the messages of a newer
 /// agent than this schema knows, for tests of what proxies keep.
 pub const FUTURE: [&str; 3] = [
@@ -342,6 +506,11 @@ pub const FUTURE: [&str; 3] = [
     r#"{"sessionId":"SESSION","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":null,"locations":null,"status":"completed"}}"#,
     r#"{"sessionId":"SESSION","update":{"sessionUpdate":"future_kind","futureData":{"a":[1,2]}}}"#,
 ];
+
+/// The announcement of a subagent (`subagent` keyword; `PARENT`, `CHILD` and `TITLE` filled
+/// in): a `subagent_update` that may be cancelled, with an explicit `null` and a field this
+/// schema lacks.
+pub const SUBAGENT: &str = r#"{"sessionId":"PARENT","update":{"sessionUpdate":"subagent_update","sessionId":"CHILD","title":"TITLE","description":null,"capabilities":{"cancel":{}},"futureSub":{"depth":1}}}"#;
 
 /// The answer of the `future` keyword.
 pub const FUTURE_ANSWER: &str = r#"{"stopReason":"end_turn","futureRes":3}"#;

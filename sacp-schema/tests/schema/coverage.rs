@@ -44,16 +44,8 @@ fn every_acp_v2_method_has_examples() {
 #[test]
 fn every_session_update_kind_has_examples() {
     for (file, text, kinds) in [
-        (
-            "acp v1",
-            include_str!("../fixtures/acp_v1.json"),
-            session_update_kinds("v1"),
-        ),
-        (
-            "acp v2",
-            include_str!("../fixtures/acp_v2.json"),
-            session_update_kinds("v2"),
-        ),
+        ("acp v1", fixture_texts("v1"), session_update_kinds("v1")),
+        ("acp v2", fixture_texts("v2"), session_update_kinds("v2")),
     ] {
         let missing: Vec<&&str> = kinds
             .iter()
@@ -66,11 +58,34 @@ fn every_session_update_kind_has_examples() {
     }
 }
 
+/// The text of a version's fixture files (with the feature `unstable`, its unstable ones too).
+fn fixture_texts(version: &str) -> String {
+    let stable = match version {
+        "v1" => include_str!("../fixtures/acp_v1.json"),
+        _ => include_str!("../fixtures/acp_v2.json"),
+    };
+    #[cfg(feature = "unstable")]
+    let stable = format!(
+        "{stable}{}",
+        match version {
+            "v1" => include_str!("../fixtures/acp_v1_unstable.json"),
+            _ => include_str!("../fixtures/acp_v2_unstable.json"),
+        }
+    );
+    stable.to_string()
+}
+
 /// The kinds, as the generated enum spells them on the wire (read back from its serde renames).
 fn session_update_kinds(version: &str) -> Vec<&'static str> {
+    #[cfg(not(feature = "unstable"))]
     let source = match version {
         "v1" => include_str!("../../src/generated/acp_v1.rs"),
         _ => include_str!("../../src/generated/acp_v2.rs"),
+    };
+    #[cfg(feature = "unstable")]
+    let source = match version {
+        "v1" => include_str!("../../src/generated/acp_v1_unstable.rs"),
+        _ => include_str!("../../src/generated/acp_v2_unstable.rs"),
     };
     let start = source
         .find("pub enum SessionUpdate {")

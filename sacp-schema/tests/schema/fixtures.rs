@@ -18,18 +18,36 @@ fn run(file: &str, text: &str, registry: &Registry) {
     );
 }
 
+/// The ACP v1 fixtures; with the `unstable` feature, those of the unstable methods and
+/// updates too.
 pub fn acp_v1_cases() -> Vec<Case> {
-    harness::load_cases(
+    #[allow(unused_mut)]
+    let mut cases = harness::load_cases(
         include_str!("../fixtures/acp_v1.json"),
         "fixtures/acp_v1.json",
-    )
+    );
+    #[cfg(feature = "unstable")]
+    cases.extend(harness::load_cases(
+        include_str!("../fixtures/acp_v1_unstable.json"),
+        "fixtures/acp_v1_unstable.json",
+    ));
+    cases
 }
 
+/// The ACP v2 fixtures; with the `unstable` feature, those of the unstable methods and
+/// updates too.
 pub fn acp_v2_cases() -> Vec<Case> {
-    harness::load_cases(
+    #[allow(unused_mut)]
+    let mut cases = harness::load_cases(
         include_str!("../fixtures/acp_v2.json"),
         "fixtures/acp_v2.json",
-    )
+    );
+    #[cfg(feature = "unstable")]
+    cases.extend(harness::load_cases(
+        include_str!("../fixtures/acp_v2_unstable.json"),
+        "fixtures/acp_v2_unstable.json",
+    ));
+    cases
 }
 
 pub fn mcp_cases() -> Vec<Case> {
@@ -60,5 +78,25 @@ fn mcp_fixtures_round_trip() {
         "fixtures/mcp.json",
         include_str!("../fixtures/mcp.json"),
         &harness::mcp(),
+    );
+}
+
+#[cfg(feature = "unstable")]
+#[test]
+fn acp_v1_unstable_fixtures_round_trip() {
+    run(
+        "fixtures/acp_v1_unstable.json",
+        include_str!("../fixtures/acp_v1_unstable.json"),
+        &harness::acp_v1(),
+    );
+}
+
+#[cfg(feature = "unstable")]
+#[test]
+fn acp_v2_unstable_fixtures_round_trip() {
+    run(
+        "fixtures/acp_v2_unstable.json",
+        include_str!("../fixtures/acp_v2_unstable.json"),
+        &harness::acp_v2(),
     );
 }

@@ -249,6 +249,8 @@ macro_rules! route {
     };
     // `$/cancel_request` is handled by every connection itself: no handler takes it.
     (notification, Protocol, $params:ty) => {};
+    // The RFD's `proxy/*` methods (unstable schema) are the proxy runtime's own.
+    (request, Protocol, $params:ty, $response:ty) => {};
 }
 
 macro_rules! route_requests {
