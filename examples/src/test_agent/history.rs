@@ -3,7 +3,9 @@
 //! process can load or resume them (as agents people run keep their threads on disk).
 //!
 //! A history is the list of `session/update`s the session's turns produced, the user's prompt
-//! text included: `session/load` replays it as it was.
+//! text included: `session/load` replays it as it was. It keeps a session's first
+//! [`KEPT`] updates: enough for tests of loading and forking, while a turn that streams a
+//! million chunks does not make the agent hold them all.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -13,6 +15,9 @@ use std::sync::Mutex;
 use sacp::acp::SessionUpdate;
 
 use crate::lock::lock;
+
+/// How many updates of a session a history keeps.
+pub(crate) const KEPT: usize = 1000;
 
 /// Every session the agent knows.
 #[derive(Debug, Default)]
@@ -34,8 +39,11 @@ pub(crate) struct Session {
 }
 
 impl History {
-    /// Sessions kept in `dir` as well as in memory.
+    /// Sessions kept in `dir` (made if need be) as well as in memory.
     pub(crate) fn on_disk(dir: PathBuf) -> History {
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            tracing::warn!("cannot keep sessions in {}: {e}", dir.display());
+        }
         History {
             dir: Some(dir),
             ..History::default()
@@ -95,6 +103,9 @@ impl History {
         let Some(session) = sessions.get_mut(id) else {
             return;
         };
+        if session.updates.len() >= KEPT {
+            return;
+        }
         session.updates.push(update.clone());
         drop(sessions);
         if let Some(file) = self.file(id) {

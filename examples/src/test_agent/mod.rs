@@ -24,7 +24,8 @@
 //! `session/load` (the session's history replayed as `session/update`s before the answer),
 //! `session/resume` (no replay) and `session/fork` (a new session with the history of the
 //! one forked), and says so in `initialize` (`loadSession`, `sessionCapabilities.list`,
-//! `close`, `resume`, `fork`). A history is what its turns said, the prompts included. With
+//! `close`, `resume`, `fork`). A history is what its turns said, the prompts included (its first
+//! 1,000 updates: a long stream does not grow the agent's memory). With
 //! `--sessions DIR` (see [`TestAgent::keeping_sessions_in`]) sessions are kept in `DIR` too,
 //! so a later process loads them; new ids then skip the ones kept there.
 //!
