@@ -102,6 +102,11 @@ struct RouteArgs {
     /// How long a backend without sessions lives on (default 10m).
     #[arg(long, value_name = "DURATION")]
     idle_timeout: Option<humantime::Duration>,
+
+    /// How long a backend has to start and answer the editor's initialize, replayed to it
+    /// (default 30s); past it, that session/new fails and the next one tries afresh.
+    #[arg(long, value_name = "DURATION")]
+    start_timeout: Option<humantime::Duration>,
 }
 
 impl RouteArgs {
@@ -120,6 +125,9 @@ impl RouteArgs {
         }
         if let Some(idle) = self.idle_timeout {
             config.idle_timeout = Some(idle.into());
+        }
+        if let Some(start) = self.start_timeout {
+            config.start_timeout = Some(start.into());
         }
         if config.backend.is_none() && config.rules.iter().all(|r| r.backend.is_none()) {
             return Err(

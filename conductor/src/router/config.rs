@@ -14,6 +14,7 @@ use sacp::jsonrpc::{Error, RawJson};
 /// ```toml
 /// backend = "docker exec -i ws-{workspace} claude-agent-acp"   # the default template
 /// idle_timeout = "10m"
+/// start_timeout = "30s"
 ///
 /// # What the router answers to `initialize` (it answers it itself, and replays the editor's
 /// # `initialize` to each backend it starts): `agentCapabilities` as ACP writes them. The
@@ -42,6 +43,11 @@ pub struct Config {
     /// How long a backend without sessions lives on (default 10 minutes).
     #[serde(default, with = "humane_duration")]
     pub idle_timeout: Option<Duration>,
+    /// How long a backend has to start and answer the editor's `initialize` (and
+    /// `authenticate`), replayed to it (default 30 seconds). Past it, the `session/new` that
+    /// started it fails, naming the workspace and what did not answer.
+    #[serde(default, with = "humane_duration")]
+    pub start_timeout: Option<Duration>,
     /// The `agentCapabilities` the router answers `initialize` with (as ACP writes them); the
     /// default is [`Config::DEFAULT_CAPABILITIES`].
     #[serde(default)]
@@ -171,6 +177,11 @@ impl Config {
     /// How long a backend without sessions lives on.
     pub fn idle_timeout(&self) -> Duration {
         self.idle_timeout.unwrap_or(Duration::from_secs(600))
+    }
+
+    /// How long a backend has to start and answer the replayed `initialize`.
+    pub fn start_timeout(&self) -> Duration {
+        self.start_timeout.unwrap_or(Duration::from_secs(30))
     }
 }
 

@@ -15,9 +15,16 @@
 //!   (`session/prompt`, `session/cancel`, `session/set_mode`, `session/load`, and methods the
 //!   router does not know), and everything a backend sends (updates, permission and file
 //!   requests, …) comes back to the editor;
-//! - session ids the editor sees are unique across backends: agents commonly number their
-//!   sessions from 1, so a clash gets a new id (`<id>@<workspace>`), rewritten both ways
-//!   wherever a top-level `sessionId` is, and in `session/new` and `session/list` results;
+//! - every session is learned wherever its id is born — `session/new`, `session/fork`, a
+//!   `session/load` or `session/resume` of an id from an earlier router, a subagent announced
+//!   in a `subagent_update`, a `session/list` entry, any other result or message naming a new
+//!   id — and its id is rewritten both ways wherever session ids travel (the top-level
+//!   `sessionId` of params and results, a subagent's `update.sessionId`, a session message's
+//!   sender and recipient, `session/list` entries);
+//! - the ids the editor sees are `<backend's id>@<workspace>`: unique across backends (agents
+//!   number their sessions alike), the same in every router process, read back with the
+//!   workspace a `session/load`'s `cwd` names, and never handed out twice by one router (see
+//!   [`ids`]); closing a session forgets its subagents too;
 //! - `session/list` merges every live backend's sessions; `authenticate` goes to every live
 //!   backend;
 //! - backends run side by side: one session's turn never waits for another's, and each
@@ -26,16 +33,20 @@
 //!   `session/delete`), after [`Config::idle_timeout`] without sessions, and when the editor
 //!   closes the connection; one that crashes fails its sessions' requests with an error that
 //!   names it and its workspace, and the next `session/new` there starts a fresh one; one that
-//!   cannot start fails that `session/new` with an error naming the workspace and the command,
-//!   and the router goes on serving the others.
+//!   cannot start — or does not answer the replayed `initialize` within
+//!   [`Config::start_timeout`] — fails that `session/new` with an error naming the workspace,
+//!   the command and what did not answer, and the router goes on serving the others (their
+//!   workspaces never wait for it).
 //!
 //! The process side — starting commands, process groups, how a process ended — is the
 //! [`Launcher`]'s: `conductor route` has one.
 
 mod backend;
 mod config;
+mod ids;
 mod rewrite;
 mod serve;
+mod table;
 
 pub use self::config::{Config, PathMap, Rule, Workspace};
 pub use self::serve::serve;

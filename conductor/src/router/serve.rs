@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::json;
 
 use super::backend::Backend;
-use super::rewrite::{list_sessions, session_of, translate_paths, with_session};
+use super::ids::{own_of, tag};
+use super::rewrite::{Place, rename_sessions, session_of, translate_paths, with_session};
+use super::table::Table;
 use super::{Config, Launcher, Workspace};
 use sacp::jsonrpc::{
     Connection, Error, Handler, Notification, RawJson, Request, Responder, Transport, Work,
@@ -29,8 +31,8 @@ struct Router {
     auth_params: Mutex<Option<RawJson>>,
     /// One slot per workspace root: the live backend, started once.
     slots: Mutex<HashMap<PathBuf, Arc<Slot>>>,
-    /// Every session: the editor's id → its backend, and the backend's own id.
-    sessions: Mutex<HashMap<String, (Arc<Backend>, String)>>,
+    /// Every session, by the editor's id.
+    table: Mutex<Table>,
 }
 
 /// Runs the router on `transport` (its editor) until the editor closes it; then every backend
@@ -47,7 +49,7 @@ pub async fn serve(
         init_params: Mutex::default(),
         auth_params: Mutex::default(),
         slots: Mutex::default(),
-        sessions: Mutex::default(),
+        table: Mutex::default(),
     });
     let editor = sacp::agent::builder()
         .name("editor")
@@ -66,12 +68,8 @@ impl Router {
     }
 
     fn live_backends(&self) -> Vec<Arc<Backend>> {
-        let mut seen: Vec<Arc<Backend>> = Vec::new();
-        for (backend, _) in locked(&self.sessions).values() {
-            if !backend.is_dead() && !seen.iter().any(|b| Arc::ptr_eq(b, backend)) {
-                seen.push(backend.clone());
-            }
-        }
+        let mut seen: Vec<Arc<Backend>> = locked(&self.table).backends();
+        seen.retain(|b| !b.is_dead());
         for slot in locked(&self.slots).values() {
             if let Ok(slot) = slot.try_lock()
                 && let Some(backend) = slot.as_ref()
@@ -116,17 +114,48 @@ impl Router {
             tracing::debug!(method, "dropped a notification without a session");
             return;
         };
-        let Some((backend, own)) = locked(&self.sessions).get(&id).cloned() else {
+        let Some(backend) = locked(&self.table).get(&id).map(|e| e.backend.clone()) else {
             tracing::debug!(method, session = %id, "dropped a notification for an unknown session");
             return;
         };
-        let sent = match (with_session(params, &own), backend.conn()) {
+        let sent = match (self.to_backend(params), backend.conn()) {
             (Ok(params), Ok(conn)) => conn.notify_raw(method, params).await,
             (Err(e), _) | (_, Err(e)) => Err(e),
         };
         if let Err(e) = sent {
             tracing::debug!(method, "cannot pass a notification on: {e}");
         }
+    }
+
+    /// The editor's params or result with every session id the backend's own.
+    fn to_backend(&self, raw: Option<RawJson>) -> Result<Option<RawJson>, Error> {
+        let Some(raw) = raw else { return Ok(None) };
+        let table = locked(&self.table);
+        rename_sessions(raw, |id, _| table.get(id).map(|e| e.own.clone())).map(Some)
+    }
+
+    /// `backend`'s params or result with every session id the editor's: the sessions it
+    /// names for the first time (a new session, a fork, a subagent, …) are learned on the
+    /// way, a subagent as a child of the message's session.
+    fn to_editor(
+        &self,
+        backend: &Arc<Backend>,
+        raw: Option<RawJson>,
+    ) -> Result<Option<RawJson>, Error> {
+        let Some(raw) = raw else { return Ok(None) };
+        let mut table = locked(&self.table);
+        let mut parent: Option<String> = None;
+        rename_sessions(raw, |own, place| {
+            let id = match place {
+                Place::Child => table.learn(backend, own, parent.as_deref()),
+                _ => table.learn(backend, own, None),
+            };
+            if place == Place::Session {
+                parent = Some(id.clone());
+            }
+            Some(id)
+        })
+        .map(Some)
     }
 
     /// Answers `initialize` itself, from the configuration: no backend starts for it (a
@@ -166,12 +195,81 @@ impl Router {
                 backend: backend.clone(),
             });
         }
-        let launched = self.launcher.launch(&workspace).await?;
-        let backend = Arc::new(Backend::new(workspace, launched.process));
+        // Starting it and replaying the editor's `initialize` (and `authenticate`) have a
+        // deadline: this workspace's `session/new`s wait on its slot meanwhile, nobody else
+        // does.
+        let deadline = self.config.start_timeout();
+        let mut stage = "start";
+        let mut started: Option<Arc<Backend>> = None;
+        let starting = async {
+            let launched = self.launcher.launch(&workspace).await?;
+            let backend = Arc::new(Backend::new(workspace.clone(), launched.process));
+            started = Some(backend.clone());
+            let conn = self.connect(&backend, launched.transport);
+            // The editor's `initialize` (and `authenticate`, if it came), replayed.
+            let init = locked(&self.init_params).clone();
+            let auth = locked(&self.auth_params).clone();
+            stage = "answer `initialize`";
+            conn.request_raw("initialize", init).await?;
+            if auth.is_some() {
+                stage = "answer `authenticate`";
+                conn.request_raw("authenticate", auth).await?;
+            }
+            Ok::<_, Error>(backend)
+        };
+        let outcome = tokio::time::timeout(deadline, starting).await;
+        let backend = match outcome {
+            Ok(Ok(backend)) => backend,
+            Ok(Err(e)) => {
+                let Some(backend) = started else {
+                    return Err(e);
+                };
+                let failure = if e.is_peer_closed() {
+                    backend.failure().await
+                } else {
+                    backend.failure_with(&e)
+                };
+                backend.process.stop();
+                return Err(failure);
+            }
+            Err(_) => {
+                if let Some(backend) = &started {
+                    if let Some(conn) = backend.conn.get() {
+                        conn.close();
+                    }
+                    backend.process.stop();
+                }
+                return Err(Error::internal_error(format!(
+                    "the backend of workspace {:?} (`{}`) did not {stage} within {}",
+                    workspace.name,
+                    workspace.command,
+                    humantime::format_duration(deadline)
+                ))
+                .with_data(serde_json::json!({
+                    "workspace": workspace.name,
+                    "root": workspace.root,
+                    "command": workspace.command,
+                })));
+            }
+        };
+        *slot = Some(backend.clone());
+        backend.claim();
+        Ok(Claimed {
+            router: self.clone(),
+            backend,
+        })
+    }
+
+    /// Connects to a started backend, and watches for its end.
+    fn connect(
+        self: &Arc<Self>,
+        backend: &Arc<Backend>,
+        transport: super::BackendStream,
+    ) -> Connection {
         let conn = Connection::builder()
             .name(format!("backend {}", backend.workspace.name))
             .spawn(
-                launched.transport,
+                transport,
                 BackendSide {
                     router: Arc::downgrade(self),
                     backend: backend.clone(),
@@ -189,77 +287,26 @@ impl Router {
                 router.forget(&backend);
             }
         });
-        // The editor's `initialize` (and `authenticate`, if it came), replayed.
-        let init = locked(&self.init_params).clone();
-        let auth = locked(&self.auth_params).clone();
-        let replayed = async {
-            conn.request_raw("initialize", init).await?;
-            if auth.is_some() {
-                conn.request_raw("authenticate", auth).await?;
-            }
-            Ok::<_, Error>(())
-        };
-        if let Err(e) = replayed.await {
-            let failure = if e.is_peer_closed() {
-                backend.failure().await
-            } else {
-                backend.failure_with(&e)
-            };
-            backend.process.stop();
-            return Err(failure);
-        }
-        *slot = Some(backend.clone());
-        backend.claim();
-        Ok(Claimed {
-            router: self.clone(),
-            backend,
-        })
+        conn
     }
 
     /// Drops a backend that ended, and its sessions.
     fn forget(&self, backend: &Arc<Backend>) {
-        locked(&self.sessions).retain(|_, (b, _)| !Arc::ptr_eq(b, backend));
+        locked(&self.table).forget_backend(backend);
     }
 
-    /// The id the editor sees for `backend`'s session `own`, made up the first time.
-    fn editor_id(&self, backend: &Arc<Backend>, own: &str) -> String {
-        if let Some(id) = backend.sessions().get(own) {
-            return id.clone();
-        }
-        let mut sessions = locked(&self.sessions);
-        let mut id = own.to_owned();
-        let mut n = 1;
-        while sessions.contains_key(&id) {
-            id = if n == 1 {
-                format!("{own}@{}", backend.workspace.name)
-            } else {
-                format!("{own}@{}-{n}", backend.workspace.name)
-            };
-            n += 1;
-        }
-        sessions.insert(id.clone(), (backend.clone(), own.to_owned()));
-        backend.sessions().insert(own.to_owned(), id.clone());
-        backend.sessions_changed();
-        id
-    }
-
-    /// The session `id` is over: when it was its backend's last, the backend ends.
+    /// The session `id` is over, and its subagents with it: a backend left without sessions
+    /// ends.
     fn session_ended(&self, id: &str) {
-        let Some((backend, own)) = locked(&self.sessions).remove(id) else {
-            return;
-        };
-        let left = {
-            let mut sessions = backend.sessions();
-            sessions.remove(&own);
-            sessions.len()
-        };
-        backend.sessions_changed();
-        if left == 0 && backend.retire_if_unused(None) {
-            tracing::info!(workspace = %backend.workspace.name, "its last session ended: stopping the backend");
-            if let Some(conn) = backend.conn.get() {
-                conn.close();
+        let touched = locked(&self.table).close(id);
+        for (backend, left) in touched {
+            if left == 0 && backend.retire_if_unused(None) {
+                tracing::info!(workspace = %backend.workspace.name, "its last session ended: stopping the backend");
+                if let Some(conn) = backend.conn.get() {
+                    conn.close();
+                }
+                backend.process.stop();
             }
-            backend.process.stop();
         }
     }
 
@@ -293,12 +340,19 @@ impl Router {
             None => params,
         };
         let result = self.ask(&backend, "session/new", Some(params)).await?;
-        let own = session_of(Some(&result))
-            .ok_or_else(|| Error::internal_error("the backend's session/new has no sessionId"))?;
-        let id = self.editor_id(&backend, &own);
-        with_session(Some(result), &id)?.ok_or_else(|| Error::internal_error("no result"))
+        if session_of(Some(&result)).is_none() {
+            return Err(Error::internal_error(
+                "the backend's session/new has no sessionId",
+            ));
+        }
+        self.to_editor(&backend, Some(result))?
+            .ok_or_else(|| Error::internal_error("no result"))
     }
 
+    /// `session/load` and `session/resume`: of a session the router has (on a live backend),
+    /// or of one the editor kept — from an earlier router, or from a backend that ended — on
+    /// the backend of the workspace its `cwd` names, under the backend's own id (see
+    /// [`super::ids`]).
     async fn load(
         self: Arc<Self>,
         method: &str,
@@ -308,66 +362,78 @@ impl Router {
             params.ok_or_else(|| Error::invalid_params(format!("{method} needs params")))?;
         let id = session_of(Some(&params))
             .ok_or_else(|| Error::invalid_params(format!("{method} needs a sessionId")))?;
-        let known = locked(&self.sessions)
+        let known = locked(&self.table)
             .get(&id)
-            .filter(|(b, _)| !b.is_dead())
-            .cloned();
-        let (backend, own) = match known {
-            Some(known) => known,
+            .filter(|e| !e.backend.is_dead())
+            .map(|e| (e.backend.clone(), e.own.clone()));
+        let (backend, own, _claim) = match known {
+            Some((backend, own)) => (backend, own, None),
             None => {
                 let cwd = cwd_of(&params)?;
                 let workspace = self.config.workspace_for(Path::new(&cwd))?;
+                let own = own_of(&id, &tag(&workspace.name)).to_owned();
                 let claimed = self.backend(workspace).await?;
                 let backend = claimed.backend.clone();
-                locked(&self.sessions).insert(id.clone(), (backend.clone(), id.clone()));
-                backend.sessions().insert(id.clone(), id.clone());
-                backend.sessions_changed();
-                (backend, id.clone())
+                // Learned before the backend answers: the history it replays first is the
+                // editor's session's.
+                locked(&self.table).adopt(&id, &backend, &own);
+                (backend, own, Some(claimed))
             }
         };
+        // Under the backend's own id (added if the editor's params lacked one), with the
+        // paths as the backend sees them.
         let mut params = with_session(Some(params), &own)?;
-        if let (Some(paths), Some(raw)) = (&backend.workspace.paths, params.take()) {
-            params = Some(translate_paths(raw, paths)?);
+        if let Some(paths) = &backend.workspace.paths {
+            params = params.map(|raw| translate_paths(raw, paths)).transpose()?;
         }
         let result = self.ask(&backend, method, params).await?;
-        match session_of(Some(&result)) {
-            Some(_) => {
-                with_session(Some(result), &id)?.ok_or_else(|| Error::internal_error("no result"))
-            }
-            None => Ok(result),
-        }
+        self.to_editor(&backend, Some(result))?
+            .ok_or_else(|| Error::internal_error("no result"))
     }
 
     async fn list(&self, params: Option<RawJson>) -> Result<RawJson, Error> {
         let mut all = Vec::new();
         for backend in self.live_backends() {
             let Ok(conn) = backend.conn() else { continue };
-            match conn.request_raw("session/list", params.clone()).await {
-                Ok(result) => all.extend(list_sessions(&result, |own| {
-                    Some(self.editor_id(&backend, own))
-                })?),
+            let listed = match conn.request_raw("session/list", params.clone()).await {
+                Ok(result) => self.to_editor(&backend, Some(result)),
+                Err(e) => Err(e),
+            };
+            match listed.and_then(|r| {
+                r.ok_or_else(|| Error::internal_error("no result"))?
+                    .parse::<serde_json::Map<String, serde_json::Value>>()
+            }) {
+                Ok(mut result) => {
+                    if let Some(serde_json::Value::Array(sessions)) = result.remove("sessions") {
+                        all.extend(sessions);
+                    }
+                }
                 Err(e) => tracing::debug!(workspace = %backend.workspace.name, "session/list: {e}"),
             }
         }
         RawJson::to_raw(&json!({ "sessions": all }))
     }
 
+    /// A request about session `id` (a prompt, a fork, a cancel, …), on its backend under the
+    /// backend's own ids; the answer under the editor's (a fork's new session learned).
     async fn to_session(
         &self,
         method: &str,
         params: Option<RawJson>,
         id: &str,
     ) -> Result<RawJson, Error> {
-        let (backend, own) = locked(&self.sessions)
+        let backend = locked(&self.table)
             .get(id)
-            .cloned()
+            .map(|e| e.backend.clone())
             .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
-        let params = with_session(params, &own)?;
-        let result = self.ask(&backend, method, params).await;
-        if result.is_ok() && matches!(method, "session/close" | "session/delete") {
+        let params = self.to_backend(params)?;
+        let result = self.ask(&backend, method, params).await?;
+        if matches!(method, "session/close" | "session/delete") {
             self.session_ended(id);
+            return Ok(result);
         }
-        result
+        self.to_editor(&backend, Some(result))?
+            .ok_or_else(|| Error::internal_error("no result"))
     }
 
     /// A request to `backend`; if it ended meanwhile, the error names it.
@@ -468,10 +534,7 @@ impl BackendSide {
             .router
             .upgrade()
             .ok_or_else(|| Error::internal_error("the router has stopped"))?;
-        let params = match session_of(params.as_ref()) {
-            Some(own) => with_session(params, &router.editor_id(&self.backend, &own))?,
-            None => params,
-        };
+        let params = router.to_editor(&self.backend, params)?;
         Ok((router, params))
     }
 }

@@ -16,6 +16,7 @@ mod mcp;
 #[path = "../../benches/support/processes.rs"]
 mod processes;
 mod router;
+mod router_sessions;
 mod router_ssh;
 mod routing;
 mod strict;
