@@ -1,6 +1,7 @@
-//! The three proxy-chain dialects (`../shared/spec/DIALECTS.md`), with real crates of the other
-//! SDKs from the registry: their proxies in our chains (`chain`), ours under their conductors
-//! (`foreign_conductor`). A test binary of its own: the other SDKs' crates are built on first
+//! Against the other SDKs, with their real crates and packages from the registries: the three
+//! proxy-chain dialects (`../shared/spec/DIALECTS.md`) — their proxies in our chains (`chain`),
+//! ours under their conductors (`foreign_conductor`) —, ACP v2 (`v2`), the unstable surface
+//! (`unstable`) and ACP over the network (`remote`). A test binary of its own: the other SDKs' crates are built on first
 //! use (`tests/peers`), and that build runs beside these tests only.
 
 // Shared with the `chain` tests, which use the rest of it.
@@ -13,5 +14,6 @@ mod processes;
 mod chain;
 mod foreign_conductor;
 mod peers;
+mod remote;
 mod unstable;
 mod v2;

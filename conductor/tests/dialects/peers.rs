@@ -129,9 +129,40 @@ fn missing(peer: &str, why: &str) {
 
 fn ts_peer(script: &str) -> Option<String> {
     static READY: Mutex<Option<Option<String>>> = Mutex::new(None);
-    let mut ready = READY.lock().unwrap_or_else(|e| e.into_inner());
+    let files = [
+        "agent.mjs",
+        "editor.mjs",
+        "agent-v2.mjs",
+        "editor-v2.mjs",
+        "editor-unstable.mjs",
+    ];
+    npm_peer(&READY, "ts-rfd-agent", &files, script)
+}
+
+/// The TypeScript SDK's remote transports (`tests/peers/ts-remote`, with `ws`): `editor.mjs`
+/// (an editor over stdio, Streamable HTTP or WebSocket), `agent.mjs` (a keyword agent on
+/// stdio) and `server.mjs` (`AcpServer` hosting it), as [`ts_agent`].
+pub(crate) fn ts_remote(script: &str) -> Option<String> {
+    static READY: Mutex<Option<Option<String>>> = Mutex::new(None);
+    npm_peer(
+        &READY,
+        "ts-remote",
+        &["agent.mjs", "editor.mjs", "server.mjs"],
+        script,
+    )
+}
+
+/// `node DIR/script` for the npm peer `name` (its `files` and lock file copied into
+/// `target/peers/NAME`, `npm ci` run there once).
+fn npm_peer(
+    ready: &Mutex<Option<Option<String>>>,
+    name: &str,
+    files: &[&str],
+    script: &str,
+) -> Option<String> {
+    let mut ready = ready.lock().unwrap_or_else(|e| e.into_inner());
     if ready.is_none() {
-        let found = install_ts_agent()
+        let found = install_npm(name, files)
             .map_err(|why| missing("the TypeScript SDK's peers", &why))
             .ok();
         *ready = Some(found);
@@ -140,7 +171,7 @@ fn ts_peer(script: &str) -> Option<String> {
     Some(format!("node {dir}/{script}"))
 }
 
-fn install_ts_agent() -> Result<String, String> {
+fn install_npm(name: &str, scripts: &[&str]) -> Result<String, String> {
     let node = std::process::Command::new("node")
         .arg("--version")
         .output()
@@ -155,19 +186,13 @@ fn install_ts_agent() -> Result<String, String> {
     if major < 20 {
         return Err(format!("Node.js {version}; the SDK needs 20 or later"));
     }
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/ts-rfd-agent");
-    let dir = peers_dir().join("ts-rfd-agent");
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/peers")
+        .join(name);
+    let dir = peers_dir().join(name);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut changed = false;
-    for file in [
-        "package.json",
-        "package-lock.json",
-        "agent.mjs",
-        "editor.mjs",
-        "agent-v2.mjs",
-        "editor-v2.mjs",
-        "editor-unstable.mjs",
-    ] {
+    for file in ["package.json", "package-lock.json"].iter().chain(scripts) {
         let text = std::fs::read(source.join(file)).map_err(|e| e.to_string())?;
         if std::fs::read(dir.join(file)).ok().as_ref() != Some(&text) {
             std::fs::write(dir.join(file), &text).map_err(|e| e.to_string())?;

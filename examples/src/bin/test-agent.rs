@@ -1,6 +1,6 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm]`:
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
 //! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
@@ -12,7 +12,13 @@
 //!   on a signal);
 //! - `--on-sigterm FILE`: on `SIGTERM`, writes `saved` to `FILE` (its session, as a real agent
 //!   would save it) and exits 0;
-//! - `--ignore-sigterm`: takes no notice of `SIGTERM` (only `SIGKILL` ends it).
+//! - `--ignore-sigterm`: takes no notice of `SIGTERM` (only `SIGKILL` ends it);
+//! - `--listen ADDR`: serves ACP over the network instead of stdio (both profiles at
+//!   `http://ADDR/acp`, see `sacp::jsonrpc::remote::Server`), a new agent for each connection,
+//!   and prints the URL as the first line of stdout; `--token` (else one is made up and printed
+//!   on stderr), `--tls-cert`/`--tls-key` (PEM) for `https`/`wss`, `--stall-timeout` (`500ms`,
+//!   `2s`) for how long a client may read nothing, `--max-connections N` for how many at once.
+//!   `SIGTERM` shuts it down.
 
 use std::path::PathBuf;
 
@@ -20,37 +26,90 @@ use sacp::agent::Dual;
 use sacp_examples::test_agent::{TestAgent, TestAgentV2};
 use tokio::signal::unix::{SignalKind, signal};
 
+/// How its v1 side takes MCP servers.
+#[derive(Default, Clone, Copy, PartialEq)]
+enum Mcp {
+    #[default]
+    Stdio,
+    Acp,
+    Rfd,
+    Http,
+}
+
 /// How it was asked to behave.
 #[derive(Default)]
 struct Args {
-    agent: Option<TestAgent>,
+    mcp: Mcp,
     /// The ACP versions to speak (`--protocol`); v1 when not given.
     protocols: Option<Vec<u16>>,
-    /// `--mcp-http`, for the v2 side too.
-    mcp_http: bool,
     sessions: Option<PathBuf>,
     ignore_eof: bool,
     on_sigterm: Option<PathBuf>,
     ignore_sigterm: bool,
+    listen: Option<String>,
+    token: Option<String>,
+    tls: (Option<PathBuf>, Option<PathBuf>),
+    stall: Option<std::time::Duration>,
+    max_connections: Option<usize>,
+}
+
+impl Args {
+    fn v1(&self) -> TestAgent {
+        let agent = match self.mcp {
+            Mcp::Stdio => TestAgent::default(),
+            Mcp::Acp => TestAgent::speaking_mcp_over_acp(),
+            Mcp::Rfd => TestAgent::speaking_rfd_mcp_over_acp(),
+            Mcp::Http => TestAgent::with_mcp_over_http(),
+        };
+        match &self.sessions {
+            Some(dir) => agent.keeping_sessions_in(dir.clone()),
+            None => agent,
+        }
+    }
+
+    fn v2(&self) -> TestAgentV2 {
+        if self.mcp == Mcp::Http {
+            TestAgentV2::with_mcp_over_http()
+        } else {
+            TestAgentV2::default()
+        }
+    }
+
+    /// Serves one connection with the agent of the versions asked for.
+    async fn serve(&self, transport: impl sacp::jsonrpc::Transport) -> sacp::Result<()> {
+        match self.protocols.as_deref() {
+            Some([2]) => sacp::agent::serve(self.v2(), transport).await,
+            Some([1, 2]) => sacp::agent::serve(Dual::new(self.v1(), self.v2()), transport).await,
+            _ => sacp::agent::serve(self.v1(), transport).await,
+        }
+    }
+}
+
+/// The value after flag `flag`.
+fn value(
+    words: &mut impl Iterator<Item = String>,
+    flag: &str,
+    what: &str,
+) -> Result<String, String> {
+    words.next().ok_or(format!("{flag} needs {what}"))
 }
 
 fn args() -> Result<Args, String> {
     let mut args = Args::default();
+    let mut mcp_given = false;
     let mut words = std::env::args().skip(1);
     while let Some(word) = words.next() {
         match word.as_str() {
-            "--mcp-acp" if args.agent.is_none() => {
-                args.agent = Some(TestAgent::speaking_mcp_over_acp())
-            }
-            "--mcp-rfd" if args.agent.is_none() => {
-                args.agent = Some(TestAgent::speaking_rfd_mcp_over_acp())
-            }
-            "--mcp-http" if args.agent.is_none() => {
-                args.agent = Some(TestAgent::with_mcp_over_http());
-                args.mcp_http = true;
+            "--mcp-acp" | "--mcp-rfd" | "--mcp-http" if !mcp_given => {
+                mcp_given = true;
+                args.mcp = match word.as_str() {
+                    "--mcp-acp" => Mcp::Acp,
+                    "--mcp-rfd" => Mcp::Rfd,
+                    _ => Mcp::Http,
+                };
             }
             "--protocol" => {
-                let list = words.next().ok_or("--protocol needs 1, 2 or 1,2")?;
+                let list = value(&mut words, "--protocol", "1, 2 or 1,2")?;
                 args.protocols = Some(match list.as_str() {
                     "1" => vec![1],
                     "2" => vec![2],
@@ -58,21 +117,41 @@ fn args() -> Result<Args, String> {
                     other => return Err(format!("--protocol {other:?}: expected 1, 2 or 1,2")),
                 });
             }
-            "--sessions" => {
-                let dir = words.next().ok_or("--sessions needs a DIR")?;
-                args.sessions = Some(dir.into());
-            }
+            "--sessions" => args.sessions = Some(value(&mut words, "--sessions", "a DIR")?.into()),
             "--ignore-eof" => args.ignore_eof = true,
             "--ignore-sigterm" => args.ignore_sigterm = true,
             "--on-sigterm" => {
-                let file = words.next().ok_or("--on-sigterm needs a FILE")?;
-                args.on_sigterm = Some(file.into());
+                args.on_sigterm = Some(value(&mut words, "--on-sigterm", "a FILE")?.into())
+            }
+            "--listen" => args.listen = Some(value(&mut words, "--listen", "an ADDR")?),
+            "--max-connections" => {
+                let n = value(&mut words, "--max-connections", "a number")?;
+                args.max_connections = Some(
+                    n.parse()
+                        .map_err(|_| format!("--max-connections {n:?}: not a number"))?,
+                );
+            }
+            "--token" => args.token = Some(value(&mut words, "--token", "a TOKEN")?),
+            "--tls-cert" => args.tls.0 = Some(value(&mut words, "--tls-cert", "a FILE")?.into()),
+            "--tls-key" => args.tls.1 = Some(value(&mut words, "--tls-key", "a FILE")?.into()),
+            "--stall-timeout" => {
+                let text = value(&mut words, "--stall-timeout", "a DURATION")?;
+                let ms = match text.strip_suffix("ms") {
+                    Some(ms) => ms.parse::<u64>().ok(),
+                    None => text
+                        .strip_suffix('s')
+                        .and_then(|s| s.parse::<u64>().ok())
+                        .map(|s| s * 1000),
+                };
+                let ms = ms.ok_or(format!("--stall-timeout {text:?}: expected 500ms or 2s"))?;
+                args.stall = Some(std::time::Duration::from_millis(ms));
             }
             other => {
                 return Err(format!(
                     "unknown argument {other:?}; expected --protocol 1|2|1,2, --mcp-acp, \
                      --mcp-rfd or --mcp-http, --sessions DIR, --ignore-eof, --on-sigterm FILE, \
-                     --ignore-sigterm"
+                     --ignore-sigterm, --listen ADDR, --token TOKEN, --tls-cert FILE, \
+                     --tls-key FILE, --stall-timeout DURATION, --max-connections N"
                 ));
             }
         }
@@ -80,10 +159,61 @@ fn args() -> Result<Args, String> {
     Ok(args)
 }
 
+/// Serves ACP on `addr` until `SIGTERM`: a new agent per connection.
+async fn listen(args: Args, addr: String) -> sacp::Result<()> {
+    let mut builder = sacp::jsonrpc::remote::Server::builder();
+    if let Some(token) = &args.token {
+        builder = builder.token(token);
+    }
+    if let (Some(cert), Some(key)) = &args.tls {
+        builder = builder
+            .tls_pem(cert, key)
+            .map_err(|e| sacp::Error::internal_error(e.to_string()))?;
+    }
+    if let Some(stall) = args.stall {
+        builder = builder.stall_timeout(stall);
+    }
+    if let Some(n) = args.max_connections {
+        builder = builder.max_connections(n);
+    }
+    let server = builder
+        .bind(addr.as_str())
+        .await
+        .map_err(|e| sacp::Error::internal_error(format!("cannot listen on {addr}: {e}")))?;
+    if args.token.is_none() {
+        eprintln!("test-agent: token {}", server.token());
+    }
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", server.url());
+        let _ = out.flush();
+    }
+    let shutdown = server.shutdown_handle();
+    tokio::spawn(async move {
+        if let Ok(mut terms) = signal(SignalKind::terminate()) {
+            terms.recv().await;
+            shutdown.shutdown();
+        }
+    });
+    let args = std::sync::Arc::new(args);
+    server
+        .serve(move |connection| {
+            let args = args.clone();
+            async move {
+                if let Err(e) = args.serve(connection).await {
+                    tracing::debug!("a connection ended: {e}");
+                }
+            }
+        })
+        .await
+        .map_err(|e| sacp::Error::internal_error(e.to_string()))
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> sacp::Result<()> {
     sacp_examples::init_logging();
-    let mut args = match args() {
+    let args = match args() {
         Ok(args) => args,
         Err(why) => {
             eprintln!("test-agent: {why}");
@@ -96,21 +226,10 @@ async fn main() -> sacp::Result<()> {
     } else {
         None
     };
-    let mut v1 = args.agent.take().unwrap_or_default();
-    if let Some(dir) = args.sessions.take() {
-        v1 = v1.keeping_sessions_in(dir);
+    if let Some(addr) = args.listen.clone() {
+        return listen(args, addr).await;
     }
-    let v2 = if args.mcp_http {
-        TestAgentV2::with_mcp_over_http()
-    } else {
-        TestAgentV2::default()
-    };
-    let serving: std::pin::Pin<Box<dyn Future<Output = sacp::Result<()>>>> =
-        match args.protocols.as_deref() {
-            Some([2]) => Box::pin(sacp::agent::serve_stdio(v2)),
-            Some([1, 2]) => Box::pin(sacp::agent::serve_stdio(Dual::new(v1, v2))),
-            _ => Box::pin(sacp::agent::serve_stdio(v1)),
-        };
+    let serving = args.serve(sacp::jsonrpc::ByteStream::stdio());
     let served = tokio::select! {
         served = serving => Some(served),
         () = sigterm(&mut terms) => None,

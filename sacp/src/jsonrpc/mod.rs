@@ -75,6 +75,8 @@ pub use self::payload::RawJson;
 pub use self::relay::Answer;
 pub use self::responder::Responder;
 pub use self::response::PendingResponse;
+#[cfg(feature = "remote")]
+pub use self::transport::remote;
 pub use self::transport::{
     ByteStream, Channel, Inbound, MessageReader, MessageWriter, Transport, channel,
 };

@@ -5,10 +5,14 @@
 //! - [`ByteStream`]: newline-delimited JSON over any `AsyncRead` + `AsyncWrite` pair (stdio,
 //!   child-process pipes, TCP, Unix sockets, in-memory duplex streams);
 //! - [`Channel`] (made in pairs by [`channel`]): moves [`Message`] values between two
-//!   connections in one process, with no framing, serializing or parsing of the envelope.
+//!   connections in one process, with no framing, serializing or parsing of the envelope;
+//! - with the feature `remote`, the network ([`remote`](crate::jsonrpc::remote)): ACP's
+//!   Streamable HTTP and WebSocket profiles, client and server.
 
 mod byte_stream;
 mod channel;
+#[cfg(feature = "remote")]
+pub mod remote;
 mod stdio;
 
 use std::future::Future;

@@ -342,7 +342,7 @@ impl Session {
             let updates = log.since(from);
             let _ = tx.send(answer.map(|response| Turn::new(updates, response, log, from)));
         });
-        PendingTurn { rx }
+        PendingTurn { rx, connection }
     }
 
     /// Sends `session/cancel` for this session (after the prompts sent before it).
@@ -371,6 +371,8 @@ impl Session {
 #[derive(Debug)]
 pub struct PendingTurn {
     rx: oneshot::Receiver<Result<Turn, Error>>,
+    /// The editor's connection, for why it ended when it ends first.
+    connection: Connection,
 }
 
 impl IntoFuture for PendingTurn {
@@ -381,9 +383,16 @@ impl IntoFuture for PendingTurn {
         Box::pin(async move {
             match within("the answer to `session/prompt`", self.rx).await {
                 Ok(turn) => turn,
-                Err(_) => Err(Error::internal_error(
-                    "the editor's connection ended before the prompt was answered",
-                )),
+                Err(_) => {
+                    // The connection gave up on the prompt's task: say why it ended.
+                    let why = match within("the connection's end", self.connection.closed()).await {
+                        Err(e) => e.message,
+                        Ok(()) => "it was closed".to_owned(),
+                    };
+                    Err(Error::internal_error(format!(
+                        "the editor's connection ended before the prompt was answered: {why}"
+                    )))
+                }
             }
         })
     }

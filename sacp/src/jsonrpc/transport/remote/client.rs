@@ -1,0 +1,271 @@
+//! Reaching an ACP server: [`Remote`], a transport from a URL.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::net::TcpStream;
+use tokio_tungstenite::MaybeTlsStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+use super::cookies::CookieJar;
+use super::http_client::{HttpClient, HttpReader, HttpWriter};
+use super::ws::{self, WebSocket, WsReader, WsWriter};
+use super::{DEFAULT_MAX_MESSAGE, DEFAULT_STALL, tls};
+use crate::jsonrpc::Message;
+use crate::jsonrpc::transport::{Inbound, MessageReader, MessageWriter, Transport};
+
+/// An ACP server's address, and how to reach it: a transport from a URL, usable wherever a
+/// transport is (an editor's connection, a component of a chain).
+///
+/// - `ws://…` and `wss://…`: the WebSocket profile (connected by [`Remote::connect`]);
+/// - `http://…` and `https://…`: the Streamable HTTP profile (the first message sent must be
+///   `initialize`, which opens the connection).
+///
+/// The URL is used as given, path and all (REMOTE.md §1.1: servers conventionally serve
+/// `/acp`). TLS trusts the system's root certificates and the CA files added with
+/// [`Remote::ca_file`]. Headers given with [`Remote::header`] (authentication, say) go on
+/// every request and on the WebSocket upgrade; cookies the server sets go back on every later
+/// request of the connection.
+///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// use sacp::jsonrpc::remote::Remote;
+///
+/// let transport = Remote::new("wss://devbox.example:8443/acp")
+///     .header("Authorization", "Bearer s3cret")?
+///     .ca_file("/etc/devbox/ca.pem")
+///     .connect()
+///     .await?;
+/// let agent = sacp::jsonrpc::Connection::builder()
+///     .name("agent")
+///     .spawn(transport, sacp::jsonrpc::Methods::new());
+/// # drop(agent); Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Remote {
+    url: String,
+    headers: HeaderMap,
+    ca_files: Vec<PathBuf>,
+    jar: Option<CookieJar>,
+    max_message: usize,
+    stall: Duration,
+}
+
+impl Remote {
+    /// The server at `url` (`http`, `https`, `ws` or `wss`).
+    pub fn new(url: impl Into<String>) -> Remote {
+        Remote {
+            url: url.into(),
+            headers: HeaderMap::new(),
+            ca_files: Vec::new(),
+            jar: None,
+            max_message: DEFAULT_MAX_MESSAGE,
+            stall: DEFAULT_STALL,
+        }
+    }
+
+    /// A header for every request (and the WebSocket upgrade): `Authorization: Bearer …`, say.
+    /// Fails on a name or value HTTP does not allow.
+    pub fn header(mut self, name: &str, value: &str) -> std::io::Result<Remote> {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid(format!("{name:?} is not a header name")))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| invalid(format!("the value of header {name} is not allowed in HTTP")))?;
+        self.headers.append(name, value);
+        Ok(self)
+    }
+
+    /// Trusts the CA certificates of a PEM file too (for a server with a certificate of its own
+    /// CA).
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Remote {
+        self.ca_files.push(path.into());
+        self
+    }
+
+    /// Keeps cookies in `jar` (shared with its clones), so that a new connection after a lost
+    /// one goes back to the same server behind a load balancer. Without it a connection has a
+    /// jar of its own, emptied at its end.
+    pub fn cookie_jar(mut self, jar: CookieJar) -> Remote {
+        self.jar = Some(jar);
+        self
+    }
+
+    /// The largest message taken from the server (default 32 MiB, the TypeScript SDK's).
+    pub fn max_message(mut self, bytes: usize) -> Remote {
+        self.max_message = bytes;
+        self
+    }
+
+    /// The URL, as errors show it: without credentials.
+    pub fn display_url(&self) -> String {
+        redact(&self.url)
+    }
+
+    /// Connects: the WebSocket handshake for `ws(s)://`; for `http(s)://` nothing yet (the
+    /// connection opens with the `initialize` it carries).
+    pub async fn connect(self) -> std::io::Result<RemoteTransport> {
+        let url = reqwest::Url::parse(&self.url)
+            .map_err(|e| invalid(format!("{} is not a URL: {e}", self.display_url())))?;
+        match url.scheme() {
+            "ws" | "wss" => self
+                .connect_ws()
+                .await
+                .map(|ws| RemoteTransport::WebSocket(Box::new(ws))),
+            "http" | "https" => {
+                let tls = tls::client(&self.ca_files, &[b"h2", b"http/1.1"])?;
+                let http = reqwest::Client::builder()
+                    .tls_backend_preconfigured(rustls::ClientConfig::clone(&tls))
+                    .build()
+                    .map_err(|e| invalid(format!("cannot make an HTTP client: {e}")))?;
+                Ok(RemoteTransport::Http(HttpClient::new(
+                    http,
+                    url,
+                    self.display_url(),
+                    self.headers,
+                    self.jar,
+                    self.max_message,
+                )))
+            }
+            other => Err(invalid(format!(
+                "{}: an ACP server's URL is http(s):// or ws(s)://, not {other}://",
+                self.display_url()
+            ))),
+        }
+    }
+
+    async fn connect_ws(self) -> std::io::Result<WebSocket<MaybeTlsStream<TcpStream>>> {
+        let peer = self.display_url();
+        let mut request = self
+            .url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| invalid(format!("{peer}: {e}")))?;
+        for (name, value) in &self.headers {
+            request.headers_mut().append(name, value.clone());
+        }
+        let jar = self.jar.clone().unwrap_or_default();
+        jar.apply(request.headers_mut());
+        let tls = tls::client(&self.ca_files, &[b"http/1.1"])?;
+        let mut config = WebSocketConfig::default();
+        // tungstenite zeroes its read buffer's spare room on every read: 128 KiB by default,
+        // microseconds per message (a larger message still grows the buffer as it needs).
+        config.read_buffer_size = super::WS_READ_BUFFER;
+        config.max_message_size = Some(self.max_message);
+        config.max_frame_size = Some(self.max_message);
+        let connecting = tokio_tungstenite::connect_async_tls_with_config(
+            request,
+            Some(config),
+            true,
+            Some(tokio_tungstenite::Connector::Rustls(tls)),
+        );
+        let (stream, response) = connecting.await.map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                format!("cannot open a WebSocket to the ACP server at {peer}: {e}"),
+            )
+        })?;
+        jar.store(response.headers());
+        Ok(WebSocket::new(stream, ws::Side::Client, peer, self.stall))
+    }
+}
+
+/// A transport to an ACP server, from [`Remote::connect`].
+#[derive(Debug)]
+pub enum RemoteTransport {
+    /// The WebSocket profile.
+    WebSocket(Box<WebSocket<MaybeTlsStream<TcpStream>>>),
+    /// The Streamable HTTP profile.
+    Http(HttpClient),
+}
+
+impl Transport for RemoteTransport {
+    type Reader = RemoteReader;
+    type Writer = RemoteWriter;
+
+    fn split(self) -> (RemoteReader, RemoteWriter) {
+        match self {
+            RemoteTransport::WebSocket(ws) => {
+                let (r, w) = ws.split();
+                (RemoteReader::WebSocket(r), RemoteWriter::WebSocket(w))
+            }
+            RemoteTransport::Http(http) => {
+                let (r, w) = http.split();
+                (RemoteReader::Http(r), RemoteWriter::Http(w))
+            }
+        }
+    }
+}
+
+/// The reading half of a [`RemoteTransport`].
+#[derive(Debug)]
+pub enum RemoteReader {
+    /// Of a WebSocket.
+    WebSocket(WsReader<MaybeTlsStream<TcpStream>>),
+    /// Of a Streamable HTTP connection.
+    Http(HttpReader),
+}
+
+impl MessageReader for RemoteReader {
+    async fn read(&mut self) -> std::io::Result<Option<Inbound>> {
+        match self {
+            RemoteReader::WebSocket(r) => r.read().await,
+            RemoteReader::Http(r) => r.read().await,
+        }
+    }
+}
+
+/// The writing half of a [`RemoteTransport`].
+#[derive(Debug)]
+pub enum RemoteWriter {
+    /// Of a WebSocket.
+    WebSocket(WsWriter<MaybeTlsStream<TcpStream>>),
+    /// Of a Streamable HTTP connection.
+    Http(HttpWriter),
+}
+
+impl MessageWriter for RemoteWriter {
+    async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
+        match self {
+            RemoteWriter::WebSocket(w) => w.write(batch).await,
+            RemoteWriter::Http(w) => w.write(batch).await,
+        }
+    }
+
+    async fn close(&mut self) -> std::io::Result<()> {
+        match self {
+            RemoteWriter::WebSocket(w) => w.close().await,
+            RemoteWriter::Http(w) => w.close().await,
+        }
+    }
+}
+
+fn invalid(what: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, what)
+}
+
+/// `url` without the user and password it may carry, and without its query (tokens ride there
+/// too).
+pub(crate) fn redact(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.to_string()
+        }
+        Err(_) => "(an invalid URL)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn urls_are_shown_without_credentials() {
+        assert_eq!(
+            super::redact("wss://me:secret@host:8443/acp?token=abc"),
+            "wss://host:8443/acp"
+        );
+    }
+}

@@ -1,0 +1,702 @@
+//! The client of ACP's Streamable HTTP profile (REMOTE.md §2), as the TypeScript SDK's
+//! `createHttpStream` behaves, so that servers written for it serve us too.
+//!
+//! - The first message written must be `initialize`: it is POSTed alone, and its answer comes
+//!   back in the POST's body with the connection's id (`Acp-Connection-Id`). Then the
+//!   connection's SSE stream is opened, and everything else is POSTed with that id, one POST at
+//!   a time (so the server takes them in order).
+//! - A session has an SSE stream of its own, opened when a result names a new `sessionId` and
+//!   before anything of that session is POSTed (a `session/load` of an earlier session, say).
+//!   A message belongs to a session by its `params.sessionId`; an answer to a request the agent
+//!   sent on a session stream names that session too.
+//! - Cookies of every response go to every later request (the jar of [`CookieJar`]).
+//! - A request's POST answered `401`, `403`, `404` or `410`, a failed POST of a notification
+//!   or a response, a failed or ended connection stream: the connection is gone, and reading
+//!   fails with what happened. Any other refusal of a request's POST fails only that request
+//!   (`-32603`, with `{status, body}` as data); `409` fails the session's requests until it is
+//!   loaded or resumed again. A session stream that ends fails that session's requests in flight;
+//!   the next message of the session opens it again.
+//! - Closing the writer DELETEs the connection.
+//!
+//! What the SSE streams bring is read only as fast as the connection takes it: a slow handler
+//! holds back the stream, and through TCP the server.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::cookies::CookieJar;
+use super::sse;
+use super::wire::{self, CONNECTION_ID, EVENT_STREAM, SESSION_ID};
+use crate::jsonrpc::message::Parsed;
+use crate::jsonrpc::transport::{Inbound, MessageReader, MessageWriter, Transport};
+use crate::jsonrpc::{Error, Id, Message, Response};
+use crate::lock::lock;
+
+/// How many messages the streams may read ahead of the connection.
+const READ_AHEAD: usize = 64;
+/// The most of an error body kept (REMOTE.md §5.4).
+const MAX_ERROR_BODY: usize = 8 * 1024;
+
+/// An ACP connection over Streamable HTTP (made by [`Remote`](super::Remote)).
+#[derive(Debug)]
+pub struct HttpClient {
+    shared: Arc<Shared>,
+    inbound: mpsc::Receiver<std::io::Result<Inbound>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    http: reqwest::Client,
+    url: reqwest::Url,
+    /// The URL as errors show it (no credentials).
+    peer: String,
+    headers: HeaderMap,
+    jar: CookieJar,
+    /// Whether the jar is this connection's own (emptied at its end).
+    own_jar: bool,
+    max_message: usize,
+    to_reader: mpsc::Sender<std::io::Result<Inbound>>,
+    state: Mutex<State>,
+    /// Cancelled when the connection ends: stops its streams.
+    ended: CancellationToken,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    connection: Option<String>,
+    /// Session streams opened (or opening): whether each has its `200` yet.
+    sessions: HashMap<String, watch::Receiver<Option<Result<(), String>>>>,
+    /// Sessions refused with `409`, until a `session/load` or `session/resume`.
+    failed: HashMap<String, String>,
+    /// The agent's requests that came on a session stream: their answers name that session.
+    answer_sessions: HashMap<Id, String>,
+    /// Our requests of a session, still unanswered: failed if the session's stream ends.
+    in_flight: HashMap<Id, String>,
+    /// Whether it failed or closed (reported once).
+    over: bool,
+    /// Why it failed, if it did: what reading ends with.
+    failure: Option<String>,
+}
+
+impl HttpClient {
+    pub(crate) fn new(
+        http: reqwest::Client,
+        url: reqwest::Url,
+        peer: String,
+        headers: HeaderMap,
+        jar: Option<CookieJar>,
+        max_message: usize,
+    ) -> HttpClient {
+        let (to_reader, inbound) = mpsc::channel(READ_AHEAD);
+        HttpClient {
+            shared: Arc::new(Shared {
+                http,
+                url,
+                peer,
+                headers,
+                own_jar: jar.is_none(),
+                jar: jar.unwrap_or_default(),
+                max_message,
+                to_reader,
+                state: Mutex::default(),
+                ended: CancellationToken::new(),
+            }),
+            inbound,
+        }
+    }
+}
+
+impl Transport for HttpClient {
+    type Reader = HttpReader;
+    type Writer = HttpWriter;
+
+    fn split(self) -> (HttpReader, HttpWriter) {
+        (
+            HttpReader {
+                inbound: self.inbound,
+                shared: self.shared.clone(),
+            },
+            HttpWriter {
+                shared: self.shared,
+            },
+        )
+    }
+}
+
+/// The reading half of an [`HttpClient`]: what the SSE streams bring.
+#[derive(Debug)]
+pub struct HttpReader {
+    inbound: mpsc::Receiver<std::io::Result<Inbound>>,
+    shared: Arc<Shared>,
+}
+
+impl MessageReader for HttpReader {
+    async fn read(&mut self) -> std::io::Result<Option<Inbound>> {
+        let read = tokio::select! {
+            biased;
+            read = self.inbound.recv() => read,
+            // What was read before the end still comes first.
+            () = self.shared.ended.cancelled() => self.inbound.try_recv().ok(),
+        };
+        match read {
+            Some(read) => read.map(Some),
+            None => match lock(&self.shared.state).failure.clone() {
+                Some(why) => Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    why,
+                )),
+                None => Ok(None),
+            },
+        }
+    }
+}
+
+/// The writing half of an [`HttpClient`]: one POST per message, one at a time.
+#[derive(Debug)]
+pub struct HttpWriter {
+    shared: Arc<Shared>,
+}
+
+impl MessageWriter for HttpWriter {
+    async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
+        for message in batch.drain(..) {
+            if self.shared.ended.is_cancelled() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    format!("the ACP connection to {} is closed", self.shared.peer),
+                ));
+            }
+            let connected = lock(&self.shared.state).connection.clone();
+            let posted = match connected {
+                None => self.shared.clone().initialize(message).await,
+                Some(connection) => self.shared.clone().post(&connection, message).await,
+            };
+            if let Err(e) = posted {
+                self.shared.fail(e.to_string()).await;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    async fn close(&mut self) -> std::io::Result<()> {
+        self.shared.close().await;
+        Ok(())
+    }
+}
+
+/// An HTTP answer that was not a success.
+struct Refused {
+    status: reqwest::StatusCode,
+    body: String,
+}
+
+impl Shared {
+    fn request(&self, method: reqwest::Method, headers: HeaderMap) -> reqwest::RequestBuilder {
+        let mut all = self.headers.clone();
+        all.extend(headers);
+        self.jar.apply(&mut all);
+        self.http.request(method, self.url.clone()).headers(all)
+    }
+
+    /// Sends a request, keeping its cookies.
+    async fn send(&self, request: reqwest::RequestBuilder) -> std::io::Result<reqwest::Response> {
+        let response = request.send().await.map_err(|e| self.unreachable(e))?;
+        self.jar.store(response.headers());
+        Ok(response)
+    }
+
+    fn unreachable(&self, e: reqwest::Error) -> std::io::Error {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            format!("cannot reach the ACP server at {}: {text}", self.peer),
+        )
+    }
+
+    /// The body of a response, up to `max` bytes (`cut`: the rest dropped; otherwise an
+    /// error).
+    async fn body(
+        &self,
+        response: reqwest::Response,
+        max: usize,
+        cut: bool,
+    ) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.unreachable(e))?;
+            if out.len() + chunk.len() > max {
+                if cut {
+                    out.extend_from_slice(&chunk[..max - out.len()]);
+                    return Ok(out);
+                }
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "the ACP server at {} sent a body over {max} bytes",
+                        self.peer
+                    ),
+                ));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+
+    async fn refused(&self, response: reqwest::Response) -> Refused {
+        let status = response.status();
+        let body = self
+            .body(response, MAX_ERROR_BODY, true)
+            .await
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        Refused { status, body }
+    }
+
+    /// POSTs `initialize`, the connection's first message, and hands its answer to the reader.
+    async fn initialize(self: Arc<Self>, message: Message) -> std::io::Result<()> {
+        let Message::Request(request) = &message else {
+            return Err(protocol(
+                "the first message of an ACP HTTP connection must be initialize",
+            ));
+        };
+        if request.method != "initialize" {
+            return Err(protocol(&format!(
+                "the first message of an ACP HTTP connection must be initialize, not {}",
+                request.method
+            )));
+        }
+        let id = request.id.clone();
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let post = self
+            .request(reqwest::Method::POST, headers)
+            .body(wire::encode(&message));
+        let response = self.send(post).await?;
+        if !response.status().is_success() {
+            let refused = self.refused(response).await;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                format!(
+                    "the ACP server at {} refused initialize: {} {}",
+                    self.peer, refused.status, refused.body
+                ),
+            ));
+        }
+        let connection = response
+            .headers()
+            .get(CONNECTION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| protocol("the initialize answer has no Acp-Connection-Id"))?;
+        lock(&self.state).connection = Some(connection.clone());
+        let body = self.body(response, self.max_message, false).await?;
+        let answer = match wire::decode(body.into()) {
+            Parsed::Message(Message::Response(answer)) if answer.id == id => answer,
+            _ => {
+                return Err(protocol(
+                    "the initialize answer is not the response to initialize",
+                ));
+            }
+        };
+        let stream = Stream {
+            shared: self.clone(),
+            connection,
+            session: None,
+        };
+        tokio::spawn(stream.run(None));
+        self.deliver(Ok(Inbound::Message(Message::Response(answer))))
+            .await;
+        Ok(())
+    }
+
+    /// POSTs a message of the connection: `Ok` when it was taken, or failed alone.
+    async fn post(self: Arc<Self>, connection: &str, message: Message) -> std::io::Result<()> {
+        let session = wire::session_of_params(&message).or_else(|| match &message {
+            Message::Response(r) => lock(&self.state).answer_sessions.remove(&r.id),
+            _ => None,
+        });
+        let request_id = match &message {
+            Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        };
+        if let Some(session) = &session {
+            if matches!(message.method(), Some("session/load" | "session/resume")) {
+                lock(&self.state).failed.remove(session);
+            }
+            if let Err(why) = self.clone().open_session(connection, session).await {
+                if let Some(id) = request_id {
+                    self.fail_request(id, &why, None).await;
+                }
+                return Ok(());
+            }
+            if let Some(id) = &request_id {
+                lock(&self.state)
+                    .in_flight
+                    .insert(id.clone(), session.clone());
+            }
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CONNECTION_ID, header(connection)?);
+        if let Some(session) = &session {
+            headers.insert(SESSION_ID, header(session)?);
+        }
+        let post = self
+            .request(reqwest::Method::POST, headers)
+            .body(wire::encode(&message));
+        let response = self.send(post).await?;
+        if response.status().is_success() {
+            return Ok(());
+        }
+        let refused = self.refused(response).await;
+        let what = format!(
+            "ACP POST failed: {} {}",
+            refused.status.as_u16(),
+            refused.status.canonical_reason().unwrap_or_default()
+        );
+        let gone = matches!(refused.status.as_u16(), 401 | 403 | 404 | 410);
+        match (request_id, session) {
+            (Some(id), Some(session)) if refused.status.as_u16() == 409 => {
+                self.fail_session(&session, &what).await;
+                let pending = lock(&self.state).in_flight.remove(&id).is_some();
+                if pending {
+                    self.fail_request(id, &what, Some(&refused)).await;
+                }
+                Ok(())
+            }
+            (Some(id), session) if !gone => {
+                // A request of a session may have been settled meanwhile (answered, or failed
+                // with its stream).
+                let pending =
+                    session.is_none() || lock(&self.state).in_flight.remove(&id).is_some();
+                if pending {
+                    self.fail_request(id, &what, Some(&refused)).await;
+                }
+                Ok(())
+            }
+            (None, Some(session)) if refused.status.as_u16() == 409 => {
+                self.fail_session(&session, &what).await;
+                Ok(())
+            }
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                format!("{what} ({}): {}", self.peer, refused.body),
+            )),
+        }
+    }
+
+    /// Opens the SSE stream of `session` unless it is open, and waits for its `200`.
+    async fn open_session(self: Arc<Self>, connection: &str, session: &str) -> Result<(), String> {
+        let mut ready = {
+            let mut state = lock(&self.state);
+            if let Some(why) = state.failed.get(session) {
+                return Err(why.clone());
+            }
+            match state.sessions.get(session) {
+                Some(ready) => ready.clone(),
+                None => {
+                    let (tx, rx) = watch::channel(None);
+                    state.sessions.insert(session.to_owned(), rx.clone());
+                    let stream = Stream {
+                        shared: self.clone(),
+                        connection: connection.to_owned(),
+                        session: Some(session.to_owned()),
+                    };
+                    tokio::spawn(stream.run(Some(tx)));
+                    rx
+                }
+            }
+        };
+        let opened = ready.wait_for(Option::is_some).await;
+        match opened.as_deref() {
+            Ok(Some(Ok(()))) => Ok(()),
+            Ok(Some(Err(why))) => Err(why.clone()),
+            _ => Err("the session's stream ended before it opened".to_owned()),
+        }
+    }
+
+    /// Session `session` was refused (`409`): its requests fail until it is loaded again.
+    async fn fail_session(&self, session: &str, why: &str) {
+        let failed: Vec<Id> = {
+            let mut state = lock(&self.state);
+            state.failed.insert(session.to_owned(), why.to_owned());
+            state.sessions.remove(session);
+            let ids: Vec<Id> = state
+                .in_flight
+                .iter()
+                .filter(|(_, s)| *s == session)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().for_each(|id| {
+                state.in_flight.remove(id);
+            });
+            ids
+        };
+        for id in failed {
+            self.fail_request(id, why, None).await;
+        }
+    }
+
+    /// Answers our request `id` with an error, as if the server had.
+    async fn fail_request(&self, id: Id, why: &str, refused: Option<&Refused>) {
+        let mut error = Error::internal_error(why);
+        if let Some(refused) = refused {
+            let body = serde_json::from_str::<serde_json::Value>(&refused.body)
+                .unwrap_or_else(|_| serde_json::Value::String(refused.body.clone()));
+            error = error.with_data(serde_json::json!({
+                "status": refused.status.as_u16(),
+                "body": body,
+            }));
+        }
+        let answer = Response::error(id, &error);
+        self.deliver(Ok(Inbound::Message(Message::Response(answer))))
+            .await;
+    }
+
+    async fn deliver(&self, read: std::io::Result<Inbound>) {
+        let _ = self.to_reader.send(read).await;
+    }
+
+    /// The connection failed: the reader gets `why` (once), the streams stop, the server is
+    /// told (DELETE, best effort).
+    async fn fail(&self, why: String) {
+        {
+            let mut state = lock(&self.state);
+            if std::mem::replace(&mut state.over, true) {
+                return;
+            }
+            state.failure = Some(why.clone());
+        }
+        tracing::warn!(server = %self.peer, "the ACP connection failed: {why}");
+        self.end().await;
+    }
+
+    /// Ends the connection as the client chose: DELETE, then the reader's end of stream.
+    async fn close(&self) {
+        if std::mem::replace(&mut lock(&self.state).over, true) {
+            return;
+        }
+        self.end().await;
+    }
+
+    async fn end(&self) {
+        self.ended.cancel();
+        let connection = lock(&self.state).connection.take();
+        if let Some(connection) = connection
+            && let Ok(value) = header(&connection)
+        {
+            let mut headers = HeaderMap::new();
+            headers.insert(CONNECTION_ID, value);
+            let delete = self.request(reqwest::Method::DELETE, headers);
+            let deleted =
+                tokio::time::timeout(std::time::Duration::from_secs(5), self.send(delete));
+            if let Ok(Err(e)) = deleted.await {
+                tracing::debug!("DELETE of the ACP connection: {e}");
+            }
+        }
+        if self.own_jar {
+            self.jar.clear();
+        }
+    }
+}
+
+/// One SSE stream: the connection's, or a session's.
+struct Stream {
+    shared: Arc<Shared>,
+    connection: String,
+    session: Option<String>,
+}
+
+impl Stream {
+    /// Reads the stream until it ends or the connection does. (Boxed: a stream's messages can
+    /// open other streams.)
+    fn run(
+        self,
+        ready: Option<watch::Sender<Option<Result<(), String>>>>,
+    ) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let shared = self.shared.clone();
+            tokio::select! {
+                () = shared.ended.cancelled() => {}
+                () = self.read(ready) => {}
+            }
+        })
+    }
+
+    async fn read(self, ready: Option<watch::Sender<Option<Result<(), String>>>>) {
+        let shared = &self.shared;
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static(EVENT_STREAM));
+        let (Ok(connection), session) = (
+            header(&self.connection),
+            self.session.as_deref().map(header).transpose(),
+        ) else {
+            return;
+        };
+        headers.insert(CONNECTION_ID, connection);
+        if let Ok(Some(session)) = session {
+            headers.insert(SESSION_ID, session);
+        }
+        let what = match &self.session {
+            Some(session) => format!("the SSE stream of session {session}"),
+            None => "the connection's SSE stream".to_owned(),
+        };
+        let response = match shared
+            .send(shared.request(reqwest::Method::GET, headers))
+            .await
+        {
+            Ok(response) if response.status().is_success() => response,
+            Ok(response) => {
+                let refused = shared.refused(response).await;
+                let why = format!(
+                    "{what} was refused: {} {}",
+                    refused.status.as_u16(),
+                    refused.body
+                );
+                if let Some(ready) = &ready {
+                    let _ = ready.send(Some(Err(why.clone())));
+                }
+                match &self.session {
+                    Some(session) if refused.status.as_u16() == 409 => {
+                        shared.fail_session(session, &why).await
+                    }
+                    _ => shared.fail(why).await,
+                }
+                return;
+            }
+            Err(e) => {
+                if let Some(ready) = &ready {
+                    let _ = ready.send(Some(Err(e.to_string())));
+                }
+                shared.fail(e.to_string()).await;
+                return;
+            }
+        };
+        if let Some(ready) = &ready {
+            let _ = ready.send(Some(Ok(())));
+        }
+        let mut parser = sse::Parser::new(shared.max_message);
+        let mut body = response.bytes_stream();
+        let mut events = Vec::new();
+        loop {
+            let chunk = match body.next().await {
+                None => break,
+                Some(Ok(chunk)) => chunk,
+                Some(Err(e)) => {
+                    shared
+                        .fail(format!("{what} failed: {}", shared.unreachable(e)))
+                        .await;
+                    return;
+                }
+            };
+            if let Err(sse::TooLong(n)) = parser.feed(&chunk, &mut events) {
+                shared
+                    .fail(format!("{what} sent an event of {n} bytes, over the limit"))
+                    .await;
+                return;
+            }
+            for data in events.drain(..) {
+                self.take(data).await;
+            }
+        }
+        // The end of the stream.
+        match &self.session {
+            None => {
+                shared
+                    .fail(format!(
+                        "the ACP server at {} closed the connection's SSE stream",
+                        shared.peer
+                    ))
+                    .await
+            }
+            Some(session) => {
+                let failed: Vec<Id> = {
+                    let mut state = lock(&shared.state);
+                    state.sessions.remove(session);
+                    let ids: Vec<Id> = state
+                        .in_flight
+                        .iter()
+                        .filter(|(_, s)| *s == session)
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    ids.iter().for_each(|id| {
+                        state.in_flight.remove(id);
+                    });
+                    ids
+                };
+                for id in failed {
+                    shared
+                        .fail_request(id, "ACP session SSE stream closed", None)
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// One event's message, to the reader.
+    async fn take(&self, data: bytes::Bytes) {
+        let shared = &self.shared;
+        let message = match wire::decode(data) {
+            Parsed::Message(message) => message,
+            Parsed::BadResponse { id, error } => {
+                shared.deliver(Ok(Inbound::BadResponse { id, error })).await;
+                return;
+            }
+            Parsed::Invalid { error, .. } => {
+                tracing::warn!(server = %shared.peer, %error, "skipping an SSE event that is not a message");
+                return;
+            }
+        };
+        match &message {
+            Message::Request(request) => {
+                if let Some(session) = &self.session {
+                    lock(&shared.state)
+                        .answer_sessions
+                        .insert(request.id.clone(), session.clone());
+                }
+            }
+            Message::Response(response) => {
+                lock(&shared.state).in_flight.remove(&response.id);
+                if let Some(session) = wire::session_of_result(&message) {
+                    let known = lock(&shared.state).sessions.contains_key(&session);
+                    if !known {
+                        let opening = shared
+                            .clone()
+                            .open_session_later(self.connection.clone(), session);
+                        tokio::spawn(opening);
+                    }
+                }
+            }
+            Message::Notification(_) => {}
+        }
+        shared.deliver(Ok(Inbound::Message(message))).await;
+    }
+}
+
+impl Shared {
+    /// Opens a session's stream without waiting for it (a result named a new session).
+    async fn open_session_later(self: Arc<Self>, connection: String, session: String) {
+        let _ = self.open_session(&connection, &session).await;
+    }
+}
+
+fn header(value: &str) -> std::io::Result<HeaderValue> {
+    HeaderValue::from_str(value)
+        .map_err(|_| protocol(&format!("{value:?} cannot be an HTTP header value")))
+}
+
+fn protocol(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned())
+}
