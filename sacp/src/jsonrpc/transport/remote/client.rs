@@ -106,19 +106,28 @@ impl Remote {
     /// Connects: the WebSocket handshake for `ws(s)://`; for `http(s)://` nothing yet (the
     /// connection opens with the `initialize` it carries).
     pub async fn connect(self) -> std::io::Result<RemoteTransport> {
-        let url = reqwest::Url::parse(&self.url)
+        let url: http::Uri = self
+            .url
+            .parse()
             .map_err(|e| invalid(format!("{} is not a URL: {e}", self.display_url())))?;
-        match url.scheme() {
-            "ws" | "wss" => self
+        match url.scheme_str() {
+            Some("ws" | "wss") => self
                 .connect_ws()
                 .await
                 .map(|ws| RemoteTransport::WebSocket(Box::new(ws))),
-            "http" | "https" => {
-                let tls = tls::client(&self.ca_files, &[b"h2", b"http/1.1"])?;
-                let http = reqwest::Client::builder()
-                    .tls_backend_preconfigured(rustls::ClientConfig::clone(&tls))
-                    .build()
-                    .map_err(|e| invalid(format!("cannot make an HTTP client: {e}")))?;
+            Some("http" | "https") => {
+                // No ALPN of our own: the connector offers what it enables.
+                let tls = tls::client(&self.ca_files, &[])?;
+                let connector = hyper_rustls::HttpsConnectorBuilder::new()
+                    .with_tls_config(rustls::ClientConfig::clone(&tls))
+                    .https_or_http()
+                    .enable_http1()
+                    .enable_http2()
+                    .build();
+                let http = hyper_util::client::legacy::Client::builder(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .build(connector);
                 Ok(RemoteTransport::Http(HttpClient::new(
                     http,
                     url,
@@ -129,8 +138,9 @@ impl Remote {
                 )))
             }
             other => Err(invalid(format!(
-                "{}: an ACP server's URL is http(s):// or ws(s)://, not {other}://",
-                self.display_url()
+                "{}: an ACP server's URL is http(s):// or ws(s)://, not {}://",
+                self.display_url(),
+                other.unwrap_or_default()
             ))),
         }
     }
@@ -248,15 +258,16 @@ fn invalid(what: String) -> std::io::Error {
 /// `url` without the user and password it may carry, and without its query (tokens ride there
 /// too).
 pub(crate) fn redact(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.set_query(None);
-            parsed.to_string()
-        }
-        Err(_) => "(an invalid URL)".to_owned(),
-    }
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return "(an invalid URL)".to_owned();
+    };
+    let host = uri.host().unwrap_or_default();
+    let port = uri.port().map(|p| format!(":{p}")).unwrap_or_default();
+    format!(
+        "{}://{host}{port}{}",
+        uri.scheme_str().unwrap_or_default(),
+        uri.path()
+    )
 }
 
 #[cfg(test)]

@@ -24,7 +24,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures_util::StreamExt;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -49,10 +48,16 @@ pub struct HttpClient {
     inbound: mpsc::Receiver<std::io::Result<Inbound>>,
 }
 
+/// The HTTP client: HTTP/1.1, or HTTP/2 where TLS offers it, over rustls.
+pub(crate) type Http = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    http_body_util::Full<bytes::Bytes>,
+>;
+
 #[derive(Debug)]
 struct Shared {
-    http: reqwest::Client,
-    url: reqwest::Url,
+    http: Http,
+    url: http::Uri,
     /// The URL as errors show it (no credentials).
     peer: String,
     headers: HeaderMap,
@@ -85,8 +90,8 @@ struct State {
 
 impl HttpClient {
     pub(crate) fn new(
-        http: reqwest::Client,
-        url: reqwest::Url,
+        http: Http,
+        url: http::Uri,
         peer: String,
         headers: HeaderMap,
         jar: Option<CookieJar>,
@@ -192,28 +197,38 @@ impl MessageWriter for HttpWriter {
 
 /// An HTTP answer that was not a success.
 struct Refused {
-    status: reqwest::StatusCode,
+    status: http::StatusCode,
     body: String,
 }
 
 impl Shared {
-    fn request(&self, method: reqwest::Method, headers: HeaderMap) -> reqwest::RequestBuilder {
+    /// Sends a request to the server's URL with `headers` (after the user's), the jar's
+    /// cookies and `body`; keeps the cookies of the answer.
+    async fn send(
+        &self,
+        method: http::Method,
+        headers: HeaderMap,
+        body: bytes::Bytes,
+    ) -> std::io::Result<http::Response<hyper::body::Incoming>> {
         let mut all = self.headers.clone();
         all.extend(headers);
         self.jar.apply(&mut all);
-        self.http.request(method, self.url.clone()).headers(all)
-    }
-
-    /// Sends a request, keeping its cookies.
-    async fn send(&self, request: reqwest::RequestBuilder) -> std::io::Result<reqwest::Response> {
-        let response = request.send().await.map_err(|e| self.unreachable(e))?;
+        let mut request = http::Request::new(http_body_util::Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = self.url.clone();
+        *request.headers_mut() = all;
+        let response = self
+            .http
+            .request(request)
+            .await
+            .map_err(|e| self.unreachable(&e))?;
         self.jar.store(response.headers());
         Ok(response)
     }
 
-    fn unreachable(&self, e: reqwest::Error) -> std::io::Error {
+    fn unreachable(&self, e: &(dyn std::error::Error + 'static)) -> std::io::Error {
         let mut text = e.to_string();
-        let mut source = std::error::Error::source(&e);
+        let mut source = e.source();
         while let Some(cause) = source {
             text.push_str(&format!(": {cause}"));
             source = cause.source();
@@ -228,14 +243,18 @@ impl Shared {
     /// error).
     async fn body(
         &self,
-        response: reqwest::Response,
+        response: http::Response<hyper::body::Incoming>,
         max: usize,
         cut: bool,
     ) -> std::io::Result<Vec<u8>> {
+        use http_body_util::BodyExt;
         let mut out = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| self.unreachable(e))?;
+        let mut body = response.into_body();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| self.unreachable(&e))?;
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
             if out.len() + chunk.len() > max {
                 if cut {
                     out.extend_from_slice(&chunk[..max - out.len()]);
@@ -254,7 +273,7 @@ impl Shared {
         Ok(out)
     }
 
-    async fn refused(&self, response: reqwest::Response) -> Refused {
+    async fn refused(&self, response: http::Response<hyper::body::Incoming>) -> Refused {
         let status = response.status();
         let body = self
             .body(response, MAX_ERROR_BODY, true)
@@ -280,10 +299,9 @@ impl Shared {
         let id = request.id.clone();
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let post = self
-            .request(reqwest::Method::POST, headers)
-            .body(wire::encode(&message));
-        let response = self.send(post).await?;
+        let response = self
+            .send(http::Method::POST, headers, wire::encode(&message))
+            .await?;
         if !response.status().is_success() {
             let refused = self.refused(response).await;
             return Err(std::io::Error::new(
@@ -353,10 +371,9 @@ impl Shared {
         if let Some(session) = &session {
             headers.insert(SESSION_ID, header(session)?);
         }
-        let post = self
-            .request(reqwest::Method::POST, headers)
-            .body(wire::encode(&message));
-        let response = self.send(post).await?;
+        let response = self
+            .send(http::Method::POST, headers, wire::encode(&message))
+            .await?;
         if response.status().is_success() {
             return Ok(());
         }
@@ -499,9 +516,8 @@ impl Shared {
         {
             let mut headers = HeaderMap::new();
             headers.insert(CONNECTION_ID, value);
-            let delete = self.request(reqwest::Method::DELETE, headers);
-            let deleted =
-                tokio::time::timeout(std::time::Duration::from_secs(5), self.send(delete));
+            let delete = self.send(http::Method::DELETE, headers, bytes::Bytes::new());
+            let deleted = tokio::time::timeout(std::time::Duration::from_secs(5), delete);
             if let Ok(Err(e)) = deleted.await {
                 tracing::debug!("DELETE of the ACP connection: {e}");
             }
@@ -554,7 +570,7 @@ impl Stream {
             None => "the connection's SSE stream".to_owned(),
         };
         let response = match shared
-            .send(shared.request(reqwest::Method::GET, headers))
+            .send(http::Method::GET, headers, bytes::Bytes::new())
             .await
         {
             Ok(response) if response.status().is_success() => response,
@@ -588,15 +604,18 @@ impl Stream {
             let _ = ready.send(Some(Ok(())));
         }
         let mut parser = sse::Parser::new(shared.max_message);
-        let mut body = response.bytes_stream();
+        let mut body = response.into_body();
         let mut events = Vec::new();
         loop {
-            let chunk = match body.next().await {
+            let chunk = match http_body_util::BodyExt::frame(&mut body).await {
                 None => break,
-                Some(Ok(chunk)) => chunk,
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(chunk) => chunk,
+                    Err(_) => continue,
+                },
                 Some(Err(e)) => {
                     shared
-                        .fail(format!("{what} failed: {}", shared.unreachable(e)))
+                        .fail(format!("{what} failed: {}", shared.unreachable(&e)))
                         .await;
                     return;
                 }
