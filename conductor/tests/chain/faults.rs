@@ -284,3 +284,56 @@ async fn a_flood_written_without_reading_answers_is_taken_in_and_answered() {
     let (code, _) = editor.exit().await;
     assert_eq!(code, Some(0));
 }
+
+#[tokio::test]
+async fn a_request_answered_by_the_conductor_at_the_eof_grace_is_not_answered_again() {
+    // Found by fuzzing: two prompts on one session (the first still waits when the second
+    // comes), a cancel, stdin closed. The conductor answers what is left after the EOF grace;
+    // the agent's own late answer to the same request must not follow it.
+    let args = ["agent", "--eof-grace", "300ms", &agent()].map(str::to_owned);
+    let mut editor = Editor::start(conductor(), &args);
+    let session = editor.open_session().await;
+    let first = editor.start_waiting(&session).await;
+    let second = editor.send_prompt(&session, "wait").await;
+    editor
+        .notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    editor.close_stdin();
+    let mut answers: Vec<Value> = Vec::new();
+    while let Some(message) = editor.next_message().await {
+        if message.get("method").is_none() {
+            answers.push(message);
+        }
+    }
+    for id in [&first, &second] {
+        let of_id: Vec<&Value> = answers.iter().filter(|a| a["id"] == *id).collect();
+        assert_eq!(of_id.len(), 1, "exactly one answer to {id}: {answers:#?}");
+    }
+    let (code, _) = editor.exit().await;
+    assert_eq!(code, Some(0));
+}
+
+#[tokio::test]
+async fn a_bad_second_initialize_gets_an_error_and_the_chain_goes_on() {
+    // Also found by fuzzing: a second `initialize` the first proxy rightly refuses (its
+    // version is no u16) ended the whole chain.
+    let args = [
+        "agent".to_owned(),
+        passthrough(),
+        example("prefix-proxy"),
+        agent(),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let session = editor.open_session().await;
+    let refused = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 9007199254740993u64, "clientCapabilities": {}}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let answer = editor.prompt(&session, "still here").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(said(&editor), ["» still here"]);
+    editor.close_and_expect_a_clean_exit().await;
+}

@@ -190,6 +190,9 @@ pub struct RoutingTable {
     dialects: Vec<(Dialect, bool)>,
     /// Why the chain ended, when it is more than [`RoutingTable::refusal`]'s default.
     refused: Option<Error>,
+    /// By position: whether the component has accepted the proxy capability (then a later
+    /// `initialize` it answers with an error is a request that failed, not a refusal).
+    accepted: Vec<bool>,
     /// RFD MCP servers (`{"type": "acp"}`) shown to an S11 proxy as `acp:` URLs: their server
     /// ids, by URL, to give the hops after it the RFD's form back.
     rfd_servers: HashMap<String, String>,
@@ -227,6 +230,7 @@ impl RoutingTable {
             names,
             dialects,
             refused: None,
+            accepted: Vec::new(),
             rfd_servers: HashMap::new(),
             lent_to_rfd_agent: std::collections::HashSet::new(),
             proxy_mode: false,
@@ -335,12 +339,11 @@ impl RoutingTable {
     /// Answers every request the editor's connection has in flight with `error` (the chain is
     /// ending).
     pub fn fail_all(&mut self, error: &Error, out: &mut Vec<Delivery>) {
-        let ids: Vec<Id> = self.conns[EDITOR]
-            .in_flight
-            .drain()
-            .map(|(id, _)| id)
-            .collect();
-        for id in ids {
+        let ids: Vec<(Id, (Conn, i64))> = self.conns[EDITOR].in_flight.drain().collect();
+        for (id, (target, out_id)) in ids {
+            // Answered here, the request is no longer the component's to answer: a late
+            // answer of its own is dropped (JSON-RPC allows one answer per request).
+            self.conns[target].pending.remove(&out_id);
             self.answer(EDITOR, id, error, out);
         }
     }
@@ -762,6 +765,10 @@ impl RoutingTable {
                 // No version fits: not a refusal of the capability. It passes up as it came
                 // (the editor may try another), and the chain goes on.
                 ResponseBody::Error(error) if crate::protocol::version::is_unsupported(error) => {}
+                // A component running as a proxy already: the error answers this request
+                // (bad params, say), and it passes up; the chain and its sessions go on.
+                ResponseBody::Error(_) if self.accepted.get(position).copied().unwrap_or(false) => {
+                }
                 ResponseBody::Error(error) if init.offered => {
                     let error = error.parse::<Error>().unwrap_or_else(|_| {
                         Error::internal_error(format!("a malformed error: {}", error.as_str()))
@@ -800,6 +807,12 @@ impl RoutingTable {
                     if init.offered && !accepted {
                         let refusal = self.refusal(position);
                         return self.end_with(refusal, pending, out);
+                    }
+                    if init.offered {
+                        if self.accepted.len() <= position {
+                            self.accepted.resize(position + 1, false);
+                        }
+                        self.accepted[position] = true;
                     }
                     if init.offered && self.dialect(position) != Dialect::Sacp {
                         tracing::info!(
