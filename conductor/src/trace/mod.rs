@@ -89,6 +89,11 @@ pub(crate) struct Trace {
     /// The dialects said so far, by position - 1.
     dialects: Vec<Option<Dialect>>,
     mode_said: bool,
+    /// Lines dropped (the writer was behind) and noted in the file.
+    dropped: u64,
+    /// Lines dropped whose note is still to reach the file (it leads the current batch).
+    unreported: u64,
+    writer_gone: bool,
 }
 
 impl Trace {
@@ -128,6 +133,9 @@ impl Trace {
             made: 0,
             dialects: Vec::new(),
             mode_said: false,
+            dropped: 0,
+            unreported: 0,
+            writer_gone: false,
         })
     }
 
@@ -157,6 +165,10 @@ impl Trace {
         }
     }
 
+    /// Hands the batch to the writer — or, when the writer is behind (its queue is full),
+    /// drops its lines: the chain never waits for the trace. A `dropped` line then takes
+    /// their place, with how many lines were lost there (and before it, if that line was
+    /// dropped too), so that the file says where it has a gap.
     fn hand_over(&mut self) {
         if self.batch.is_empty() {
             return;
@@ -166,9 +178,36 @@ impl Trace {
             .try_recv()
             .unwrap_or_else(|_| Batch::with_capacity(BATCH));
         let batch = std::mem::replace(&mut self.batch, next);
-        if self.to_writer.send(Command::Lines(batch)).is_err() {
-            tracing::warn!("the trace writer stopped: lines are lost");
+        let lines = batch.len() as u64;
+        match self.to_writer.try_send(Command::Lines(batch)) {
+            Ok(()) => {
+                self.dropped += std::mem::take(&mut self.unreported);
+            }
+            Err(std::sync::mpsc::TrySendError::Full(Command::Lines(mut batch))) => {
+                // The note of an earlier drop, if this batch began with it, is lost with it.
+                let lost = lines - u64::from(self.unreported > 0);
+                self.unreported += lost;
+                batch.clear();
+                let t = self.start.elapsed();
+                batch.event(
+                    t,
+                    "dropped",
+                    &serde_json::json!({ "lines": self.unreported }),
+                );
+                self.batch = batch;
+                self.made += 1;
+            }
+            Err(_) => {
+                if !std::mem::replace(&mut self.writer_gone, true) {
+                    tracing::warn!("the trace writer stopped: lines are lost");
+                }
+            }
         }
+    }
+
+    /// How many lines were dropped so far because the writer was behind.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped + self.unreported
     }
 
     /// The first line: the chain. Then a `spawn` line per started component.
@@ -181,7 +220,7 @@ impl Trace {
             .iter()
             .map(|m| format!("{}:{}", m.position, m.name))
             .collect();
-        let _ = self.to_writer.send(Command::Names(names));
+        let _ = self.to_writer.try_send(Command::Names(names));
         let start = humantime::format_rfc3339_micros(SystemTime::now()).to_string();
         self.event(
             "chain",
@@ -309,20 +348,52 @@ impl Trace {
         self.dirty_since.map(|since| since + FLUSH_EVERY)
     }
 
-    /// Hands over what is made, to be written out now.
+    /// Hands over what is made, to be written out now (unless the writer is behind: it then
+    /// writes as soon as it can anyway).
     pub(crate) fn flush(&mut self) {
         self.hand_over();
         self.dirty_since = None;
-        let _ = self.to_writer.send(Command::Flush(None));
+        let _ = self.to_writer.try_send(Command::Flush(None));
     }
 
-    /// Writes out everything, and waits until it is in the file.
+    /// Writes out everything, and waits (five seconds at most: a trace nobody reads must not
+    /// keep the conductor from ending) until it is in the file.
     pub(crate) async fn finish(&mut self) {
-        self.hand_over();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        // The last lines wait for room, as long as the deadline allows.
+        while !self.batch.is_empty() && tokio::time::Instant::now() < deadline {
+            self.hand_over();
+            if self.batch.is_empty() || self.writer_gone {
+                break;
+            }
+            // Dropped (and noted): the note is what waits for room now.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         self.dirty_since = None;
+        if self.dropped() > 0 {
+            tracing::warn!(
+                dropped = self.dropped(),
+                "the trace writer could not keep up: {} lines were dropped (see the `dropped` lines of {})",
+                self.dropped(),
+                self.path.display()
+            );
+        }
         let (done, written) = tokio::sync::oneshot::channel();
-        if self.to_writer.send(Command::Flush(Some(done))).is_ok() {
-            let _ = tokio::time::timeout(Duration::from_secs(5), written).await;
+        let mut command = Command::Flush(Some(done));
+        loop {
+            match self.to_writer.try_send(command) {
+                Ok(()) => {
+                    let _ = tokio::time::timeout_at(deadline, written).await;
+                    return;
+                }
+                Err(std::sync::mpsc::TrySendError::Full(back))
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    command = back;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(_) => return,
+            }
         }
     }
 }
