@@ -38,7 +38,7 @@ use sacp::protocol::routing::{Hop, Node, RoutingTable};
 use tokio::sync::watch;
 
 use self::record::Batch;
-use self::writer::{Command, Writer};
+use self::writer::{Command, Scheduling, Writer};
 
 /// The trace format's version (the `v` of the first line).
 pub(crate) const FORMAT: u32 = 2;
@@ -65,8 +65,8 @@ pub(crate) struct Member {
 const BATCH: usize = 1024;
 /// How much text a batch gathers before it is handed over.
 const BATCH_TEXT: usize = 32 * 1024;
-/// How many batches may wait for the writer before the loop waits for it (at most ~240 KiB
-/// each).
+/// How many batches may wait for the writer (at most ~240 KiB each); past them, the loop
+/// drops what it makes until the writer has room again.
 const BATCHES: usize = 4;
 
 /// An open trace: the event loop's side. Lines are made and written by a thread of their own
@@ -118,9 +118,10 @@ impl Trace {
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);
         let (spent_tx, spent) = std::sync::mpsc::sync_channel(BATCHES);
         let writer = Writer::new(file, payloads, written_tx, spent_tx);
+        let scheduling = Scheduling::from_env();
         std::thread::Builder::new()
             .name("trace".into())
-            .spawn(move || writer.run(commands))?;
+            .spawn(move || writer.run(commands, scheduling))?;
         Ok(Trace {
             path: path.to_owned(),
             start,
@@ -348,12 +349,26 @@ impl Trace {
         self.dirty_since.map(|since| since + FLUSH_EVERY)
     }
 
-    /// Hands over what is made, to be written out now (unless the writer is behind: it then
-    /// writes as soon as it can anyway).
+    /// Hands over what is made, to be written out now. When the writer is behind (the batch
+    /// or the flush does not fit in its queue), the flush is due again [`FLUSH_EVERY`] later:
+    /// what reached the file reaches the viewer's pages in the end, however the writer fell
+    /// behind.
     pub(crate) fn flush(&mut self) {
         self.hand_over();
-        self.dirty_since = None;
-        let _ = self.to_writer.try_send(Command::Flush(None));
+        let flushed = self.batch.is_empty()
+            && match self.to_writer.try_send(Command::Flush(None)) {
+                Ok(()) => true,
+                Err(std::sync::mpsc::TrySendError::Full(_)) => false,
+                Err(std::sync::mpsc::TrySendError::Disconnected(_)) => {
+                    self.writer_gone = true;
+                    true
+                }
+            };
+        self.dirty_since = if flushed || self.writer_gone {
+            None
+        } else {
+            Some(Instant::now())
+        };
     }
 
     /// Writes out everything, and waits (five seconds at most: a trace nobody reads must not

@@ -20,6 +20,8 @@ pub(crate) fn summarise(text: &str) -> Result<String, String> {
     let mut ends: Vec<String> = Vec::new();
     let mut stderr: BTreeMap<String, u64> = BTreeMap::new();
     let mut messages = 0u64;
+    // `dropped` lines: the gaps where the writer could not keep up (lines, gaps).
+    let mut dropped = (0u64, 0u64);
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -103,10 +105,22 @@ pub(crate) fn summarise(text: &str) -> Result<String, String> {
                 }
             )),
             Some("stderr") => *stderr.entry(field("name")).or_default() += 1,
+            Some("dropped") => {
+                dropped.0 += record["lines"].as_u64().unwrap_or(0);
+                dropped.1 += 1;
+            }
             _ => {}
         }
     }
     let _ = writeln!(out, "{messages} messages");
+    if dropped.0 > 0 {
+        let _ = writeln!(
+            out,
+            "{} lines dropped in {} gaps (the trace writer could not keep up; \
+             counts below miss them)",
+            dropped.0, dropped.1
+        );
+    }
     let _ = writeln!(out, "per hop:");
     for (hop, kinds) in &per_hop {
         let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();

@@ -83,8 +83,8 @@ impl Writer {
         }
     }
 
-    pub(super) fn run(mut self, commands: Receiver<Command>) {
-        yield_to_the_chain();
+    pub(super) fn run(mut self, commands: Receiver<Command>, scheduling: Scheduling) {
+        scheduling.apply();
         for command in commands {
             match command {
                 Command::Names(names) => {
@@ -246,26 +246,71 @@ impl Writer {
     }
 }
 
-/// Makes the calling thread (the writer) the last in line for a core: the chain's
-/// components and the conductor's loop run first, and the writer takes the time they leave
-/// (a chain waits on its pipes much of the time, even when busy). When it gets none, its queue
-/// fills and the loop waits for it: the chain slows instead of the trace growing.
-///
-/// `SCHED_IDLE`: any thread of another policy that wakes takes the core from it at once (at
-/// a nice value of 19 it may still run out a share of its slice first). Where the policy
-/// cannot be had, nice 19.
-fn yield_to_the_chain() {
-    use thread_priority::{
-        NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
-        set_thread_priority_and_policy, thread_native_id,
-    };
-    let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
-    if let Err(e) = set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle) {
-        tracing::debug!("cannot run the trace writer under SCHED_IDLE: {e:?}");
+/// How the writer thread is scheduled against the chain: `SACP_TRACE_WRITER` = `idle`
+/// (`SCHED_IDLE`: it runs only on a core nothing else wants), `nice` (nice 19, or `nice=N`),
+/// or `normal` (as the conductor's other threads). The routing loop never waits for the
+/// writer whichever it is: when the writer falls behind, lines are dropped and the file says
+/// so (see [`super::Trace`]); the class decides how much CPU the trace may take from a busy
+/// machine, and so how much of it is dropped there. See the chain bench's trace rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scheduling {
+    Idle,
+    Nice(i32),
+    Normal,
+}
+
+impl Scheduling {
+    /// The default, unless `SACP_TRACE_WRITER` says otherwise.
+    pub(super) const DEFAULT: Scheduling = Scheduling::Normal;
+
+    pub(super) fn from_env() -> Scheduling {
+        match std::env::var("SACP_TRACE_WRITER") {
+            Ok(value) => Scheduling::parse(&value).unwrap_or_else(|| {
+                tracing::warn!(
+                    "SACP_TRACE_WRITER={value:?} is not idle, nice, nice=N or normal: \
+                     the trace writer is scheduled as by default"
+                );
+                Scheduling::DEFAULT
+            }),
+            Err(_) => Scheduling::DEFAULT,
+        }
     }
-    // On Linux the nice value is the thread's own: `None` is the calling thread.
-    if let Err(e) = rustix::process::setpriority_process(None, 19) {
-        tracing::debug!("cannot lower the trace writer's priority: {e}");
+
+    fn parse(value: &str) -> Option<Scheduling> {
+        match value.trim() {
+            "idle" => Some(Scheduling::Idle),
+            "nice" => Some(Scheduling::Nice(19)),
+            "normal" => Some(Scheduling::Normal),
+            other => {
+                let n: i32 = other.strip_prefix("nice=")?.parse().ok()?;
+                (0..=19).contains(&n).then_some(Scheduling::Nice(n))
+            }
+        }
+    }
+
+    /// Applies itself to the calling thread (the writer).
+    fn apply(self) {
+        let nice = match self {
+            Scheduling::Normal => return,
+            Scheduling::Idle => {
+                use thread_priority::{
+                    NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+                    set_thread_priority_and_policy, thread_native_id,
+                };
+                let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+                if let Err(e) =
+                    set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle)
+                {
+                    tracing::debug!("cannot run the trace writer under SCHED_IDLE: {e:?}");
+                }
+                19
+            }
+            Scheduling::Nice(n) => n,
+        };
+        // On Linux the nice value is the thread's own: `None` is the calling thread.
+        if let Err(e) = rustix::process::setpriority_process(None, nice) {
+            tracing::debug!("cannot lower the trace writer's priority: {e}");
+        }
     }
 }
 

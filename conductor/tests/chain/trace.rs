@@ -185,6 +185,95 @@ async fn a_trace_into_a_pipe_streams_and_leaves_the_pipes_mode_alone() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A trace into a pipe nobody reads (a `jq` that hangs, a full disk): the chain does not wait
+/// for it. The turn completes with the pipe full, and the trace, once read, says where lines
+/// were dropped and how many.
+#[tokio::test]
+async fn a_trace_nobody_reads_drops_lines_and_says_so_and_the_chain_goes_on() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir().join(format!("sacp-trace-stalled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pipe = dir.join("trace.pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", pipe.display());
+    // A reader that never reads (until the turn is done): opened without waiting for a writer.
+    let stalled = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&pipe)
+        .expect("open the pipe's read end");
+    let mut editor = Editor::start(conductor(), &traced_chain(&pipe));
+    let session = editor.open_session().await;
+    // Two lines an update (one a hop): far more than the pipe, the writer's buffer and the
+    // queue to it hold. Without dropping, the loop would wait for the reader for good.
+    let id = editor.send_prompt(&session, "stream 20000").await;
+    expect_stream(&mut editor, &id, 20000, "").await;
+    // Now read it all, and let the chain end.
+    let reader = std::thread::spawn(move || {
+        use std::io::Read;
+        let mut stalled = stalled;
+        let mut text = Vec::new();
+        let mut chunk = vec![0; 64 * 1024];
+        loop {
+            match stalled.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => text.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => panic!("read the pipe: {e}"),
+            }
+        }
+        String::from_utf8(text).expect("the trace is UTF-8")
+    });
+    editor.close_stdin();
+    assert_eq!(editor.exit().await.0, Some(0), "{}", editor.stderr());
+    let text = reader.join().expect("the reader");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    for (seq, r) in records.iter().enumerate() {
+        assert_eq!(
+            r["seq"], seq as u64,
+            "the file's lines are numbered without gaps"
+        );
+        conforms(r);
+    }
+    let dropped: u64 = records
+        .iter()
+        .filter(|r| r["type"] == "dropped")
+        .map(|r| r["lines"].as_u64().expect("a count"))
+        .sum();
+    let hop_lines = records
+        .iter()
+        .filter(|r| r["method"] == "session/update")
+        .count() as u64;
+    assert!(dropped > 0, "the file says lines were dropped");
+    // Every update's two hop lines are in the file or counted as dropped.
+    assert!(
+        hop_lines + dropped >= 2 * 20000,
+        "{hop_lines} update lines written, {dropped} dropped"
+    );
+    // The summary says so too.
+    let copy = dir.join("trace.jsonl");
+    std::fs::write(&copy, &text).unwrap();
+    let summary = summarise(&copy);
+    assert!(
+        summary.contains(&format!("{dropped} lines dropped")),
+        "{summary}"
+    );
+    assert!(
+        editor.stderr().contains("lines were dropped"),
+        "the log says so: {}",
+        editor.stderr()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `conductor agent --trace FILE passthrough-proxy test-agent`'s arguments.
 fn traced_chain(file: &std::path::Path) -> Vec<String> {
     vec![

@@ -1,0 +1,371 @@
+//! The cost of `--trace` at N = 3, measured in interleaved rounds, on an idle machine and
+//! with busy loops beside the chain.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::measure::{Counts, stream, throughput};
+use crate::processes::{process_tree, usage};
+use crate::{BenchEditor, IN_FLIGHT, MANY_SESSIONS, UPDATES_PER_PROMPT};
+
+/// The cost of `--trace` is measured in this many generations of chains (`generations=K` on
+/// the command line), each measured in [`ROUNDS`] rounds.
+const GENERATIONS: usize = 12;
+const ROUNDS: usize = 12;
+
+/// Where the trace rounds run: on an idle machine or beside [`BUSY_LOOPS`] busy loops, and
+/// with which scheduling of the trace writer (`SACP_TRACE_WRITER`; the conductor's default
+/// when `None`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Setting {
+    pub(crate) busy: bool,
+    pub(crate) writer: Option<&'static str>,
+}
+
+impl Setting {
+    fn describe(&self) -> String {
+        format!(
+            "{}, trace writer {}",
+            if self.busy {
+                "beside two busy loops"
+            } else {
+                "idle machine"
+            },
+            self.writer.unwrap_or("as by default")
+        )
+    }
+}
+
+/// The busy loops of a busy [`Setting`]: one a core of this machine's two (a build running
+/// beside the editor, say).
+const BUSY_LOOPS: usize = 2;
+
+/// Processes that spin until dropped: this bench's own executable, run as `--spin`.
+struct BusyLoops(Vec<std::process::Child>);
+
+impl BusyLoops {
+    fn start(n: usize) -> BusyLoops {
+        let exe = std::env::current_exe().expect("the bench's own path");
+        BusyLoops(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new(&exe)
+                        .arg("--spin")
+                        .spawn()
+                        .expect("start a busy loop")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The body of a busy loop (`--spin`): spins until its parent, the bench, is gone.
+pub(crate) fn spin() -> ! {
+    let parent = std::os::unix::process::parent_id();
+    let mut n: u64 = 0;
+    loop {
+        for _ in 0..10_000_000 {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+        if std::os::unix::process::parent_id() != parent {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// The `dropped` lines of a trace file: how many lines the writer could not keep up with,
+/// and how many lines the file has.
+fn dropped_lines(trace: &Path) -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string(trace) else {
+        return (0, 0);
+    };
+    let mut dropped = 0;
+    let mut lines = 0;
+    for line in text.lines() {
+        lines += 1;
+        if line.contains(r#""type":"dropped""#) {
+            let value: serde_json::Value =
+                serde_json::from_str(line).expect("a trace line is JSON");
+            dropped += value["lines"].as_u64().expect("a dropped line's count");
+        }
+    }
+    (dropped, lines)
+}
+
+/// The chains of [`trace_cost`]: untraced, traced, and untraced again (the control).
+const CHAINS: [(&str, bool); 3] = [("untraced", false), ("traced", true), ("control", false)];
+
+/// The orders of three: a round measures its chains in one, a generation starts them in one.
+const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+    [0, 2, 1],
+    [2, 1, 0],
+    [1, 0, 2],
+];
+
+/// What one chain did in the rounds of [`trace_cost`], summed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Slices {
+    updates_1: f64,
+    /// CPU ns of the conductor (all its threads), and of it and its components, while
+    /// streaming on 1 session.
+    conductor_ns: f64,
+    tree_ns: f64,
+}
+
+/// The cost of `--trace` at N = 3: each chain's sums, and for each generation the rates
+/// (prompts/s, updates/s with 1 and with 256 sessions) of each chain in each round.
+#[derive(Debug)]
+pub(crate) struct TraceCost {
+    setting: Setting,
+    sums: [Slices; 3],
+    generations: Vec<Vec<[[f64; 3]; 3]>>,
+    /// Lines the traced chains' writers dropped, and lines their files have.
+    dropped: u64,
+    written: u64,
+}
+
+/// The cost of `--trace` at N = 3, measured interleaved. Three chains run side by side, each
+/// idle while another is measured: untraced, traced, and a second untraced one, the control.
+/// The measures are cut into rounds of a few tens of milliseconds; a round measures each
+/// chain in turn, in an order that goes through all six. The VM's swings last seconds, so
+/// they fall on all three alike.
+///
+/// Two things remain, and the control measures both (the two untraced chains differ by them
+/// alone): the noise from one round to the next, often 15%, and the luck of a chain's
+/// processes (where they run, where their memory lies): two untraced chains started side by
+/// side can differ by 5% for as long as they live. So the chains are started afresh for each
+/// of [`GENERATIONS`] generations, and the report gives each ratio with a 95% interval drawn
+/// from the generations' spread, the control's next to it.
+pub(crate) async fn trace_cost(
+    counts: &Counts,
+    conductor: &Path,
+    proxy: &Path,
+    agent: &Path,
+    setting: Setting,
+) -> TraceCost {
+    let trace =
+        std::env::temp_dir().join(format!("sacp-bench-rounds-{}.jsonl", std::process::id()));
+    let chain = |traced: bool| {
+        let mut args = vec!["agent".to_owned()];
+        if traced {
+            args.extend(["--trace".to_owned(), trace.to_string_lossy().into_owned()]);
+        }
+        args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), 3));
+        args.push(agent.to_string_lossy().into_owned());
+        args
+    };
+    // A round's share of the rows' work: its throughput part takes a few tens of ms.
+    let prompts = (counts.throughput / 10).max(IN_FLIGHT);
+    let streamed = (counts.streaming / 20).max(1);
+    let updates = (streamed as u64 * UPDATES_PER_PROMPT) as f64;
+    let mut cost = TraceCost {
+        setting,
+        sums: Default::default(),
+        generations: Vec::new(),
+        dropped: 0,
+        written: 0,
+    };
+    let envs: Vec<(&str, &str)> = setting
+        .writer
+        .map(|class| ("SACP_TRACE_WRITER", class))
+        .into_iter()
+        .collect();
+    let busy = setting.busy.then(|| BusyLoops::start(BUSY_LOOPS));
+    for generation in 0..generations() {
+        let mut chains: [Option<(BenchEditor, Vec<String>)>; 3] = Default::default();
+        for which in ORDERS[generation % ORDERS.len()] {
+            let editor =
+                BenchEditor::initialized_with(conductor, &chain(CHAINS[which].1), &envs).await;
+            let mut sessions = Vec::new();
+            while sessions.len() < MANY_SESSIONS {
+                sessions.push(editor.new_session().await);
+            }
+            for _ in 0..counts.warmup {
+                editor.prompt(&sessions[0], "hi").await;
+            }
+            chains[which] = Some((editor, sessions));
+        }
+        let chains = chains.map(|c| c.expect("every chain is started"));
+        let mut rounds = Vec::new();
+        for round in 0..ROUNDS {
+            let mut rates = [[0.0; 3]; 3];
+            for which in ORDERS[round % ORDERS.len()] {
+                let (editor, sessions) = &chains[which];
+                let sums = &mut cost.sums[which];
+                let cpu = || {
+                    let conductor = usage(editor.pid()).map_or(0, |u| u.0);
+                    let components: u64 = process_tree(editor.pid())
+                        .iter()
+                        .filter_map(|(pid, _)| usage(*pid))
+                        .map(|u| u.0)
+                        .sum();
+                    (conductor, conductor + components)
+                };
+                let start = Instant::now();
+                throughput(editor, &sessions[..IN_FLIGHT], prompts).await;
+                let done = prompts.div_ceil(IN_FLIGHT) as f64 * IN_FLIGHT as f64;
+                rates[which][0] = done / start.elapsed().as_secs_f64();
+
+                let before = cpu();
+                let start = Instant::now();
+                stream(editor, &sessions[..1], streamed).await;
+                let secs = start.elapsed().as_secs_f64();
+                let after = cpu();
+                sums.updates_1 += updates;
+                sums.conductor_ns += (after.0 - before.0) as f64;
+                sums.tree_ns += (after.1 - before.1) as f64;
+                rates[which][1] = updates / secs;
+
+                let start = Instant::now();
+                stream(editor, sessions, streamed).await;
+                rates[which][2] = updates / start.elapsed().as_secs_f64();
+            }
+            rounds.push(rates);
+        }
+        cost.generations.push(rounds);
+        for (name, (editor, _)) in CHAINS.iter().map(|c| c.0).zip(chains) {
+            let (lost, late) = editor.losses();
+            assert_eq!(
+                (lost, late),
+                (0, 0),
+                "updates lost or late in the trace rounds ({name} chain)"
+            );
+            editor.close().await;
+        }
+        let (dropped, written) = dropped_lines(&trace);
+        cost.dropped += dropped;
+        cost.written += written;
+        let _ = std::fs::remove_file(&trace);
+    }
+    drop(busy);
+    cost
+}
+
+/// How many generations of chains to measure (`generations=K` on the command line).
+fn generations() -> usize {
+    std::env::args()
+        .find_map(|a| a.strip_prefix("generations=")?.parse().ok())
+        .unwrap_or(GENERATIONS)
+        .max(2)
+}
+
+/// A round's traced / untraced ratio of measure `i`: against both untraced chains.
+fn traced_ratio(round: &[[f64; 3]; 3], i: usize) -> f64 {
+    round[1][i] / (round[0][i] * round[2][i]).sqrt()
+}
+
+/// A round's control / untraced ratio of measure `i`: what the noise alone gives.
+fn control_ratio(round: &[[f64; 3]; 3], i: usize) -> f64 {
+    round[2][i] / round[0][i]
+}
+
+/// The geometric mean of `ratios` (a generation's rounds' each) and its 95% interval, drawn
+/// from the spread of the generations' own geometric means (Student's t).
+fn mean_and_interval(ratios: &[Vec<f64>]) -> (f64, f64, f64) {
+    let logs: Vec<f64> = ratios
+        .iter()
+        .map(|g| g.iter().map(|r| r.ln()).sum::<f64>() / g.len() as f64)
+        .collect();
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let variance = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    // t(0.975) for n - 1 degrees of freedom (from 11 on, near enough).
+    let t = match logs.len() {
+        0..=2 => 12.71,
+        3 => 4.30,
+        4 => 3.18,
+        5 => 2.78,
+        6 => 2.57,
+        7 => 2.45,
+        8 => 2.36,
+        9 => 2.31,
+        10 => 2.26,
+        11 => 2.23,
+        _ => 2.20,
+    };
+    let half = t * (variance / n).sqrt();
+    (mean.exp(), (mean - half).exp(), (mean + half).exp())
+}
+
+impl TraceCost {
+    pub(crate) fn report(&self) {
+        let of = |i: usize, ratio: fn(&[[f64; 3]; 3], usize) -> f64| -> Vec<Vec<f64>> {
+            self.generations
+                .iter()
+                .map(|g| g.iter().map(|r| ratio(r, i)).collect())
+                .collect()
+        };
+        let figure = |i: usize| {
+            let (t, t_lo, t_hi) = mean_and_interval(&of(i, traced_ratio));
+            let (c, c_lo, c_hi) = mean_and_interval(&of(i, control_ratio));
+            format!(
+                "{t:.3}x (95% interval {t_lo:.3}–{t_hi:.3}); control {c:.3}x ({c_lo:.3}–{c_hi:.3})"
+            )
+        };
+        let per_update = |ns: f64, s: &Slices| ns / 1e3 / s.updates_1;
+        let [u, t, c] = &self.sums;
+        let untraced = |ns: fn(&Slices) -> f64| (ns(u) + ns(c)) / 1e3 / (u.updates_1 + c.updates_1);
+        let tree_untraced = untraced(|s| s.tree_ns);
+        println!(
+            "\nThe cost of --trace at N = 3, {} ({} generations of chains, {} interleaved rounds \
+             each; traced / untraced, as the geometric mean of the rounds' ratios; the control \
+             is a second untraced chain against the first):\n\
+             - prompts/s {}\n\
+             - updates/s, 1 session {}\n\
+             - updates/s, 256 sessions {}\n\
+             - CPU per update, 1 session: the conductor (all its threads) {:.2} µs untraced, \
+             {:.2} µs traced; it and its components {:.2} µs, {:.2} µs ({:.3}x)\n\
+             - trace lines dropped (the writer behind): {} of {} ({:.2}%)",
+            self.setting.describe(),
+            self.generations.len(),
+            ROUNDS,
+            figure(0),
+            figure(1),
+            figure(2),
+            untraced(|s| s.conductor_ns),
+            per_update(t.conductor_ns, t),
+            tree_untraced,
+            per_update(t.tree_ns, t),
+            per_update(t.tree_ns, t) / tree_untraced,
+            self.dropped,
+            self.dropped + self.written,
+            100.0 * self.dropped as f64 / (self.dropped + self.written).max(1) as f64,
+        );
+        // The goal is on throughput, all three measures of it together: the least of three
+        // noisy figures would be low on noise alone.
+        let (all, all_lo, all_hi) = mean_and_interval(
+            &self
+                .generations
+                .iter()
+                .map(|g| {
+                    g.iter()
+                        .flat_map(|r| (0..3).map(|i| traced_ratio(r, i)))
+                        .collect()
+                })
+                .collect::<Vec<_>>(),
+        );
+        // Idle, the trace may cost 5%; beside busy loops, 10%.
+        let (goal, loses) = if self.setting.busy {
+            (0.90, 10)
+        } else {
+            (0.95, 5)
+        };
+        println!(
+            "- throughput, the three together: {all:.3}x (95% interval {all_lo:.3}–{all_hi:.3}); \
+             the goal, it loses <= {loses}% with --trace: {}",
+            if all >= goal { "met" } else { "NOT met" },
+        );
+    }
+}
