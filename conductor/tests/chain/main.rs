@@ -19,6 +19,7 @@ mod router;
 mod router_sessions;
 mod router_ssh;
 mod routing;
+mod stderr;
 mod strict;
 mod trace;
 mod unstable;
