@@ -184,6 +184,81 @@ async fn lanes_come_in_chain_order_before_the_first_prompt_and_rows_within_250_m
     chain.editor.exit().await;
 }
 
+/// Every drawn row's arrow is visible (its middle and its head are the arrow's, not covered by
+/// its label or anything else) and runs from the sender's lane to the receiver's, for a
+/// permission round trip through two proxies (requests and answers both ways).
+#[tokio::test]
+async fn every_rows_arrow_is_visible_and_points_from_sender_to_receiver() {
+    let Some((_one, browser, mut chain)) =
+        open("arrows", &[passthrough(), passthrough(), agent()]).await
+    else {
+        return;
+    };
+    let session = chain.editor.open_session().await;
+    chain.editor.prompt(&session, "permission").await;
+    caught_up(&browser, &chain.file).await;
+    // Row by row, scrolled into the rows' view (hit tests see only what is on screen).
+    let checked = browser
+        .js_async(
+            "const lanes = {}; \
+             for (const l of document.querySelectorAll('[data-testid=lane]')) { \
+               const r = l.getBoundingClientRect(); lanes[l.dataset.lane] = r.left + r.width / 2; } \
+             const sc = document.getElementById('scroller'); \
+             const seen = new Map(); \
+             const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))); \
+             (async () => { \
+               for (let top = 0; ; top += Math.max(sc.clientHeight / 2, 28)) { \
+                 sc.scrollTop = top; sc.dispatchEvent(new Event('scroll')); await frame(); \
+                 const view = sc.getBoundingClientRect(); \
+                 for (const row of document.querySelectorAll('[data-testid=row]')) { \
+                   const a = row.querySelector('[data-testid=arrow]'); \
+                   const r = a && a.getBoundingClientRect(); \
+                   if (!a || seen.has(row.dataset.seq) || r.top < view.top + 8 || r.bottom > view.bottom - 8) continue; \
+                   const y = r.top + r.height / 2; \
+                   const right = a.classList.contains('right'); \
+                   const tip = right ? r.right + 4 : r.left - 4; \
+                   const at = (x) => { const e = document.elementFromPoint(x, y); \
+                     return e === a || (e ? (e.className || e.tagName) : 'nothing'); }; \
+                   seen.set(row.dataset.seq, { seq: row.dataset.seq, from: a.dataset.from, to: a.dataset.to, \
+                     start: right ? r.left : r.right, end: right ? r.right : r.left, \
+                     fromX: lanes[a.dataset.from], toX: lanes[a.dataset.to], \
+                     middle: at(r.left + r.width / 2), head: at(tip), \
+                     label: row.querySelector('.label').getBoundingClientRect().bottom <= r.top - 3 }); \
+                 } \
+                 if (top + sc.clientHeight >= sc.scrollHeight) break; \
+               } \
+               done([...seen.values()]); \
+             })();",
+            json!([]),
+        )
+        .await;
+    let arrows = checked.as_array().expect("a list");
+    assert!(
+        arrows.len() >= 12,
+        "a round trip through 2 proxies: {arrows:?}"
+    );
+    for a in arrows {
+        assert_eq!(a["middle"], true, "the arrow's middle is covered: {a}");
+        assert_eq!(
+            a["head"], true,
+            "the arrow's head is covered or missing: {a}"
+        );
+        assert_eq!(
+            a["label"], true,
+            "the label reaches down into the arrow: {a}"
+        );
+        let near = |x: &Value, y: &Value| (x.as_f64().unwrap() - y.as_f64().unwrap()).abs() < 3.0;
+        assert!(
+            near(&a["start"], &a["fromX"]) && near(&a["end"], &a["toX"]),
+            "the arrow does not run from its sender's lane to its receiver's: {a}"
+        );
+        assert_ne!(a["from"], a["to"], "{a}");
+    }
+    browser.close().await;
+    chain.editor.close_stdin();
+    chain.editor.exit().await;
+}
+
 #[tokio::test]
 async fn a_permission_round_trip_is_paired_on_every_hop_and_a_prompts_hops_are_linked() {
     let Some((_one, browser, mut chain)) =
@@ -288,6 +363,7 @@ async fn a_hundred_thousand_updates_keep_the_page_responsive_and_row_150k_a_jump
     for _ in 0..5 {
         chain.editor.prompt(&session, "stream 100000").await;
         last = caught_up(&browser, &chain.file).await;
+        eprintln!("viewer: {} lines in the trace", last + 1);
         if last > 200_000 {
             break;
         }
