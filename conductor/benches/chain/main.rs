@@ -32,8 +32,8 @@
 //! traced one side by side, started afresh a dozen times, see `trace_cost`), which the VM's
 //! swings from row to row do not blur; the second untraced chain is the control, what the
 //! noise alone gives. The rounds run on the idle machine, and again beside two busy loops
-//! the bench starts and stops itself (`only=traced,writers` also runs them with each of the
-//! trace writer's schedulings, `SACP_TRACE_WRITER=idle|nice|normal`); each reports how many
+//! the bench starts and stops itself (`writers=idle,nice=10,normal` runs them with each of
+//! these schedulings of the trace writer, `SACP_TRACE_WRITER`); each reports how many
 //! trace lines the writer dropped. `generations=K` sets how many generations of chains the
 //! rounds start. `only=traced` runs that alone (with `direct` and the traced row). A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
 //! its type, each chunk rewritten, written losslessly), the cost of typed handling.
@@ -196,21 +196,21 @@ async fn run(scale: f64) {
     // `only=writers`).
     let mut trace_costs = Vec::new();
     if wanted("N = 3 traced") {
-        let mut settings = vec![
-            Setting {
-                busy: false,
-                writer: None,
-            },
-            Setting {
-                busy: true,
-                writer: None,
-            },
-        ];
-        if asked("writers") {
-            settings.extend(["idle", "nice", "normal"].map(|writer| Setting {
-                busy: true,
-                writer: Some(writer),
-            }));
+        // `writers=idle,nice=10,normal`: each of these schedulings of the trace writer, on
+        // the idle machine and beside the busy loops; else the conductor's default.
+        let writers: Vec<Option<&'static str>> =
+            match std::env::args().find_map(|a| a.strip_prefix("writers=").map(str::to_owned)) {
+                Some(list) => list
+                    .split(',')
+                    .map(|w| Some(&*Box::leak(w.to_owned().into_boxed_str())))
+                    .collect(),
+                None => vec![None],
+            };
+        let mut settings = Vec::new();
+        for writer in writers {
+            for busy in [false, true] {
+                settings.push(Setting { busy, writer });
+            }
         }
         for setting in settings {
             trace_costs.push(trace_cost(&counts, &conductor, &proxy, &agent, setting).await);
@@ -439,13 +439,6 @@ fn wanted(name: &str) -> bool {
         None => true,
         Some(only) => only.split(',').any(|part| name.contains(part)),
     }
-}
-
-/// Whether `only=WORD,...` names `word` itself (for what a full run leaves out).
-fn asked(word: &str) -> bool {
-    std::env::args()
-        .find_map(|a| a.strip_prefix("only=").map(str::to_owned))
-        .is_some_and(|only| only.split(',').any(|part| part == word))
 }
 
 /// How many times to run every chain (`runs=K` on the command line), 1 by default.
