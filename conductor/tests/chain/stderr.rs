@@ -30,7 +30,9 @@ fn raw_writes_to_fd_2_never_wait_for_a_reader() {
         sacp_conductor::stderr::finish(Duration::from_millis(100));
         return;
     }
-    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+    // `/proc/self/exe`: this very binary, even if cargo has relinked the file meanwhile (the
+    // tests' own `cargo build --tests` may).
+    let mut child = Command::new("/proc/self/exe")
         .args([
             "--exact",
             "stderr::raw_writes_to_fd_2_never_wait_for_a_reader",
