@@ -276,6 +276,19 @@ async fn export(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, uri: Uri)
     }
 }
 
+/// Where a page's event stream starts: right after the last event a reconnecting page had
+/// (`Last-Event-ID`), or where it asks (`?from=`), or at the first line.
+pub(crate) fn resume_from(last_event_id: Option<&[u8]>, from: Option<&str>) -> u64 {
+    let resumed = last_event_id
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        // (No line comes after the last seq there can be.)
+        .map(|last| last.saturating_add(1));
+    resumed
+        .or_else(|| from.and_then(|f| f.parse().ok()))
+        .unwrap_or(0)
+}
+
 /// The `seq` a trace line starts with.
 fn seq_of(line: &str) -> Option<u64> {
     let rest = line.strip_prefix("{\"seq\":")?;
@@ -363,15 +376,10 @@ async fn events(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, uri: Uri)
     if let Err(why) = viewer.admit(&headers, &uri) {
         return (StatusCode::FORBIDDEN, why).into_response();
     }
-    // Resume after the last event a reconnecting page had, or from where it asks.
-    let resumed = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(|last| last + 1);
-    let from = resumed
-        .or_else(|| query(&uri, "from").and_then(|f| f.parse().ok()))
-        .unwrap_or(0);
+    let from = resume_from(
+        headers.get("last-event-id").map(|v| v.as_bytes()),
+        query(&uri, "from"),
+    );
     let file = match tokio::fs::File::open(viewer.source.path()).await {
         Ok(file) => file,
         Err(e) => {

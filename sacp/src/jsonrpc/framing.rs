@@ -76,7 +76,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         loop {
             let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
-                if self.buf.len() > self.max || self.discarding.is_some() {
+                // (One byte more than the limit may still be a line's: the CR of its CRLF.)
+                if self.buf.len() > self.max.saturating_add(1) || self.discarding.is_some() {
                     // Over the limit with no end in sight: drop what we have, remember how much.
                     *self.discarding.get_or_insert(0) += self.buf.len();
                     self.buf.clear();
@@ -111,8 +112,12 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 len: dropped + self.buf.len(),
             });
         }
-        let rest = self.buf.split();
+        let mut rest = self.buf.split();
         self.scanned = 0;
+        // A last line ending in CR without its LF ends like every other line.
+        if rest.last() == Some(&b'\r') {
+            rest.truncate(rest.len() - 1);
+        }
         if rest.iter().all(u8::is_ascii_whitespace) {
             None
         } else if rest.len() > self.max {
@@ -137,6 +142,41 @@ mod tests {
             });
         }
         out
+    }
+
+    /// Reads a slice `n` bytes at a time.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl tokio::io::AsyncRead for Trickle<'_> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let n = self.1.min(self.0.len()).min(buf.remaining());
+            let (now, rest) = self.0.split_at(n);
+            buf.put_slice(now);
+            self.0 = rest;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Found by the `framing` fuzz target: a line of exactly the limit ending in CRLF, read
+    /// up to its CR before its LF came, was dropped as too long (read at once, it was a line).
+    #[tokio::test]
+    async fn a_line_at_the_limit_with_crlf_is_a_line_however_it_is_read() {
+        let input = b"abcd\r\nefgh\r\n";
+        for n in 1..=input.len() {
+            let mut r = LineReader::new(Trickle(input, n), 4);
+            let mut lines = Vec::new();
+            while let Some(f) = r.next_frame().await.unwrap() {
+                match f {
+                    Frame::Line(l) => lines.push(String::from_utf8(l.to_vec()).unwrap()),
+                    Frame::TooLong { len } => panic!("read {n} at a time: too long ({len})"),
+                }
+            }
+            assert_eq!(lines, ["abcd", "efgh"], "read {n} at a time");
+        }
     }
 
     #[tokio::test]

@@ -118,8 +118,20 @@ impl Message {
 
     /// Reads one message from its JSON text (a line, an HTTP body): the message, or the error
     /// response to answer it with (with the request's id when it could be read).
+    ///
+    /// A line break in the text (an HTTP body or a WebSocket frame may have them, between
+    /// tokens, the only place JSON allows them) becomes a space: the message then fits on one
+    /// line wherever it goes next (a stdio hop's framing is by lines).
     pub fn parse(text: &[u8]) -> Result<Message, Response> {
-        match parse_line(&Bytes::copy_from_slice(text)) {
+        let mut text = Bytes::copy_from_slice(text);
+        if memchr::memchr2(b'\n', b'\r', &text).is_some() {
+            let flat: Vec<u8> = text
+                .iter()
+                .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+                .collect();
+            text = Bytes::from(flat);
+        }
+        match parse_line(&text) {
             Parsed::Message(message) => Ok(message),
             Parsed::Invalid { id, error } | Parsed::BadResponse { id, error } => {
                 Err(Response::error(id, &error))
@@ -365,6 +377,21 @@ mod tests {
             Parsed::Invalid { id, error } => (id, error.code),
             other => panic!("{text}: {other:?}"),
         }
+    }
+
+    /// Found by the `message` fuzz target: a body with line breaks between its tokens (an
+    /// HTTP body, a WebSocket frame) was written on as several lines, breaking a stdio hop's
+    /// framing.
+    #[test]
+    fn a_body_with_line_breaks_is_written_as_one_line() {
+        let body =
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":\r\n\n[1,\n2]}}\n";
+        let m = Message::parse(body).expect("a message");
+        let line = m.to_line();
+        assert!(!line.contains(['\n', '\r']), "{line:?}");
+        let Message::Request(r) = &m else { panic!() };
+        let params: serde_json::Value = r.params.as_ref().unwrap().parse().unwrap();
+        assert_eq!(params, serde_json::json!({"a": [1, 2]}));
     }
 
     #[test]

@@ -61,21 +61,29 @@ impl Parser {
                     continue;
                 }
             }
+            // A line of any kind past the limit is refused, whole or in pieces alike.
             match memchr::memchr2(b'\n', b'\r', chunk) {
                 Some(at) => {
                     self.line.extend_from_slice(&chunk[..at]);
                     self.after_cr = chunk[at] == b'\r';
                     chunk = &chunk[at + 1..];
+                    self.check_line()?;
                     self.end_line(events)?;
                 }
                 None => {
                     self.line.extend_from_slice(chunk);
                     chunk = &[];
+                    self.check_line()?;
                 }
             }
-            if self.line.len() > self.max + 16 {
-                return Err(TooLong(self.line.len()));
-            }
+        }
+        Ok(())
+    }
+
+    /// The line so far is no longer than an event's data may be, with its field name.
+    fn check_line(&self) -> Result<(), TooLong> {
+        if self.line.len() > self.max.saturating_add(16) {
+            return Err(TooLong(self.line.len()));
         }
         Ok(())
     }
@@ -119,6 +127,22 @@ mod tests {
         out.iter()
             .map(|e| String::from_utf8(e.to_vec()).unwrap())
             .collect()
+    }
+
+    /// Found by the `sse` fuzz target: a long line that was not an event's data was refused
+    /// when it arrived in pieces and let through when it arrived whole.
+    #[test]
+    fn a_long_line_is_refused_however_it_arrives() {
+        let stream = format!(": {}\n\ndata: x\n\n", "k".repeat(100));
+        for n in 1..=stream.len() {
+            let mut parser = Parser::new(10);
+            let mut out = Vec::new();
+            let refused = stream
+                .as_bytes()
+                .chunks(n)
+                .any(|chunk| parser.feed(chunk, &mut out).is_err());
+            assert!(refused, "in pieces of {n}");
+        }
     }
 
     #[test]
