@@ -40,6 +40,9 @@ mod chain;
 pub mod cli;
 mod conductor;
 mod endpoint;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod in_process;
 mod launch;
 mod lock;

@@ -54,6 +54,9 @@ pub mod testing;
 
 #[doc(hidden)]
 pub mod __private;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use sacp_macros::{agent, mcp_server, on_notification, on_request, proxy, tool};
 /// The generated protocol types (ACP v1 and v2, MCP) and their method tables.
@@ -71,8 +74,9 @@ pub use serde;
 /// to need no `schemars` of your own, or depend on `schemars = "1"`.
 pub use schemars;
 
-/// The README's examples, compiled as doc tests so they cannot drift.
-#[cfg(doctest)]
+/// The README's examples, compiled as doc tests so they cannot drift (one of them is of the
+/// network transports: `cargo test --workspace` turns `remote` on).
+#[cfg(all(doctest, feature = "remote"))]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 

@@ -36,7 +36,7 @@ mod budget;
 mod builder;
 mod connection;
 mod error;
-mod framing;
+pub(crate) mod framing;
 mod handler;
 mod hold;
 mod id;
@@ -52,7 +52,7 @@ mod reader;
 mod relay;
 mod responder;
 mod response;
-mod transport;
+pub(crate) mod transport;
 mod typed;
 mod writer;
 

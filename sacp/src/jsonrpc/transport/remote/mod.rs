@@ -26,7 +26,7 @@ mod cookies;
 mod http_client;
 mod http_server;
 mod server;
-mod sse;
+pub(crate) mod sse;
 mod tls;
 mod wire;
 mod ws;
