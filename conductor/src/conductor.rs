@@ -373,6 +373,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         versions: Versions::default(),
         viewer,
         deliveries: Vec::new(),
+        held: Vec::new(),
         ending: None,
         draining: None,
         failing: None,
@@ -466,6 +467,10 @@ struct Conductor {
     /// The trace viewer (`--serve`).
     viewer: Option<trace::serve::Served>,
     deliveries: Vec<Delivery>,
+    /// Deliveries to the agent held until it answers its `initialize`: a session setup sent
+    /// before then (its `acp:` MCP entries are bridged by what the answer says), and whatever
+    /// follows it to the agent, in order.
+    held: Vec<Delivery>,
     ending: Option<Ending>,
     /// The editor closed stdin; its requests in flight may be answered until then.
     draining: Option<Instant>,
@@ -669,6 +674,7 @@ impl Conductor {
             .and_then(|conn| self.outboxes.get(conn)?.as_ref())
             .map(|outbox| outbox.up.clone());
         let agent = self.router.agent_conn();
+        self.hold_for_the_agents_initialize(agent);
         let routed_at = self.trace.as_ref().map(Trace::now);
         let mut negotiated = Vec::new();
         let mut deliveries = self.deliveries.drain(..).peekable();
@@ -717,6 +723,29 @@ impl Conductor {
         drop(deliveries);
         for one in &negotiated {
             self.negotiated(one);
+        }
+    }
+
+    /// Holds a session setup on its way to the agent while the agent's `initialize` is
+    /// unanswered (an editor may send `session/new` right after `initialize`), and what
+    /// follows it to the agent; lets them go, in order, once it is answered.
+    fn hold_for_the_agents_initialize(&mut self, agent: Conn) {
+        if self.router.agent_initializing() {
+            let mut i = 0;
+            while i < self.deliveries.len() {
+                let d = &self.deliveries[i];
+                let setup = matches!(&d.message, Message::Request(r)
+                    if crate::bridge::SESSION_SETUP.contains(&r.method.as_str()));
+                if d.conn == agent && (setup || !self.held.is_empty()) {
+                    self.held.push(self.deliveries.remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+        } else if !self.held.is_empty() {
+            let mut all = std::mem::take(&mut self.held);
+            all.append(&mut self.deliveries);
+            self.deliveries = all;
         }
     }
 

@@ -92,7 +92,7 @@ impl Entry {
 }
 
 /// The methods whose `mcpServers` are bridged.
-const SESSION_SETUP: [&str; 3] = ["session/new", "session/load", "session/resume"];
+pub(crate) const SESSION_SETUP: [&str; 3] = ["session/new", "session/load", "session/resume"];
 /// The methods that end a session.
 const SESSION_END: [&str; 2] = ["session/close", "session/delete"];
 

@@ -229,6 +229,36 @@ async fn an_rmcp_agent_calls_a_proxys_tools_through_the_http_bridge() {
     let _ = std::fs::remove_file(trace);
 }
 
+/// An editor that sends `session/new` right after `initialize`, to an agent slow to answer
+/// `initialize`: the session's `acp:` entries are still bridged (the setup waits for the
+/// answer that says what the agent speaks), and the tools work.
+#[tokio::test]
+async fn a_session_new_sent_before_the_initialize_answer_is_bridged_too() {
+    let trace = trace_file("early");
+    let mut editor = Editor::start(
+        conductor(),
+        &bridged_chain(&[], "--mcp-http --initialize-delay 500ms", &trace),
+    );
+    let init = editor
+        .send_request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    let new = editor
+        .send_request("session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+        .await;
+    let answers = editor.until_responses(&[init, new]).await;
+    let session = answers
+        .iter()
+        .find_map(|a| a["result"]["sessionId"].as_str())
+        .unwrap_or_else(|| panic!("no session: {answers:?}"))
+        .to_owned();
+    call_the_tools(&mut editor, &session, "http").await;
+    editor.close_and_expect_a_clean_exit().await;
+    let _ = std::fs::remove_file(trace);
+}
+
 #[tokio::test]
 async fn the_bridge_can_be_chosen_on_the_command_line_and_in_the_chain_file() {
     // An agent that could take HTTP gets stdio when told so...

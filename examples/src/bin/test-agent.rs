@@ -1,6 +1,6 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--ignore-eof] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
 //! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
@@ -8,6 +8,8 @@
 //!   module docs); `--mcp-http` makes the v2 side declare HTTP only (else stdio only);
 //! - `--sessions DIR`: keeps its v1 sessions in `DIR` too, so that a later process loads or
 //!   resumes them;
+//! - `--initialize-delay DURATION` (`500ms`, `2s`): answers `initialize` only after that long (an
+//!   agent slow to start; its client may send `session/new` meanwhile);
 //! - `--ignore-eof`: keeps running after its stdin ends, as the agents people run do (they end
 //!   on a signal);
 //! - `--on-sigterm FILE`: on `SIGTERM`, writes `saved` to `FILE` (its session, as a real agent
@@ -51,6 +53,8 @@ struct Args {
     tls: (Option<PathBuf>, Option<PathBuf>),
     stall: Option<std::time::Duration>,
     max_connections: Option<usize>,
+    /// How long `initialize` waits before it is answered (`--initialize-delay`).
+    initialize_delay: Option<std::time::Duration>,
 }
 
 impl Args {
@@ -61,8 +65,12 @@ impl Args {
             Mcp::Rfd => TestAgent::speaking_rfd_mcp_over_acp(),
             Mcp::Http => TestAgent::with_mcp_over_http(),
         };
-        match &self.sessions {
+        let agent = match &self.sessions {
             Some(dir) => agent.keeping_sessions_in(dir.clone()),
+            None => agent,
+        };
+        match self.initialize_delay {
+            Some(delay) => agent.answering_initialize_after(delay),
             None => agent,
         }
     }
@@ -134,8 +142,9 @@ fn args() -> Result<Args, String> {
             "--token" => args.token = Some(value(&mut words, "--token", "a TOKEN")?),
             "--tls-cert" => args.tls.0 = Some(value(&mut words, "--tls-cert", "a FILE")?.into()),
             "--tls-key" => args.tls.1 = Some(value(&mut words, "--tls-key", "a FILE")?.into()),
-            "--stall-timeout" => {
-                let text = value(&mut words, "--stall-timeout", "a DURATION")?;
+            "--initialize-delay" | "--stall-timeout" => {
+                let flag = word.clone();
+                let text = value(&mut words, &flag, "a DURATION")?;
                 let ms = match text.strip_suffix("ms") {
                     Some(ms) => ms.parse::<u64>().ok(),
                     None => text
@@ -143,15 +152,21 @@ fn args() -> Result<Args, String> {
                         .and_then(|s| s.parse::<u64>().ok())
                         .map(|s| s * 1000),
                 };
-                let ms = ms.ok_or(format!("--stall-timeout {text:?}: expected 500ms or 2s"))?;
-                args.stall = Some(std::time::Duration::from_millis(ms));
+                let ms = ms.ok_or(format!("{flag} {text:?}: expected 500ms or 2s"))?;
+                let duration = Some(std::time::Duration::from_millis(ms));
+                if flag == "--stall-timeout" {
+                    args.stall = duration;
+                } else {
+                    args.initialize_delay = duration;
+                }
             }
             other => {
                 return Err(format!(
                     "unknown argument {other:?}; expected --protocol 1|2|1,2, --mcp-acp, \
                      --mcp-rfd or --mcp-http, --sessions DIR, --ignore-eof, --on-sigterm FILE, \
                      --ignore-sigterm, --listen ADDR, --token TOKEN, --tls-cert FILE, \
-                     --tls-key FILE, --stall-timeout DURATION, --max-connections N"
+                     --tls-key FILE, --stall-timeout DURATION, --max-connections N, \
+                     --initialize-delay DURATION"
                 ));
             }
         }

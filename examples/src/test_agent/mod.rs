@@ -83,6 +83,9 @@ pub struct TestAgent {
     mcp_http: bool,
     /// Every session: its setup and what was said in it.
     history: History,
+    /// How long `initialize` waits before it is answered (`--initialize-delay`): an agent slow
+    /// to start, whose client sends its first `session/new` meanwhile.
+    initialize_delay: Option<std::time::Duration>,
 }
 
 impl TestAgent {
@@ -91,6 +94,14 @@ impl TestAgent {
     pub fn keeping_sessions_in(self, dir: std::path::PathBuf) -> Self {
         TestAgent {
             history: History::on_disk(dir),
+            ..self
+        }
+    }
+
+    /// Answers `initialize` only after `delay` (`test-agent --initialize-delay 500ms`).
+    pub fn answering_initialize_after(self, delay: std::time::Duration) -> Self {
+        TestAgent {
+            initialize_delay: Some(delay),
             ..self
         }
     }
@@ -129,6 +140,9 @@ impl TestAgent {
         req: InitializeRequest,
         _cx: &Cx,
     ) -> sacp::Result<InitializeResponse> {
+        if let Some(delay) = self.initialize_delay {
+            tokio::time::sleep(delay).await;
+        }
         let sessions = SessionCapabilities::new()
             .list(SessionListCapabilities::new())
             .close(SessionCloseCapabilities::new())

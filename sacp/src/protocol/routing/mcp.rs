@@ -305,6 +305,16 @@ impl RoutingTable {
         self.agent_mcp
     }
 
+    /// Whether an `initialize` is on its way to the agent, or the agent's answer to it is
+    /// (until then, [`RoutingTable::agent_mcp`] cannot say what the agent speaks).
+    pub fn agent_initializing(&self) -> bool {
+        !self.proxy_mode
+            && self
+                .conns
+                .get(self.agent_conn())
+                .is_some_and(|ids| ids.pending.values().any(|p| p.initialize.is_some()))
+    }
+
     /// Notes the agent's `initialize` result.
     pub(super) fn note_agent_initialize(&mut self, position: usize, result: &RawJson) {
         if position == self.n() && !self.proxy_mode {
