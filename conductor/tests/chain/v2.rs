@@ -249,6 +249,41 @@ async fn a_v2_hop_answers_what_its_version_lacks_and_goes_on() {
         .await;
 }
 
+/// A v2 turn runs after the prompt's answer (`Cx::run_turn`); the client closing the
+/// connection right after the prompt gives it the grace a request gets: every update of the
+/// turn, to its idle state, still reaches the client.
+#[tokio::test]
+async fn a_v2_turn_gets_the_eof_grace_when_the_client_leaves_after_the_prompt() {
+    let mut editor = Editor::start(&agent(), &["--protocol".to_owned(), "2".to_owned()]);
+    let init = editor.request("initialize", v2_initialize(2)).await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let session = editor.new_session().await;
+    let id = editor.send_prompt(&session, "stream 3000").await;
+    editor.close_stdin();
+    let mut chunks = 0;
+    let mut idle = None;
+    let mut answered = false;
+    while let Some(message) = editor.next_message().await {
+        if message["id"] == id {
+            answered = true;
+            continue;
+        }
+        let update = &message["params"]["update"];
+        if update["content"]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("chunk "))
+        {
+            chunks += 1;
+        }
+        if update["sessionUpdate"] == "state_update" && update["state"] == "idle" {
+            idle = Some(update.clone());
+        }
+    }
+    assert!(answered, "the prompt was answered");
+    assert_eq!(chunks, 3000, "every chunk of the turn arrived");
+    assert!(idle.is_some(), "the turn reached its idle state");
+}
+
 #[tokio::test]
 async fn a_v2_agent_answers_versions_and_requests_as_the_draft_says() {
     let mut editor = Editor::start(&agent(), &["--protocol".to_owned(), "2".to_owned()]);

@@ -176,7 +176,7 @@ impl AfterAnswer {
     /// Starts the work left, now that the answer is queued.
     pub(crate) fn start(&self, neighbours: &Neighbours) {
         for work in std::mem::take(&mut *lock(&self.0)) {
-            neighbours.spawn(work);
+            neighbours.spawn_lingering(work);
         }
     }
 }
@@ -246,7 +246,7 @@ impl Cx {
     {
         match &self.after {
             Some(after) => lock(&after.0).push(Box::pin(work)),
-            None => self.neighbours.spawn(work),
+            None => self.neighbours.spawn_lingering(work),
         }
     }
 

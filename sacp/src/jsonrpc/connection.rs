@@ -491,6 +491,15 @@ impl Connection {
         self.shared.lanes.spawn(work);
     }
 
+    /// [`Connection::spawn`], for work left for after an answer: the end of the peer's stream
+    /// gives it the grace a request still being handled gets.
+    pub(crate) fn spawn_lingering<F>(&self, work: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.shared.lanes.spawn_lingering(work);
+    }
+
     /// Closes the connection: stops reading from the peer, fails the requests awaiting a
     /// response, cancels the peer's requests still being handled (answering them `-32800`),
     /// sends what is queued, then closes the transport.

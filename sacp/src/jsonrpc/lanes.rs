@@ -88,6 +88,10 @@ pub(crate) struct Lanes {
     /// Fired when the connection gives up on its lanes and on the tasks tied to them: nobody
     /// waits for them any more.
     abandon: CancellationToken,
+    /// Work left for after an answer ([`Lanes::spawn_lingering`]) still running: the end of
+    /// the peer's stream gives it the grace that requests get.
+    lingering: AtomicUsize,
+    lingered: Notify,
 }
 
 struct LaneState {
@@ -136,6 +140,8 @@ impl Lanes {
             awaited_in_lanes: AtomicUsize::new(0),
             awaited: Notify::new(),
             abandon: CancellationToken::new(),
+            lingering: AtomicUsize::new(0),
+            lingered: Notify::new(),
         }
     }
 
@@ -347,6 +353,43 @@ impl Lanes {
                     return;
                 }
             }
+        }
+    }
+
+    /// [`Lanes::spawn`], for work a request leaves for after its answer (a v2 turn, say): the
+    /// end of the peer's stream waits for it as for a request still being handled (within
+    /// the grace; see [`Lanes::lingered`]).
+    pub(crate) fn spawn_lingering(
+        self: &Arc<Self>,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) {
+        self.lingering.fetch_add(1, Ordering::SeqCst);
+        let lanes = self.clone();
+        self.spawn(async move {
+            /// Counts the work done however it ends (finished, or dropped when abandoned).
+            struct Done(Arc<Lanes>);
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    if self.0.lingering.fetch_sub(1, Ordering::SeqCst) == 1 {
+                        self.0.lingered.notify_waiters();
+                    }
+                }
+            }
+            let _done = Done(lanes);
+            work.await;
+        });
+    }
+
+    /// Completes once no work spawned with [`Lanes::spawn_lingering`] is running.
+    pub(crate) async fn lingered(&self) {
+        loop {
+            let notified = self.lingered.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.lingering.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
         }
     }
 

@@ -214,6 +214,8 @@ async fn wind_down(conn: &Connection, end: End) {
     let settled = async {
         conn.lanes().idle().await;
         conn.all_answered().await;
+        // Work requests left for after their answers (a v2 turn) gets the same grace.
+        conn.lanes().lingered().await;
     };
     let abandoned = conn.lanes().abandoned().cancelled();
     match grace {
