@@ -410,7 +410,7 @@ impl Link {
 
     /// Closes the connection (`_mcp/disconnect`): the owner's requests still waiting on the
     /// client fail.
-    pub(crate) async fn close(self) {
+    pub(crate) async fn close(&self) {
         lock(&self.hub.links.open).remove(&self.id);
         lock(&self.shared.asked).clear();
         let params = RawJson::to_raw(&DisconnectParams {

@@ -104,13 +104,19 @@ pub(crate) struct Bridges {
     /// The `conductor` executable for stdio bridges, if there is one.
     program: Option<PathBuf>,
     hub: Hub,
-    /// The MCP translator's connection (kept open with the bridges).
-    _translator: sacp::jsonrpc::Connection,
+    /// The MCP translator (kept running with the bridges).
+    translator: translate::Translator,
     http: Option<http::Server>,
     /// Session setups sent to the agent and not answered yet, by their id on the agent's
     /// connection: their entries, and whether the answer names the session (`session/new`).
     setups: HashMap<Id, (Vec<Arc<Entry>>, bool)>,
     sessions: HashMap<String, Vec<Arc<Entry>>>,
+    /// An RFD agent's session setups not answered yet: the server ids of their
+    /// `{"type": "acp"}` entries, and the session when the setup names it.
+    rfd_setups: HashMap<Id, (Vec<String>, Option<String>)>,
+    /// An RFD agent's sessions' server ids: the translator's connections to their providers
+    /// close with the session.
+    rfd_sessions: HashMap<String, Vec<String>>,
 }
 
 impl Bridges {
@@ -126,11 +132,13 @@ impl Bridges {
         Bridges {
             mode,
             program,
-            _translator: translate::start(translator, hub.clone()),
+            translator: translate::start(translator, hub.clone()),
             hub,
             http: None,
             setups: HashMap::new(),
             sessions: HashMap::new(),
+            rfd_setups: HashMap::new(),
+            rfd_sessions: HashMap::new(),
         }
     }
 
@@ -142,6 +150,10 @@ impl Bridges {
             if let Some(session) = session_of(request.params.as_ref()) {
                 self.end(&session);
             }
+            return;
+        }
+        if agent.rfd && !agent.native && SESSION_SETUP.contains(&method) {
+            self.note_rfd_setup(request);
             return;
         }
         // An agent that calls them itself — ours, or the RFD's way (the router gave it RFD
@@ -203,12 +215,55 @@ impl Bridges {
 
     /// Whether answers from the agent matter to the bridges.
     pub(crate) fn awaits_answers(&self) -> bool {
-        !self.setups.is_empty()
+        !self.setups.is_empty() || !self.rfd_setups.is_empty()
+    }
+
+    /// Notes the server ids of an RFD agent's session setup: the connections the translator
+    /// opens to their providers (for the agent's stateless calls) end with the session.
+    fn note_rfd_setup(&mut self, request: &Request) {
+        let Some(Ok(value)) = request
+            .params
+            .as_ref()
+            .map(|p| p.parse::<Map<String, Value>>())
+        else {
+            return;
+        };
+        let servers: Vec<String> = value
+            .get("mcpServers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|s| s.get("type").and_then(Value::as_str) == Some("acp"))
+            .filter_map(|s| s.get("serverId").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        if servers.is_empty() {
+            return;
+        }
+        let known = value
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.rfd_setups.insert(request.id.clone(), (servers, known));
     }
 
     /// Looks at an answer from the agent: a session setup's entries learn their session, or
     /// end with a failed setup.
     pub(crate) fn on_answer_from_agent(&mut self, response: &Response) {
+        if let Some((servers, known)) = self.rfd_setups.remove(&response.id) {
+            let session = match &response.body {
+                ResponseBody::Result(result) => session_of(Some(result)).or(known),
+                ResponseBody::Error(_) => None,
+            };
+            match session {
+                Some(session) => self
+                    .rfd_sessions
+                    .entry(session)
+                    .or_default()
+                    .extend(servers),
+                // A failed setup: nothing of it stays open.
+                None => self.translator.close_servers(&servers),
+            }
+        }
         let Some((entries, named)) = self.setups.remove(&response.id) else {
             return;
         };
@@ -234,11 +289,19 @@ impl Bridges {
         for entry in self.sessions.remove(session).into_iter().flatten() {
             entry.ended.cancel();
         }
+        if let Some(servers) = self.rfd_sessions.remove(session) {
+            self.translator.close_servers(&servers);
+        }
     }
 
     /// Ends every entry.
     pub(crate) fn end_all(&mut self) {
-        let sessions: Vec<String> = self.sessions.keys().cloned().collect();
+        let sessions: Vec<String> = self
+            .sessions
+            .keys()
+            .chain(self.rfd_sessions.keys())
+            .cloned()
+            .collect();
         for session in sessions {
             self.end(&session);
         }

@@ -45,9 +45,31 @@ use crate::lock::lock;
 /// The MCP revision the translator speaks to connection-oriented peers.
 const CONNECTED_REVISION: &str = mcp::PROTOCOL_VERSIONS[0];
 
+/// The running translator: its connection to the router, and what the bridges tell it.
+#[derive(Debug)]
+pub(crate) struct Translator {
+    _conn: Connection,
+    state: Arc<State>,
+}
+
+impl Translator {
+    /// Closes the connections it opened to the providers of `servers` for stateless callers
+    /// (the session that declared them ended): `_mcp/disconnect` to each provider, and the
+    /// requests still open on them fail. A later call opens a new one.
+    pub(crate) fn close_servers(&self, servers: &[String]) {
+        for server in servers {
+            let cell = lock(&self.state.upstreams).remove(server);
+            if let Some(upstream) = cell.and_then(|cell| cell.get().cloned()) {
+                lock(&upstream.waiting).clear();
+                tokio::spawn(async move { upstream.link.close().await });
+            }
+        }
+    }
+}
+
 /// Starts the translator on `transport` (the other end is the router's translator
 /// connection); it reaches providers through `hub`.
-pub(crate) fn start(transport: impl jsonrpc::Transport, hub: Hub) -> Connection {
+pub(crate) fn start(transport: impl jsonrpc::Transport, hub: Hub) -> Translator {
     let state = Arc::new(State {
         hub,
         upstreams: Mutex::default(),
@@ -97,9 +119,10 @@ pub(crate) fn start(transport: impl jsonrpc::Transport, hub: Hub) -> Connection 
                 }
             }
         });
-    Connection::builder()
+    let conn = Connection::builder()
         .name("mcp-translator")
-        .spawn(transport, handler)
+        .spawn(transport, handler);
+    Translator { _conn: conn, state }
 }
 
 #[derive(Debug)]

@@ -462,9 +462,13 @@ async fn an_rfd_agent_calls_an_s11_proxys_tools_through_the_conductors_translato
     };
     let mut agents = vec![format!("{} --mcp-rfd", quoted(&agent()))];
     agents.extend(ts_agent());
-    for rfd_agent in agents {
+    for (n, rfd_agent) in agents.into_iter().enumerate() {
+        let trace =
+            std::env::temp_dir().join(format!("sacp-translator-{}-{n}.jsonl", std::process::id()));
         let args = [
             "agent".to_owned(),
+            "--trace".to_owned(),
+            trace.to_string_lossy().into_owned(),
             tools.clone(),
             rfd.clone(),
             rfd_agent.clone(),
@@ -504,9 +508,48 @@ async fn an_rfd_agent_calls_an_s11_proxys_tools_through_the_conductors_translato
             "the editor was asked: {:#?}",
             editor.transcript
         );
+        // The session ends: the connection the translator opened to the S11 proxy for it
+        // ends with it (`_mcp/disconnect`), while the chain goes on.
+        editor
+            .request("session/close", json!({"sessionId": session}))
+            .await;
+        let count = |method: &str| {
+            std::fs::read_to_string(&trace)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| {
+                    l.contains(&format!(r#""method":"{method}""#))
+                        && l.contains(r#""kind":"#)
+                        && !l.contains(r#""kind":"response""#)
+                        && l.contains(r#""from":"mcp-bridge""#)
+                })
+                .count()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while count("_mcp/disconnect") < count("_mcp/connect") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{rfd_agent}: {} _mcp/connect to the S11 proxy, {} _mcp/disconnect after the \
+                 session closed",
+                count("_mcp/connect"),
+                count("_mcp/disconnect")
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(
+            count("_mcp/connect") >= 1,
+            "{rfd_agent}: the translator connected: {:#?}",
+            std::fs::read_to_string(&trace)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("_mcp/"))
+                .take(6)
+                .collect::<Vec<_>>()
+        );
         editor
             .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
             .await;
+        let _ = std::fs::remove_file(&trace);
     }
 }
 
