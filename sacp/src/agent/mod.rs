@@ -51,8 +51,9 @@
 //! handler in a task of its own (prompts of different sessions run side by side, and a prompt
 //! that waits does not hold up a `session/cancel`), notification handlers one after another in
 //! arrival order. `notify` waits while the client reads too slowly. When the client closes the
-//! connection (stdin ends), the requests still being handled get a short grace (250 ms) to
-//! finish, then are cancelled, and [`serve`] returns.
+//! connection (stdin ends), the requests still being handled, and the work they left for after
+//! their answers ([`Cx::after_answer`], a v2 turn), get a short grace (250 ms) to finish, then
+//! are cancelled, and [`serve`] returns.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -239,7 +240,9 @@ impl Cx {
     /// Runs `work` in the background once this request handler's answer has been queued for
     /// the client, so that whatever `work` sends goes out after the answer: the updates an
     /// agent streams after answering a prompt, say. Outside a request handler (or when the
-    /// request was not taken by a handler) it starts at once, like [`Cx::spawn`].
+    /// request was not taken by a handler) it starts at once, like [`Cx::spawn`]. Unlike
+    /// [`Cx::spawn`]'s work, it gets the grace requests get when the client closes the
+    /// connection.
     pub fn after_answer<F>(&self, work: F)
     where
         F: Future<Output = ()> + Send + 'static,
