@@ -88,6 +88,23 @@ struct State {
     failure: Option<String>,
 }
 
+impl State {
+    /// Forgets `session`'s stream; the ids of its requests still in flight, which are no
+    /// longer waited for here.
+    fn take_session(&mut self, session: &str) -> Vec<Id> {
+        self.sessions.remove(session);
+        let mut ids = Vec::new();
+        self.in_flight.retain(|id, of| {
+            let theirs = of == session;
+            if theirs {
+                ids.push(id.clone());
+            }
+            !theirs
+        });
+        ids
+    }
+}
+
 impl HttpClient {
     pub(crate) fn new(
         http: Http,
@@ -449,17 +466,7 @@ impl Shared {
         let failed: Vec<Id> = {
             let mut state = lock(&self.state);
             state.failed.insert(session.to_owned(), why.to_owned());
-            state.sessions.remove(session);
-            let ids: Vec<Id> = state
-                .in_flight
-                .iter()
-                .filter(|(_, s)| *s == session)
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter().for_each(|id| {
-                state.in_flight.remove(id);
-            });
-            ids
+            state.take_session(session)
         };
         for id in failed {
             self.fail_request(id, why, None).await;
@@ -641,20 +648,7 @@ impl Stream {
                     .await
             }
             Some(session) => {
-                let failed: Vec<Id> = {
-                    let mut state = lock(&shared.state);
-                    state.sessions.remove(session);
-                    let ids: Vec<Id> = state
-                        .in_flight
-                        .iter()
-                        .filter(|(_, s)| *s == session)
-                        .map(|(id, _)| id.clone())
-                        .collect();
-                    ids.iter().for_each(|id| {
-                        state.in_flight.remove(id);
-                    });
-                    ids
-                };
+                let failed: Vec<Id> = lock(&shared.state).take_session(session);
                 for id in failed {
                     shared
                         .fail_request(id, "ACP session SSE stream closed", None)
