@@ -49,6 +49,8 @@ pub(super) struct Writer {
     wall_start: Duration,
     /// `"time":"…"` up to the seconds' dot, for the second it was made in.
     clock: (u64, String),
+    /// `,"t":…,"time":"…"` of the last line, and its `t`.
+    times: (Option<Duration>, Vec<u8>),
     /// The components' names, by position - 1, as JSON strings.
     names: Vec<String>,
     hops: HopFields,
@@ -75,6 +77,7 @@ impl Writer {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .unwrap_or_default(),
             clock: (u64::MAX, String::new()),
+            times: (None, Vec::with_capacity(64)),
             names: Vec::new(),
             hops: HopFields::default(),
             flows: Flows::default(),
@@ -144,24 +147,31 @@ impl Writer {
     /// Starts a line with what every line has first: `{"seq":…,"t":…,"time":…`. The wall time
     /// is the start's plus the monotonic `t`, its date part made once a second.
     fn stamp(&mut self, t: Duration) {
-        let since_epoch = self.wall_start + t;
-        let second = since_epoch.as_secs();
-        if self.clock.0 != second {
-            let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(second);
-            let text = humantime::format_rfc3339_seconds(whole).to_string();
-            // `2026-11-26T01:13:41Z` without the `Z`: the micros and the `Z` follow.
-            self.clock = (second, text.trim_end_matches('Z').to_owned());
-        }
         self.out.extend_from_slice(b"{\"seq\":");
         push_number(&mut self.out, self.seq);
-        self.out.extend_from_slice(b",\"t\":");
-        push_number(&mut self.out, t.as_secs());
-        push_micros(&mut self.out, t.subsec_micros());
-        self.out.extend_from_slice(b",\"time\":\"");
-        self.out.extend_from_slice(self.clock.1.as_bytes());
-        push_micros(&mut self.out, since_epoch.subsec_micros());
-        self.out.extend_from_slice(b"Z\"");
         self.seq += 1;
+        // The lines of one routed batch share their time: made once for all of them.
+        if self.times.0 != Some(t) {
+            let since_epoch = self.wall_start + t;
+            let second = since_epoch.as_secs();
+            if self.clock.0 != second {
+                let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(second);
+                let text = humantime::format_rfc3339_seconds(whole).to_string();
+                // `2026-11-26T01:13:41Z` without the `Z`: the micros and the `Z` follow.
+                self.clock = (second, text.trim_end_matches('Z').to_owned());
+            }
+            let times = &mut self.times.1;
+            times.clear();
+            times.extend_from_slice(b",\"t\":");
+            push_number(times, t.as_secs());
+            push_micros(times, t.subsec_micros());
+            times.extend_from_slice(b",\"time\":\"");
+            times.extend_from_slice(self.clock.1.as_bytes());
+            push_micros(times, since_epoch.subsec_micros());
+            times.extend_from_slice(b"Z\"");
+            self.times.0 = Some(t);
+        }
+        self.out.extend_from_slice(&self.times.1);
     }
 
     /// Into the file with the first `n` bytes made; the rest stays.
