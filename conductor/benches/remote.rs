@@ -24,8 +24,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr, missing_docs)]
 
-#[path = "support/processes.rs"]
-mod processes;
+use sacp_test_support::processes;
 
 use std::process::Stdio;
 use std::sync::Arc;

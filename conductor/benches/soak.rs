@@ -40,8 +40,7 @@ const FLAT_KIB: u64 = 8 * 1024;
 /// How often the memory of every process is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 
-#[path = "support/processes.rs"]
-mod processes;
+use sacp_test_support::processes;
 
 use processes::{children, rss_kib};
 

@@ -26,8 +26,7 @@ const FULL_UPDATES: u64 = 1_000_000;
 const FULL_STALL: Duration = Duration::from_secs(10);
 const RSS_LIMIT_KIB: u64 = 64 * 1024;
 
-#[path = "support/processes.rs"]
-mod processes;
+use sacp_test_support::processes;
 
 use processes::{children, peak_rss_kib};
 

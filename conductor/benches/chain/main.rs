@@ -75,8 +75,7 @@ struct Figures {
     costs: Vec<(String, f64, f64)>,
 }
 
-#[path = "../support/processes.rs"]
-mod processes;
+use sacp_test_support::processes;
 
 mod editor;
 mod measure;
@@ -282,10 +281,9 @@ async fn run(scale: f64) {
             typed.p50.as_secs_f64() / plain.p50.as_secs_f64(),
         );
     }
-    let (Some((_, n3)), Some((_, in_process))) = (
-        rows.iter().find(|(name, _)| name == "N = 3"),
-        rows.iter().find(|(name, _)| name == "N = 3 in-process"),
-    ) else {
+    let (Some(n0), Some(n3), Some(in_process)) =
+        (row("N = 0"), row("N = 3"), row("N = 3 in-process"))
+    else {
         // A partial run (`only=`): no goals, no checks.
         return;
     };
@@ -339,18 +337,25 @@ async fn run(scale: f64) {
             if met { "met    " } else { "not met" }
         );
     }
+    // The regression checks compare N = 3 with N = 0 (the conductor and the agent, no proxy),
+    // not with direct: an editor and an agent alone stay on their two cores and wake each other
+    // at no cost, while any chain of three processes or more wakes a sleeping core on most
+    // hops. On a 2-core VM that put N = 0 at 10x direct's latency and N = 3 at 40x, where a
+    // many-core machine measured 8x for N = 3: a check against direct measured the machine's
+    // wake-ups. Against N = 0 it measures what three proxies add: 16 pipe transfers a prompt
+    // against 4 (4x is the floor), and three more processes on the streaming path.
     let checks = [
         (
-            "p50 latency at N = 3 <= 15x direct",
-            n3.p50.as_secs_f64() <= 15.0 * direct.p50.as_secs_f64(),
+            "p50 latency at N = 3 <= 6x N = 0",
+            n3.p50.as_secs_f64() <= 6.0 * n0.p50.as_secs_f64(),
         ),
         (
-            "throughput at N = 3 >= 10% of direct",
-            n3.prompts_per_s >= 0.10 * direct.prompts_per_s,
+            "throughput at N = 3 >= 15% of N = 0",
+            n3.prompts_per_s >= 0.15 * n0.prompts_per_s,
         ),
         (
-            "updates/s at N = 3 >= 15% of direct",
-            n3.updates_per_s_1 >= 0.15 * direct.updates_per_s_1,
+            "updates/s at N = 3 >= 20% of N = 0",
+            n3.updates_per_s_1 >= 0.20 * n0.updates_per_s_1,
         ),
         (
             "updates/s at N = 3 with 256 sessions >= 80% of 1 session",

@@ -5,7 +5,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -46,18 +45,15 @@ fn bridge_lines(trace: &std::path::Path, what: &str) -> Vec<Value> {
 /// Waits (a little: the trace reaches its file within 20 ms of an idle chain, later on a
 /// loaded machine) until the trace has `n` `_mcp/connect`s of the bridges.
 async fn connects_reach(trace: &std::path::Path, n: usize) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let seen = bridge_lines(trace, "\"_mcp/connect\"").len();
-        if seen == n {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{seen} _mcp/connect, not {n}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until(
+        &format!("{n} _mcp/connect"),
+        PATIENCE,
+        || match bridge_lines(trace, "\"_mcp/connect\"").len() {
+            seen if seen == n => Ok(()),
+            seen => Err(format!("{seen} so far")),
+        },
+    )
+    .await
 }
 
 /// The processes of this editor's tree that run `conductor mcp`.
@@ -350,23 +346,22 @@ async fn agents_entry(editor: &mut Editor, session: &str) -> Value {
 /// redacted; the agent's own words are its own). Waits for it a little: the trace reaches its
 /// file within 20 ms of an idle chain, later on a loaded machine (its writer runs last).
 async fn setup_given(trace: &std::path::Path) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(trace).unwrap();
-        let line = text.lines().find(|l| {
-            l.ends_with('}')
-                && l.contains("\"to\":\"2:test-agent\"")
-                && l.contains("\"method\":\"session/new\"")
-        });
-        if let Some(line) = line {
-            return line.to_owned();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "session/new never reached the agent in the trace"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until(
+        "session/new to reach the agent in the trace",
+        PATIENCE,
+        || {
+            let text = std::fs::read_to_string(trace).unwrap();
+            text.lines()
+                .find(|l| {
+                    l.ends_with('}')
+                        && l.contains("\"to\":\"2:test-agent\"")
+                        && l.contains("\"method\":\"session/new\"")
+                })
+                .map(str::to_owned)
+                .ok_or("not yet")
+        },
+    )
+    .await
 }
 
 /// The stdio entry the agent was given: its port and secret.
@@ -448,7 +443,10 @@ async fn connections_without_the_secret_are_refused_and_never_reach_the_proxy() 
         .unwrap()
         .unwrap();
     assert_eq!(status.code(), Some(0));
-    wait_for(|| bridge_lines(&trace, "\"_mcp/disconnect\"").len() == 1).await;
+    eventually("one _mcp/disconnect", || {
+        bridge_lines(&trace, "\"_mcp/disconnect\"").len() == 1
+    })
+    .await;
 
     // Only the agent's connection and ours made `_mcp/connect`s.
     connects_reach(&trace, connects + 1).await;
@@ -555,7 +553,10 @@ async fn killing_a_bridge_process_disconnects_and_the_end_leaves_nothing() {
         .args(["-9", &bridges[0].to_string()])
         .status()
         .unwrap();
-    wait_for(|| bridge_lines(&trace, "\"_mcp/disconnect\"").len() == 1).await;
+    eventually("one _mcp/disconnect", || {
+        bridge_lines(&trace, "\"_mcp/disconnect\"").len() == 1
+    })
+    .await;
     let disconnect = &bridge_lines(&trace, "\"_mcp/disconnect\"")[0];
     assert_eq!(disconnect["from"], "mcp-bridge");
     assert_eq!(disconnect["to"], "1:tool-proxy");
@@ -617,15 +618,6 @@ async fn run_bridge(port: u16, token: Option<&str>) -> (Option<i32>, String) {
         output.status.code(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
-}
-
-/// Waits (a bounded time) until `done` holds.
-async fn wait_for(done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// A POST (the status and the body).

@@ -90,14 +90,10 @@ async fn ended_with(exit: tokio::task::JoinHandle<Exit>, tag: &str) -> Exit {
         .expect("the conductor ends")
         .unwrap();
     // Nothing of the chain is left.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !processes_tagged(tag).is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "processes left behind"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("no process of the chain left", || {
+        processes_tagged(tag).is_empty()
+    })
+    .await;
     exit
 }
 

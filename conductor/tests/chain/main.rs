@@ -13,8 +13,7 @@ mod in_process;
 mod in_process_agent;
 mod lossless;
 mod mcp;
-#[path = "../../benches/support/processes.rs"]
-mod processes;
+use sacp_test_support::processes;
 mod router;
 mod router_sessions;
 mod router_ssh;

@@ -292,14 +292,10 @@ async fn a_crashed_backend_fails_only_its_sessions_and_closing_the_last_session_
         .request("session/close", json!({"sessionId": sessions[1]}))
         .await;
     assert!(closed.get("result").is_some(), "{closed}");
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while backends(&editor).iter().any(|(_, dir)| dir == &ws[1]) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the backend of two lives on"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually("the backend of two to end", || {
+        !backends(&editor).iter().any(|(_, dir)| dir == &ws[1])
+    })
+    .await;
     assert_eq!(backends(&editor).len(), 2);
     editor.close_and_expect_a_clean_exit().await;
     let _ = std::fs::remove_dir_all(ws[0].parent().unwrap());
@@ -354,14 +350,7 @@ async fn a_backend_left_without_sessions_stops_after_the_idle_timeout() {
         1,
         "the backend is up after the refusal"
     );
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !backends(&editor).is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the idle backend lives on"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually("the idle backend to end", || backends(&editor).is_empty()).await;
     assert!(
         started.elapsed() >= std::time::Duration::from_millis(500),
         "stopped after {:?}, before its idle timeout",

@@ -238,15 +238,13 @@ async fn backends_reached_through_ssh_run_side_by_side_and_fail_alone() {
     editor
         .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(3))
         .await;
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while !processes_tagged(&tag).is_empty() || !sshd.sessions().is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "left on the remote side: agents {:?}, sshd sessions {:?}",
-            processes_tagged(&tag),
-            sshd.sessions()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until("nothing left on the remote side", PATIENCE, || {
+        let (agents, sessions) = (processes_tagged(&tag), sshd.sessions());
+        match agents.is_empty() && sessions.is_empty() {
+            true => Ok(()),
+            false => Err(format!("agents {agents:?}, sshd sessions {sessions:?}")),
+        }
+    })
+    .await;
     let _ = std::fs::remove_dir_all(ws[0].parent().unwrap());
 }

@@ -525,17 +525,21 @@ async fn an_rfd_agent_calls_an_s11_proxys_tools_through_the_conductors_translato
                 })
                 .count()
         };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while count("_mcp/disconnect") < count("_mcp/connect") {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{rfd_agent}: {} _mcp/connect to the S11 proxy, {} _mcp/disconnect after the \
-                 session closed",
-                count("_mcp/connect"),
-                count("_mcp/disconnect")
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        until(
+            "an _mcp/disconnect for every _mcp/connect",
+            PATIENCE,
+            || {
+                let (connects, disconnects) = (count("_mcp/connect"), count("_mcp/disconnect"));
+                match disconnects >= connects {
+                    true => Ok(()),
+                    false => Err(format!(
+                        "{rfd_agent}: {connects} _mcp/connect to the S11 proxy, {disconnects} \
+                     _mcp/disconnect after the session closed"
+                    )),
+                }
+            },
+        )
+        .await;
         assert!(
             count("_mcp/connect") >= 1,
             "{rfd_agent}: the translator connected: {:#?}",

@@ -4,12 +4,15 @@
 //! (`unstable`) and ACP over the network (`remote`). A test binary of its own: the other SDKs' crates are built on first
 //! use (`tests/peers`), and that build runs beside these tests only.
 
-// Shared with the `chain` tests, which use the rest of it.
-#[allow(dead_code)]
-#[path = "../chain/common.rs"]
-mod common;
-#[path = "../../benches/support/processes.rs"]
-mod processes;
+/// The workspace's test set-up, and the conductor this test binary was built with.
+mod common {
+    pub(crate) use sacp_test_support::*;
+
+    pub(crate) fn conductor() -> &'static str {
+        env!("CARGO_BIN_EXE_conductor")
+    }
+}
+use sacp_test_support::processes;
 
 mod chain;
 mod foreign_conductor;

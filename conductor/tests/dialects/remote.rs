@@ -107,13 +107,11 @@ async fn our_editor(transport: impl sacp::jsonrpc::Transport) -> Vec<Value> {
     }
     let waiting = session.prompt("wait");
     let cancel = async {
-        while !session
-            .updates()
-            .iter()
-            .any(|u| sacp::testing::line(u) == "message: waiting")
-        {
-            tokio::task::yield_now().await;
-        }
+        session
+            .until_update("the turn's start", |u| {
+                sacp::testing::line(u) == "message: waiting"
+            })
+            .await;
         session.cancel().await.unwrap();
     };
     let (turn, ()) = within("the cancelled turn", async {
@@ -335,16 +333,11 @@ async fn waiting_turn(
     within("initialize", editor.initialize()).await.unwrap();
     let session = within("session/new", editor.new_session()).await.unwrap();
     let turn = session.prompt("wait");
-    within("the turn's start", async {
-        while !session
-            .updates()
-            .iter()
-            .any(|u| sacp::testing::line(u) == "message: waiting")
-        {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    session
+        .until_update("the turn's start", |u| {
+            sacp::testing::line(u) == "message: waiting"
+        })
+        .await;
     (editor, session, turn)
 }
 

@@ -4,12 +4,14 @@
 //! time. Skipped, with a message, where Debian's `chromium` and `chromium-driver` are not
 //! installed (they are under `.ci/run`).
 
-// Shared with the `chain` tests, which use the rest of it.
-#[allow(dead_code)]
-#[path = "../chain/common.rs"]
-mod common;
-#[path = "../../benches/support/processes.rs"]
-mod processes;
+/// The workspace's test set-up, and the conductor this test binary was built with.
+mod common {
+    pub(crate) use sacp_test_support::*;
+
+    pub(crate) fn conductor() -> &'static str {
+        env!("CARGO_BIN_EXE_conductor")
+    }
+}
 
 mod browser;
 mod viewer;

@@ -85,6 +85,8 @@ struct State {
 #[derive(Default)]
 pub(super) struct Log {
     pub(super) updates: Mutex<Vec<SessionUpdate>>,
+    /// Woken at every update.
+    pub(super) arrived: tokio::sync::Notify,
     /// One per prompt whose task has not sent it yet: a cancel goes out after them.
     unsent: Mutex<Vec<oneshot::Receiver<()>>>,
 }
@@ -177,6 +179,7 @@ impl ScriptedEditor {
                     // that came before it is taken first.
                     async move {
                         lock(&log.updates).push(n.update);
+                        log.arrived.notify_waiters();
                         Ok(())
                     }
                 }
@@ -363,6 +366,41 @@ impl Session {
     /// Every update of this session so far, in arrival order.
     pub fn updates(&self) -> Vec<SessionUpdate> {
         self.log.since(0)
+    }
+
+    /// Waits until an update for which `found` holds has arrived (or had already), and returns
+    /// it; fails the test after [`PATIENCE`](super::PATIENCE), naming `what`. The wait wakes
+    /// at each update, never on a timer:
+    ///
+    /// ```no_run
+    /// # async fn f(session: sacp::testing::Session) {
+    /// let turn = session.prompt("wait");
+    /// session
+    ///     .until_update("the turn's start", |u| sacp::testing::line(u) == "message: waiting")
+    ///     .await;
+    /// session.cancel().await.unwrap();
+    /// # }
+    /// ```
+    pub async fn until_update(
+        &self,
+        what: &str,
+        mut found: impl FnMut(&SessionUpdate) -> bool,
+    ) -> SessionUpdate {
+        within(what, async {
+            let mut seen = 0;
+            loop {
+                // Registered before looking, so that an update between the look and the wait
+                // still wakes it.
+                let arrived = self.log.arrived.notified();
+                let updates = self.log.since(seen);
+                seen += updates.len();
+                if let Some(update) = updates.into_iter().find(|u| found(u)) {
+                    return update;
+                }
+                arrived.await;
+            }
+        })
+        .await
     }
 }
 

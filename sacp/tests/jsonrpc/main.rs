@@ -8,7 +8,6 @@ mod cancellation;
 mod common;
 mod lossless;
 mod ordering;
-#[path = "../../src/testing/patience.rs"]
-mod patience;
+use sacp_test_support::patience;
 mod peer_closed;
 mod round_trips;

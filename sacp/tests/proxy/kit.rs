@@ -12,7 +12,7 @@ use sacp::acp::{
 };
 use sacp::mcp::ToolCx;
 use sacp::proxy::Cx;
-use sacp::testing::{Kind, Permission, ScriptedAgent, ScriptedEditor, Step, TestChain, within};
+use sacp::testing::{Kind, Permission, ScriptedAgent, ScriptedEditor, Step, TestChain};
 use serde_json::json;
 
 /// Upper-cases what the agent says, counts prompts, and offers a tool that says how many.
@@ -85,12 +85,14 @@ async fn a_turn_is_exactly_the_updates_between_the_prompt_and_its_answer() -> sa
     turn.assert_lines(["message: ONE ", "thought: hmm", "message: TWO"]);
     assert_eq!(turn.stop_reason(), &StopReason::EndTurn);
     // What the agent said after its answer belongs to no turn, and comes after it.
-    within("the late update", async {
-        while turn.late().is_empty() {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    let mut count = 0;
+    session
+        .until_update("the late update", |_| {
+            count += 1;
+            count == 4
+        })
+        .await;
+    assert_eq!(turn.late().len(), 1);
     assert_eq!(session.updates().len(), 4);
     assert_eq!(chain.proxy::<Shouter>().prompts.load(Ordering::SeqCst), 1);
     chain.close().await?;
@@ -494,12 +496,13 @@ async fn a_proxy_whose_answer_overtakes_its_updates_fails_with_what_came_after()
         let session = chain.new_session().await.unwrap();
         let turn = session.prompt("go").await.unwrap();
         // Let the hasty proxy's updates come in, so that the report can show them.
-        within("the three updates after the answer", async {
-            while session.updates().len() < 3 {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await;
+        let mut count = 0;
+        session
+            .until_update("the three updates after the answer", |_| {
+                count += 1;
+                count == 3
+            })
+            .await;
         turn.assert_text("onetwothree");
     })
     .await;

@@ -13,8 +13,7 @@ mod handshake;
 #[cfg(feature = "testing")]
 mod kit;
 mod mcp;
-#[path = "../../src/testing/patience.rs"]
-mod patience;
+use sacp_test_support::patience;
 #[cfg(feature = "rmcp")]
 mod rmcp;
 #[cfg(feature = "unstable_protocol_v2")]

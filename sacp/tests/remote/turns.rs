@@ -33,11 +33,11 @@ async fn script(editor: ScriptedEditor) -> Vec<String> {
     let waiting = session.prompt("wait");
     let cancel = async {
         // The turn has begun once its first update is in.
-        while session.updates().last().map(sacp::testing::line).as_deref()
-            != Some("message: waiting")
-        {
-            tokio::task::yield_now().await;
-        }
+        session
+            .until_update("the turn's start", |u| {
+                sacp::testing::line(u) == "message: waiting"
+            })
+            .await;
         let other = other.prompt("meanwhile").await.unwrap();
         session.cancel().await.unwrap();
         other

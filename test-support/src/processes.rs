@@ -1,8 +1,6 @@
 //! Reading processes from `/proc`, for the benchmarks and the process-level tests: who is whose
 //! child, what a process is called, and how much memory and CPU it has used.
 
-#![allow(dead_code, unreachable_pub)]
-
 /// The direct children of `parent`.
 pub fn children(parent: u32) -> Vec<u32> {
     every_process()
