@@ -232,6 +232,25 @@ pub(crate) fn py_editor() -> Option<String> {
 }
 
 fn install_py_editor() -> Result<String, String> {
+    // The venv's interpreter would run without `python3` on `PATH`; the promise is Python
+    // 3.10+ on this machine, so that is checked first.
+    let version = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, venv; print(sys.version_info[0], sys.version_info[1])",
+        ])
+        .output()
+        .map_err(|e| format!("no `python3` ({e})"))?;
+    let numbers: Vec<u32> = String::from_utf8_lossy(&version.stdout)
+        .split_whitespace()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    if !version.status.success() || numbers.len() != 2 || (numbers[0], numbers[1]) < (3, 10) {
+        return Err(format!(
+            "python3 {numbers:?} with `venv`; the SDK needs 3.10 or later ({})",
+            String::from_utf8_lossy(&version.stderr).trim()
+        ));
+    }
     let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py-editor");
     let dir = peers_dir().join("py-editor");
     let python = dir.join("venv/bin/python");
@@ -276,4 +295,71 @@ fn install_py_editor() -> Result<String, String> {
         python.display(),
         source.join("editor.py").display()
     ))
+}
+
+/// Every peer of another language is here: each a test of its own, so that a missing one fails
+/// CI by name (and says it skips elsewhere).
+#[test]
+fn the_typescript_sdk_peers_are_here() {
+    if let Some(command) = ts_agent() {
+        assert!(command.starts_with("node "), "{command}");
+    }
+}
+
+#[test]
+fn the_python_sdk_peer_is_here() {
+    if let Some(command) = py_editor() {
+        assert!(command.contains("venv/bin/python"), "{command}");
+    }
+}
+
+/// What the two tests above do where Node.js or Python is missing: they fail under `CI` with
+/// the reason, and say they skip elsewhere. Runs this test binary again, on a `PATH` without
+/// either.
+#[test]
+fn a_missing_peer_fails_under_ci_and_skips_elsewhere() {
+    let empty = std::env::temp_dir().join(format!("sacp-no-peers-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).expect("an empty directory");
+    let exe = std::env::current_exe().expect("the test's own path");
+    for (test, missing) in [
+        ("peers::the_typescript_sdk_peers_are_here", "no `node`"),
+        ("peers::the_python_sdk_peer_is_here", "no `python3`"),
+    ] {
+        for ci in [true, false] {
+            let mut command = std::process::Command::new(&exe);
+            command
+                .args(["--exact", test, "--test-threads", "1", "--nocapture"])
+                .env("PATH", &empty)
+                .env_remove("CI");
+            if ci {
+                command.env("CI", "1");
+            }
+            let output = command.output().expect("the test binary runs again");
+            let printed = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert!(
+                printed.contains("1 passed") || printed.contains("1 failed"),
+                "{test} did not run:\n{printed}"
+            );
+            assert!(
+                printed.contains(missing),
+                "{test} does not say {missing:?}:\n{printed}"
+            );
+            if ci {
+                assert!(
+                    !output.status.success(),
+                    "{test} passed under CI without its peer:\n{printed}"
+                );
+            } else {
+                assert!(
+                    output.status.success() && printed.contains("skipped"),
+                    "{test} did not skip:\n{printed}"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(&empty);
 }
