@@ -214,39 +214,78 @@ async fn a_v1_proxy_brings_a_v2_editor_to_v1_or_to_32022() {
         .await;
 }
 
+/// The hops `method` travelled in a trace file, as `(hop, kind)`.
+fn hops_of(trace: &std::path::Path, method: &str) -> Vec<(u64, String)> {
+    std::fs::read_to_string(trace)
+        .expect("the trace file")
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("a trace line is JSON"))
+        .filter(|line| line["type"] == "message" && line["method"] == method)
+        .map(|line| {
+            (
+                line["hop"].as_u64().unwrap_or(0),
+                line["kind"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_v2_hop_answers_what_its_version_lacks_and_goes_on() {
-    // Through two proxies: each hop is v2, and the first refuses `session/load`.
-    let mut editor = Editor::start(
-        conductor(),
-        &chain(&[passthrough(), passthrough()], &v2_agent("2")),
-    );
-    let init = editor.request("initialize", v2_initialize(2)).await;
-    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
-    let session = editor.new_session().await;
-    let load = editor
-        .request(
-            "session/load",
-            json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []}),
-        )
-        .await;
-    assert_eq!(load["error"]["code"], -32601, "{load}");
-    // `id: null` is not a v2 request: the conductor, whose hops renumber ids, refuses it.
-    expect_a_null_id_refused(&mut editor).await;
-    let turn = v2_turn(&mut editor, &session, "stream 2", None).await;
-    assert_eq!(
-        turn.kinds(),
-        [
-            "user_message",
-            "running",
-            "chunk chunk 1",
-            "chunk chunk 2",
-            "idle end_turn"
-        ]
-    );
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    // Each hop is v2, and the agent speaks v1 too: it has a `session/load` for its v1
+    // connections, which would answer. The first hop that lacks the method refuses it, and
+    // no later component ever sees it.
+    for proxies in [vec![passthrough(), passthrough()], vec![]] {
+        let trace = std::env::temp_dir().join(format!(
+            "sacp-v2-refusal-{}-{}.jsonl",
+            std::process::id(),
+            proxies.len()
+        ));
+        let mut args = chain(&proxies, &v2_agent("1,2"));
+        args.splice(
+            1..1,
+            ["--trace".to_owned(), trace.to_string_lossy().into_owned()],
+        );
+        let mut editor = Editor::start(conductor(), &args);
+        let init = editor.request("initialize", v2_initialize(2)).await;
+        assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+        let session = editor.new_session().await;
+        let load = editor
+            .request(
+                "session/load",
+                json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []}),
+            )
+            .await;
+        assert_eq!(load["error"]["code"], -32601, "{load}");
+        assert_eq!(
+            load["error"]["message"], "Method not found: session/load is not a method of ACP v2",
+            "{load}"
+        );
+        // `id: null` is not a v2 request: the conductor, whose hops renumber ids, refuses it.
+        expect_a_null_id_refused(&mut editor).await;
+        let turn = v2_turn(&mut editor, &session, "stream 2", None).await;
+        assert_eq!(
+            turn.kinds(),
+            [
+                "user_message",
+                "running",
+                "chunk chunk 1",
+                "chunk chunk 2",
+                "idle end_turn"
+            ]
+        );
+        editor
+            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
+            .await;
+        // The request went one hop, and its refusal came back on it.
+        assert_eq!(
+            hops_of(&trace, "session/load"),
+            [(1, "request".to_owned()), (1, "error".to_owned())],
+            "with {} proxies",
+            proxies.len()
+        );
+        let _ = std::fs::remove_file(&trace);
+    }
 }
 
 /// A v2 turn runs after the prompt's answer (`Cx::run_turn`); the client closing the
