@@ -56,15 +56,10 @@ use crate::endpoint::{self, Event, Out, Outbox};
 use crate::process::{self, Tail};
 use crate::trace::{self, Trace};
 use crate::versions::{Negotiated, Versions};
-use sacp::protocol::routing::{Conn, Delivery, Dir, EDITOR, Fatal, Node, RoutingTable};
+use sacp::protocol::routing::{Conn, Delivery, Dir, EDITOR, Fatal, Node, RoutingTable, Settling};
 
 /// How long a component that stopped talking (or exited) has to show the other sign.
 const LAST_WORDS: Duration = Duration::from_millis(200);
-/// Once a component has failed, what it sent before reaches the editor through the proxies in
-/// front of it while they keep passing things on (a pause this long means they are done)...
-const SETTLED: Duration = Duration::from_millis(30);
-/// ...for this long at most; then the editor gets the error, and nothing more of the chain.
-const SETTLE_AT_MOST: Duration = Duration::from_millis(250);
 /// How long components get to exit on their own after their stdin is closed; at a clean end,
 /// also how long each one gets to close its output before the next one's stdin is closed.
 const GRACE: Duration = Duration::from_millis(400);
@@ -401,15 +396,13 @@ struct Failing {
     why: String,
     error: Error,
     status: u8,
-    /// When the chain counts as settled, unless something more comes.
-    settled_at: Instant,
-    /// When the error goes out anyway.
-    at_the_latest: Instant,
+    /// Until the chain has settled (the rule the test kit's chain follows too).
+    settling: Settling,
 }
 
 impl Failing {
     fn due(&self) -> Instant {
-        self.settled_at.min(self.at_the_latest)
+        Instant::from_std(self.settling.due())
     }
 }
 
@@ -571,7 +564,7 @@ impl Conductor {
                 if conn != EDITOR
                     && let Some(failing) = &mut self.failing
                 {
-                    failing.settled_at = Instant::now() + SETTLED;
+                    failing.settling.traffic(std::time::Instant::now());
                 }
                 let mut refused = None;
                 for inbound in batch {
@@ -818,8 +811,7 @@ impl Conductor {
             why,
             error,
             status,
-            settled_at: now + SETTLED,
-            at_the_latest: now + SETTLE_AT_MOST,
+            settling: Settling::new(now.into_std()),
         });
     }
 

@@ -1015,8 +1015,10 @@ impl fmt::Display for PeerName<'_> {
 }
 
 mod mcp;
+mod settling;
 
 pub use self::mcp::AgentMcp;
+pub use self::settling::Settling;
 
 #[cfg(test)]
 mod proptests;
