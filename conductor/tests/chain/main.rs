@@ -13,6 +13,7 @@ mod in_process;
 mod in_process_agent;
 mod lossless;
 mod mcp;
+mod parity;
 use sacp_test_support::processes;
 mod router;
 mod router_sessions;

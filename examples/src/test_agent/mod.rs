@@ -12,7 +12,7 @@
 //! | `read PATH` | reads `PATH` through the client's `fs/read_text_file` and echoes it |
 //! | `sleep MS` | waits `MS` milliseconds (a `session/cancel` ends it early), then echoes |
 //! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` (saying so on stderr) |
-//! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3) |
+//! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3); [in process](TestAgent::in_process), waits to be ended instead |
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
 //! | `then N` | ends the turn at once, then streams `N` chunks `after 1` … `after N` right behind the answer |
@@ -86,6 +86,8 @@ pub struct TestAgent {
     /// How long `initialize` waits before it is answered (`--initialize-delay`): an agent slow
     /// to start, whose client sends its first `session/new` meanwhile.
     initialize_delay: Option<std::time::Duration>,
+    /// It shares its process (see [`TestAgent::in_process`]).
+    in_process: bool,
 }
 
 impl TestAgent {
@@ -120,6 +122,16 @@ impl TestAgent {
         TestAgent {
             mcp: mcp::Servers::rfd(),
             ..TestAgent::default()
+        }
+    }
+
+    /// For a chain in one process (`sacp::testing::TestChain`): `crash` cannot end a process
+    /// it shares, so after its last words it waits, unanswered, for the test to end it as a
+    /// crash would (`RunningChain::kill`).
+    pub fn in_process(self) -> Self {
+        TestAgent {
+            in_process: true,
+            ..self
         }
     }
 
@@ -433,6 +445,10 @@ impl TestAgent {
                 // Its last words reach the client before the process ends.
                 cx.connection().flush().await;
                 tracing::error!(code, "crashing on purpose");
+                if self.in_process {
+                    // The test ends it (`RunningChain::kill`).
+                    return std::future::pending().await;
+                }
                 std::process::exit(code);
             }
             _ => {

@@ -139,8 +139,9 @@ impl Step {
         Step(Do::Fail(error))
     }
 
-    /// Ends the agent as a crash would: its connection closes (what it sent before is
-    /// delivered), and the chain ends.
+    /// Ends the agent as a crash would: what it sent before is delivered, then its connection
+    /// ends without another word (no answer to the prompt, as a process that dies gives none;
+    /// see [`RunningChain::kill`](super::RunningChain::kill)), and the chain ends.
     pub fn crash() -> Step {
         Step(Do::Crash)
     }
@@ -191,6 +192,8 @@ struct Inner {
     /// Tool calls so far, by session: their ids are `call-1`, `call-2`, … in each session.
     calls: Mutex<HashMap<String, u64>>,
     records: Records,
+    /// In a [`TestChain`](super::TestChain): the kit's way to end it as a crash would.
+    kill: std::sync::OnceLock<tokio_util::sync::CancellationToken>,
 }
 
 /// An ACP agent for tests: it answers `initialize` (protocol version 1, and MCP over ACP) and
@@ -228,6 +231,11 @@ impl Default for ScriptedAgent {
 }
 
 impl ScriptedAgent {
+    /// Lets the kit's chain end it (see [`Step::crash`]).
+    pub(super) fn killed_by(&self, kill: tokio_util::sync::CancellationToken) {
+        let _ = self.0.kill.set(kill);
+    }
+
     /// An agent that echoes every prompt's text, and speaks MCP over ACP.
     pub fn new() -> ScriptedAgent {
         ScriptedAgent(Arc::new(Inner {
@@ -237,6 +245,7 @@ impl ScriptedAgent {
             sessions: AtomicU64::new(0),
             calls: Mutex::default(),
             records: Records::default(),
+            kill: std::sync::OnceLock::new(),
         }))
     }
 
@@ -444,7 +453,13 @@ impl ScriptedAgent {
                 Do::WaitForCancel => std::future::pending::<()>().await,
                 Do::Fail(error) => return Err(error),
                 Do::Crash => {
-                    cx.connection().close();
+                    match self.0.kill.get() {
+                        // Its connection vanishes without another word, as a process's pipes
+                        // do when it dies.
+                        Some(kill) => kill.cancel(),
+                        // Outside a test chain, the nearest it can do: close the connection.
+                        None => cx.connection().close(),
+                    }
                     std::future::pending::<()>().await;
                 }
                 Do::End(reason) => return Ok(reason),

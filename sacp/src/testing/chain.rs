@@ -6,7 +6,13 @@
 //! [`RoutingTable`](crate::protocol::routing::RoutingTable) and writes what it says, in order,
 //! recording every delivery in the [`Transcript`]. So ids are rewritten per hop, `initialize`
 //! offers and checks the proxy capability, successor envelopes wrap and unwrap, and `_mcp/*`
-//! messages reach the proxy that owns the server — exactly as in a real chain. What it leaves
+//! messages reach the proxy that owns the server — exactly as in a real chain. A component
+//! that fails ends the chain as the conductor ends it: what it sent before passes the proxies
+//! in front of it first (the one rule both follow, [`Settling`]), then each request in flight
+//! gets an error naming it, and nothing more of the chain reaches the editor;
+//! [`RunningChain::kill`] (and the scripted agent's `Step::crash`) end a component as a
+//! process that dies would end. `conductor/tests/chain/parity.rs` runs the same scenarios
+//! through this chain and through the conductor binary and compares every hop. What it leaves
 //! out is the process side: spawning, signals, stderr, and the MCP bridges (the scripted agent
 //! speaks MCP over ACP itself, so none is needed).
 
@@ -15,13 +21,14 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
 use crate::jsonrpc::{
     Channel, Connection, Error, Inbound, Message, MessageReader, MessageWriter, Transport, channel,
     code,
 };
-use crate::protocol::routing::{Delivery, EDITOR, Fatal, Node, RoutingTable};
+use crate::protocol::routing::{Delivery, EDITOR, Fatal, Node, RoutingTable, Settling};
 use crate::proxy::Proxy;
 
 use super::agent::ScriptedAgent;
@@ -43,6 +50,8 @@ struct Member {
     name: String,
     value: Arc<dyn Any + Send + Sync>,
     start: Start,
+    /// Ends it as a crash would (see [`RunningChain::kill`]).
+    kill: CancellationToken,
 }
 
 /// A chain under test, before it starts: proxies in chain order, then an agent, behind a
@@ -114,6 +123,7 @@ impl TestChain {
             name: short_name::<P>(),
             value: proxy,
             start: Box::new(move |channel| crate::proxy::spawn(served, channel)),
+            kill: CancellationToken::new(),
         });
         self
     }
@@ -123,10 +133,16 @@ impl TestChain {
     pub fn agent<A: Agent>(mut self, agent: A) -> TestChain {
         let agent = Arc::new(agent);
         let served = agent.clone();
+        let kill = CancellationToken::new();
+        if let Some(scripted) = (agent.as_ref() as &dyn Any).downcast_ref::<ScriptedAgent>() {
+            // Its `Step::crash` is the kit's kill.
+            scripted.killed_by(kill.clone());
+        }
         self.agent = Some(Member {
             name: short_name::<A>(),
             value: agent,
             start: Box::new(move |channel| crate::agent::spawn(served, channel)),
+            kill,
         });
         self
     }
@@ -163,16 +179,26 @@ impl TestChain {
         let (editor_end, ours) = channel();
         let editor = self.editor.connect(editor_end);
         let (reader, writer) = ours.split();
-        tasks.push(read(EDITOR, reader, inbox_tx.clone()));
+        tasks.push(read(
+            EDITOR,
+            reader,
+            inbox_tx.clone(),
+            CancellationToken::new(),
+        ));
         outboxes.push(Some(write(writer)));
         let mut components = Vec::new();
         let mut values = Vec::new();
         for (i, member) in members.into_iter().enumerate() {
             let (theirs, ours) = channel();
-            components.push((member.name.clone(), (member.start)(theirs)));
+            let kill = member.kill;
+            components.push(Component {
+                name: member.name.clone(),
+                connection: (member.start)(theirs),
+                kill: kill.clone(),
+            });
             values.push((member.name, member.value));
             let (reader, writer) = ours.split();
-            tasks.push(read(i + 1, reader, inbox_tx.clone()));
+            tasks.push(read(i + 1, reader, inbox_tx.clone(), kill));
             outboxes.push(Some(write(writer)));
         }
         drop(inbox_tx);
@@ -182,6 +208,8 @@ impl TestChain {
             outboxes,
             transcript: transcript.clone(),
             ended: None,
+            failed: false,
+            failing: None,
         };
         tasks.push(tokio::spawn(conductor.run(inbox)));
         RunningChain {
@@ -194,15 +222,28 @@ impl TestChain {
     }
 }
 
-/// Reads `conn`'s messages into the event loop's inbox, then says the connection ended.
+/// Reads `conn`'s messages into the event loop's inbox, then says the connection ended. Once
+/// `killed`, it takes what the component had sent before, then ends as a crashed process's
+/// pipe does.
 fn read<R: MessageReader>(
     conn: usize,
     mut reader: R,
     inbox: mpsc::Sender<(usize, Option<Inbound>)>,
+    killed: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            let item = reader.read().await.ok().flatten();
+            let item = tokio::select! {
+                biased;
+                () = killed.cancelled() => {
+                    // Only what is there already: polled once each, never awaited.
+                    match tokio::time::timeout(std::time::Duration::ZERO, reader.read()).await {
+                        Ok(Ok(Some(item))) => Some(item),
+                        _ => None,
+                    }
+                }
+                item = reader.read() => item.ok().flatten(),
+            };
             let end = item.is_none();
             if inbox.send((conn, item)).await.is_err() || end {
                 return;
@@ -239,13 +280,47 @@ struct Conductor {
     transcript: Transcript,
     /// Set once the chain ends (the editor left, or a component ended or refused).
     ended: Option<()>,
+    /// The chain ended because a component ended or refused.
+    failed: bool,
+    /// A component ended: the error the editor gets once the chain has settled.
+    failing: Option<(Error, Settling)>,
 }
 
 impl Conductor {
     async fn run(mut self, mut inbox: mpsc::Receiver<(usize, Option<Inbound>)>) {
         let mut out = Vec::new();
-        while let Some((conn, item)) = inbox.recv().await {
+        loop {
+            let settled = async {
+                match &self.failing {
+                    Some((_, settling)) => {
+                        tokio::time::sleep_until(tokio::time::Instant::from_std(settling.due()))
+                            .await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            let (conn, item) = tokio::select! {
+                next = inbox.recv() => match next {
+                    Some(next) => next,
+                    None => return,
+                },
+                () = settled => {
+                    // The failed chain has settled: the editor gets its errors, and nothing
+                    // more of the chain.
+                    if let Some((error, _)) = self.failing.take() {
+                        self.failed = true;
+                        self.table.fail_all(&error, &mut out);
+                        self.deliver(&mut out).await;
+                        self.end(None).await;
+                    }
+                    continue;
+                }
+            };
             match item {
+                Some(_) if self.failed && conn != EDITOR => {
+                    // As the conductor does: the editor has its error answers, and nothing of
+                    // the failed chain follows them.
+                }
                 Some(inbound) => {
                     if self.ended.is_some() && conn == EDITOR {
                         // After the chain ended, the editor's requests get the error at once.
@@ -261,10 +336,16 @@ impl Conductor {
                         }
                         continue;
                     }
+                    if conn != EDITOR
+                        && let Some((_, settling)) = &mut self.failing
+                    {
+                        settling.traffic(std::time::Instant::now());
+                    }
                     let fatal = self.table.inbound(conn, inbound, &mut out);
                     self.deliver(&mut out).await;
                     if let Some(Fatal::Refused(position)) = fatal {
                         tracing::error!("{}", self.table.refusal(position));
+                        self.failed = true;
                         self.end(None).await;
                     }
                 }
@@ -278,14 +359,17 @@ impl Conductor {
                 None => {
                     let name = &self.names[conn - 1];
                     let why = format!("component {conn} ({name:?}) closed its connection");
-                    if self.ended.is_none() {
+                    if self.ended.is_none() && self.failing.is_none() {
+                        // What it sent before passes the proxies in front of it first, as in
+                        // the conductor (see `Settling`).
                         tracing::error!("{why}");
                         let error = Error::new(code::INTERNAL_ERROR, &why)
                             .with_data(serde_json::json!({"component": conn, "name": name}));
-                        self.table.fail_all(&error, &mut out);
-                        self.deliver(&mut out).await;
+                        self.failing = Some((error, Settling::new(std::time::Instant::now())));
                     }
-                    self.end(Some(conn)).await;
+                    if let Some(outbox) = self.outboxes.get_mut(conn) {
+                        outbox.take();
+                    }
                 }
             }
         }
@@ -333,12 +417,19 @@ impl Conductor {
     }
 }
 
+/// A component of a running chain: its connection, and how to end it as a crash would.
+struct Component {
+    name: String,
+    connection: Connection,
+    kill: CancellationToken,
+}
+
 /// A running [`TestChain`]: its editor, its components, and the transcript.
 pub struct RunningChain {
     editor: ScriptedEditor,
     members: Vec<(String, Arc<dyn Any + Send + Sync>)>,
-    /// Each component's connection, by name, in chain order.
-    components: Vec<(String, Connection)>,
+    /// Each component, in chain order.
+    components: Vec<Component>,
     transcript: Transcript,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -397,13 +488,41 @@ impl RunningChain {
         &self.transcript
     }
 
+    /// Ends the first component of type `T` as a crash would: what it sent before still
+    /// reaches the chain, then its connection ends without another word (it gets no chance
+    /// to answer what it was handling). The chain then fails as the conductor's does when a
+    /// component process dies: once the proxies in front have passed on what it said (see
+    /// [`Settling`]), each request in flight gets an error naming it, and nothing more of the
+    /// chain reaches the editor.
+    ///
+    /// # Panics
+    /// When the chain has no component of that type.
+    pub fn kill<T: 'static>(&self) {
+        let index = self
+            .members
+            .iter()
+            .position(|(_, value)| value.is::<T>())
+            .unwrap_or_else(|| {
+                panic!(
+                    "the chain has no component of type {}",
+                    std::any::type_name::<T>()
+                )
+            });
+        // Its reader stops; the loop then closes its input, as the conductor closes a dead
+        // process's stdin (whatever it says from then on, nobody reads).
+        self.components[index].kill.cancel();
+    }
+
     /// Ends the chain as an editor that quits does: closes its connection, then waits for every
     /// component to end (failing the test after [`PATIENCE`](super::PATIENCE)). An error names
     /// a component whose connection failed.
     pub async fn close(self) -> Result<Transcript, Error> {
         self.editor.connection().close();
         let mut failed = None;
-        for (name, connection) in &self.components {
+        for Component {
+            name, connection, ..
+        } in &self.components
+        {
             let ended = within(&format!("{name} to end"), connection.closed()).await;
             if let Err(e) = ended {
                 failed.get_or_insert(e.with_data(serde_json::json!({ "component": name })));
@@ -424,8 +543,8 @@ impl Drop for RunningChain {
         for task in &self.tasks {
             task.abort();
         }
-        for (_, connection) in &self.components {
-            connection.close();
+        for component in &self.components {
+            component.connection.close();
         }
         self.editor.connection().close();
     }
