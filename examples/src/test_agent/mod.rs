@@ -12,7 +12,7 @@
 //! | `read PATH` | reads `PATH` through the client's `fs/read_text_file` and echoes it |
 //! | `sleep MS` | waits `MS` milliseconds (a `session/cancel` ends it early), then echoes |
 //! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` (saying so on stderr) |
-//! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3); [in process](TestAgent::in_process), waits to be ended instead |
+//! | `crash [CODE] [N]` | streams `N` chunks (default 0), then `crashing`, then exits at once with `CODE` (default 3); in a chain in one process (`TestAgent::in_process`) it waits to be ended instead |
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
 //! | `then N` | ends the turn at once, then streams `N` chunks `after 1` … `after N` right behind the answer |
