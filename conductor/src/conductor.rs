@@ -56,7 +56,7 @@ use crate::endpoint::{self, Event, Out, Outbox};
 use crate::process::{self, Tail};
 use crate::trace::{self, Trace};
 use crate::versions::{Negotiated, Versions};
-use sacp::protocol::routing::{Conn, Delivery, Dir, EDITOR, Fatal, Node, RoutingTable, Settling};
+use sacp::protocol::routing::{ChainCore, Conn, Delivery, Dir, EDITOR, Node, RoutingTable};
 
 /// How long a component that stopped talking (or exited) has to show the other sign.
 const LAST_WORDS: Duration = Duration::from_millis(200);
@@ -359,7 +359,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         }
     }
     let conductor = Conductor {
-        router,
+        core: ChainCore::new(router),
         bridges,
         members,
         outboxes,
@@ -390,20 +390,12 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     }
 }
 
-/// A component that failed, while what it sent before passes the proxies in front of it.
+/// A component that failed, while what it sent before passes the proxies in front of it (the
+/// chain's core settles; see `ChainCore::component_failed`): how the chain then ends.
 #[derive(Debug)]
 struct Failing {
     why: String,
-    error: Error,
     status: u8,
-    /// Until the chain has settled (the rule the test kit's chain follows too).
-    settling: Settling,
-}
-
-impl Failing {
-    fn due(&self) -> Instant {
-        Instant::from_std(self.settling.due())
-    }
 }
 
 /// A component process, as the loop tracks it.
@@ -446,7 +438,8 @@ struct Ending {
 }
 
 struct Conductor {
-    router: RoutingTable,
+    /// The routing table, and what a failed chain lets through (shared with the test kit).
+    core: ChainCore,
     bridges: Bridges,
     /// By position - 1.
     members: Vec<Member>,
@@ -524,7 +517,7 @@ impl Conductor {
                 }
                 Some((position, line)) = recv_some(&mut stderr_lines) => {
                     if let Some(trace) = &mut self.trace {
-                        let name = self.router.name(position).to_owned();
+                        let name = self.core.table().name(position).to_owned();
                         trace.stderr(position, &name, &String::from_utf8_lossy(&line));
                     }
                 }
@@ -548,11 +541,11 @@ impl Conductor {
 
     fn on_event(&mut self, event: Event) {
         match event {
-            Event::Inbound(conn, _) if conn != EDITOR && self.failed() => {
+            Event::Inbound(conn, _) if conn != EDITOR && self.core.failed() => {
                 // The editor has its error answers: nothing of the failed chain follows them.
             }
             Event::Inbound(conn, batch) => {
-                if conn == self.router.agent_conn() && self.bridges.awaits_answers() {
+                if conn == self.core.table().agent_conn() && self.bridges.awaits_answers() {
                     for inbound in &batch {
                         if let sacp::jsonrpc::Inbound::Message(Message::Response(response)) =
                             inbound
@@ -561,22 +554,10 @@ impl Conductor {
                         }
                     }
                 }
-                if conn != EDITOR
-                    && let Some(failing) = &mut self.failing
-                {
-                    failing.settling.traffic(std::time::Instant::now());
-                }
-                let mut refused = None;
-                for inbound in batch {
-                    if let Some(Fatal::Refused(position)) =
-                        self.router.inbound(conn, inbound, &mut self.deliveries)
-                    {
-                        refused.get_or_insert(position);
-                    }
-                }
+                let refused = self.core.inbound(conn, batch, &mut self.deliveries);
                 self.deliver(Some(conn));
                 if let Some(position) = refused {
-                    let why = self.router.refusal(position).message;
+                    let why = self.core.table().refusal(position).message;
                     self.begin_end(Exit::Failed(why), true);
                 }
                 self.check_drained();
@@ -595,7 +576,8 @@ impl Conductor {
                 self.begin_end(Exit::Clean, false);
             }
             Event::Closed(conn, _) | Event::WriteFailed(conn, _)
-                if conn == self.router.bridge_conn() || conn == self.router.translator_conn() =>
+                if conn == self.core.table().bridge_conn()
+                    || conn == self.core.table().translator_conn() =>
             {
                 tracing::debug!(conn, "the MCP bridges' connection closed");
             }
@@ -619,7 +601,7 @@ impl Conductor {
                         Ok(status) => (process::describe_exit(*status), status.code()),
                         Err(e) => (format!("cannot be waited for: {e}"), None),
                     };
-                    let name = self.router.name(position).to_owned();
+                    let name = self.core.table().name(position).to_owned();
                     trace.exit(position, &name, &said, code, self.ending.is_none());
                 }
                 let member = &mut self.members[position - 1];
@@ -641,7 +623,7 @@ impl Conductor {
     /// component whose answer does not fit what it was asked.
     fn negotiated(&mut self, negotiated: &Negotiated) {
         let name = match negotiated.answerer {
-            Node::Component(p) => format!("{p}:{}", self.router.name(p)),
+            Node::Component(p) => format!("{p}:{}", self.core.table().name(p)),
             _ => "the successor".to_owned(),
         };
         let requested = negotiated.requested;
@@ -666,7 +648,7 @@ impl Conductor {
         let up = from
             .and_then(|conn| self.outboxes.get(conn)?.as_ref())
             .map(|outbox| outbox.up.clone());
-        let agent = self.router.agent_conn();
+        let agent = self.core.table().agent_conn();
         self.hold_for_the_agents_initialize(agent);
         let routed_at = self.trace.as_ref().map(Trace::now);
         let mut negotiated = Vec::new();
@@ -680,12 +662,12 @@ impl Conductor {
             })) {
                 if conn == agent
                     && let (Some(mcp), Message::Request(request)) =
-                        (self.router.agent_mcp(), &mut delivery.message)
+                        (self.core.table().agent_mcp(), &mut delivery.message)
                 {
                     self.bridges.on_request_to_agent(request, mcp);
                 }
                 if let (Some(trace), Some(t)) = (&mut self.trace, routed_at) {
-                    trace.record(t, &self.router, &delivery.hop, &delivery.message);
+                    trace.record(t, self.core.table(), &delivery.hop, &delivery.message);
                 }
                 if let Some(one) = self.versions.observe(&delivery.hop, &delivery.message) {
                     negotiated.push(one);
@@ -723,7 +705,7 @@ impl Conductor {
     /// unanswered (an editor may send `session/new` right after `initialize`), and what
     /// follows it to the agent; lets them go, in order, once it is answered.
     fn hold_for_the_agents_initialize(&mut self, agent: Conn) {
-        if self.router.agent_initializing() {
+        if self.core.table().agent_initializing() {
             let mut i = 0;
             while i < self.deliveries.len() {
                 let d = &self.deliveries[i];
@@ -742,19 +724,14 @@ impl Conductor {
         }
     }
 
-    /// Whether the chain failed: then nothing more reaches the editor from the components.
-    fn failed(&self) -> bool {
-        self.ending.as_ref().is_some_and(|e| e.exit.is_failure())
-    }
-
     /// After the editor closed stdin: ends the chain once its requests are all answered, or
     /// the grace is over.
     fn check_drained(&mut self) {
         if let Some(until) = self.draining
-            && (self.router.editor_requests_in_flight() == 0 || Instant::now() >= until)
+            && (self.core.table().editor_requests_in_flight() == 0 || Instant::now() >= until)
         {
             self.draining = None;
-            if self.router.editor_requests_in_flight() > 0 {
+            if self.core.table().editor_requests_in_flight() > 0 {
                 // Named for who left: the components only see their input end.
                 let error = Error::new(
                     code::INTERNAL_ERROR,
@@ -764,7 +741,7 @@ impl Conductor {
                         self.eof_grace
                     ),
                 );
-                self.router.fail_all(&error, &mut self.deliveries);
+                self.core.fail_all(&error, &mut self.deliveries);
                 self.deliver(None);
             }
             self.begin_end(Exit::Clean, false);
@@ -795,7 +772,7 @@ impl Conductor {
             Some(status) => process::describe_exit(status),
             None => "closed its stdout".to_owned(),
         };
-        let name = self.router.name(position).to_owned();
+        let name = self.core.table().name(position).to_owned();
         let why = format!("component {position} ({name:?}) {how}");
         tracing::error!("{why}");
         let stderr = member.tail.text();
@@ -806,24 +783,17 @@ impl Conductor {
             "exitCode": member.exit.and_then(|s| s.code()),
             "stderr": stderr,
         }));
-        let now = Instant::now();
-        self.failing = Some(Failing {
-            why,
-            error,
-            status,
-            settling: Settling::new(now.into_std()),
-        });
+        if self.core.component_failed(error, std::time::Instant::now()) {
+            self.failing = Some(Failing { why, status });
+        }
     }
 
     /// The failed chain has settled: the editor gets its errors, and the chain ends.
     fn fail_now(&mut self) {
-        let Some(Failing {
-            why, error, status, ..
-        }) = self.failing.take()
-        else {
+        let Some(Failing { why, status }) = self.failing.take() else {
             return;
         };
-        self.router.fail_all(&error, &mut self.deliveries);
+        self.core.settled(&mut self.deliveries);
         self.deliver(None);
         self.begin_end(Exit::Ended { why, status }, true);
     }
@@ -834,6 +804,9 @@ impl Conductor {
     fn begin_end(&mut self, exit: Exit, urgent: bool) {
         if self.ending.is_some() {
             return;
+        }
+        if exit.is_failure() {
+            self.core.fail();
         }
         self.bridges.end_all();
         let now = Instant::now();
@@ -922,7 +895,7 @@ impl Conductor {
             .iter()
             .map(|m| m.deadline)
             .chain(ending)
-            .chain([self.draining, self.failing.as_ref().map(Failing::due)])
+            .chain([self.draining, self.core.settle_due().map(Instant::from_std)])
             .chain([self
                 .trace
                 .as_ref()
@@ -935,7 +908,11 @@ impl Conductor {
     fn on_deadlines(&mut self) {
         self.check_drained();
         let now = Instant::now();
-        if self.failing.as_ref().is_some_and(|f| f.due() <= now) {
+        if self
+            .core
+            .settle_due()
+            .is_some_and(|due| Instant::from_std(due) <= now)
+        {
             self.fail_now();
         }
         if let Some(Ending {

@@ -1,20 +1,21 @@
 //! [`TestChain`]: proxies between a scripted editor and an agent, in one process, routed by the
-//! conductor's own routing table.
+//! conductor's own chain core.
 //!
 //! The kit's conductor is the routing of `sacp-chain` without processes: one in-memory channel
 //! per component, one event loop that feeds what arrives to a
-//! [`RoutingTable`](crate::protocol::routing::RoutingTable) and writes what it says, in order,
-//! recording every delivery in the [`Transcript`]. So ids are rewritten per hop, `initialize`
-//! offers and checks the proxy capability, successor envelopes wrap and unwrap, and `_mcp/*`
-//! messages reach the proxy that owns the server — exactly as in a real chain. A component
-//! that fails ends the chain as the conductor ends it: what it sent before passes the proxies
-//! in front of it first (the one rule both follow, [`Settling`]), then each request in flight
-//! gets an error naming it, and nothing more of the chain reaches the editor;
-//! [`RunningChain::kill`] (and the scripted agent's `Step::crash`) end a component as a
-//! process that dies would end. `conductor/tests/chain/parity.rs` runs the same scenarios
-//! through this chain and through the conductor binary and compares every hop. What it leaves
-//! out is the process side: spawning, signals, stderr, and the MCP bridges (the scripted agent
-//! speaks MCP over ACP itself, so none is needed).
+//! [`ChainCore`](crate::protocol::routing::ChainCore) — the routing table and what a failed
+//! chain lets through, the same the conductor's loop drives — and writes what it says, in
+//! order, recording every delivery in the [`Transcript`]. So ids are rewritten per hop,
+//! `initialize` offers and checks the proxy capability, successor envelopes wrap and unwrap,
+//! and `_mcp/*` messages reach the proxy that owns the server — exactly as in a real chain. A
+//! component that fails ends the chain as the conductor ends it: what it sent before passes
+//! the proxies in front of it first, then each request in flight gets an error naming it, and
+//! nothing more of the chain reaches the editor; [`RunningChain::kill`] (and the scripted
+//! agent's `Step::crash`) end a component as a process that dies would end.
+//! `conductor/tests/chain/parity.rs` runs the same scenarios through this chain and through
+//! the conductor binary and compares every hop. What it leaves out is the process side:
+//! spawning, signals, stderr, and the MCP bridges (the scripted agent speaks MCP over ACP
+//! itself, so none is needed).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use crate::jsonrpc::{
     Channel, Connection, Error, Inbound, Message, MessageReader, MessageWriter, Transport, channel,
     code,
 };
-use crate::protocol::routing::{Delivery, EDITOR, Fatal, Node, RoutingTable, Settling};
+use crate::protocol::routing::{ChainCore, Delivery, EDITOR, Node, RoutingTable};
 use crate::proxy::Proxy;
 
 use super::agent::ScriptedAgent;
@@ -203,13 +204,11 @@ impl TestChain {
         }
         drop(inbox_tx);
         let conductor = Conductor {
-            table: RoutingTable::new(names.clone()),
+            core: ChainCore::new(RoutingTable::new(names.clone())),
             names,
             outboxes,
             transcript: transcript.clone(),
             ended: None,
-            failed: false,
-            failing: None,
         };
         tasks.push(tokio::spawn(conductor.run(inbox)));
         RunningChain {
@@ -271,30 +270,27 @@ fn write<W: MessageWriter>(mut writer: W) -> mpsc::Sender<Message> {
     tx
 }
 
-/// The kit's conductor: the routing table and the writers, driven by one loop.
+/// The kit's conductor: the chain's core (as the conductor's) and the writers, driven by one
+/// loop.
 struct Conductor {
-    table: RoutingTable,
+    core: ChainCore,
     names: Vec<String>,
     /// One per connection; `None` once closed.
     outboxes: Vec<Option<mpsc::Sender<Message>>>,
     transcript: Transcript,
     /// Set once the chain ends (the editor left, or a component ended or refused).
     ended: Option<()>,
-    /// The chain ended because a component ended or refused.
-    failed: bool,
-    /// A component ended: the error the editor gets once the chain has settled.
-    failing: Option<(Error, Settling)>,
 }
 
 impl Conductor {
     async fn run(mut self, mut inbox: mpsc::Receiver<(usize, Option<Inbound>)>) {
         let mut out = Vec::new();
         loop {
+            let settle_due = self.core.settle_due();
             let settled = async {
-                match &self.failing {
-                    Some((_, settling)) => {
-                        tokio::time::sleep_until(tokio::time::Instant::from_std(settling.due()))
-                            .await
+                match settle_due {
+                    Some(due) => {
+                        tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await
                     }
                     None => std::future::pending().await,
                 }
@@ -307,9 +303,7 @@ impl Conductor {
                 () = settled => {
                     // The failed chain has settled: the editor gets its errors, and nothing
                     // more of the chain.
-                    if let Some((error, _)) = self.failing.take() {
-                        self.failed = true;
-                        self.table.fail_all(&error, &mut out);
+                    if self.core.settled(&mut out) {
                         self.deliver(&mut out).await;
                         self.end(None).await;
                     }
@@ -317,10 +311,6 @@ impl Conductor {
                 }
             };
             match item {
-                Some(_) if self.failed && conn != EDITOR => {
-                    // As the conductor does: the editor has its error answers, and nothing of
-                    // the failed chain follows them.
-                }
                 Some(inbound) => {
                     if self.ended.is_some() && conn == EDITOR {
                         // After the chain ended, the editor's requests get the error at once.
@@ -336,16 +326,10 @@ impl Conductor {
                         }
                         continue;
                     }
-                    if conn != EDITOR
-                        && let Some((_, settling)) = &mut self.failing
-                    {
-                        settling.traffic(std::time::Instant::now());
-                    }
-                    let fatal = self.table.inbound(conn, inbound, &mut out);
+                    let refused = self.core.inbound(conn, [inbound], &mut out);
                     self.deliver(&mut out).await;
-                    if let Some(Fatal::Refused(position)) = fatal {
-                        tracing::error!("{}", self.table.refusal(position));
-                        self.failed = true;
+                    if let Some(position) = refused {
+                        tracing::error!("{}", self.core.table().refusal(position));
                         self.end(None).await;
                     }
                 }
@@ -359,13 +343,14 @@ impl Conductor {
                 None => {
                     let name = &self.names[conn - 1];
                     let why = format!("component {conn} ({name:?}) closed its connection");
-                    if self.ended.is_none() && self.failing.is_none() {
-                        // What it sent before passes the proxies in front of it first, as in
-                        // the conductor (see `Settling`).
+                    let error = Error::new(code::INTERNAL_ERROR, &why)
+                        .with_data(serde_json::json!({"component": conn, "name": name}));
+                    // What it sent before passes the proxies in front of it first, as in the
+                    // conductor (see `Settling`).
+                    if self.ended.is_none()
+                        && self.core.component_failed(error, std::time::Instant::now())
+                    {
                         tracing::error!("{why}");
-                        let error = Error::new(code::INTERNAL_ERROR, &why)
-                            .with_data(serde_json::json!({"component": conn, "name": name}));
-                        self.failing = Some((error, Settling::new(std::time::Instant::now())));
                     }
                     if let Some(outbox) = self.outboxes.get_mut(conn) {
                         outbox.take();
@@ -492,8 +477,8 @@ impl RunningChain {
     /// reaches the chain, then its connection ends without another word (it gets no chance
     /// to answer what it was handling). The chain then fails as the conductor's does when a
     /// component process dies: once the proxies in front have passed on what it said (see
-    /// [`Settling`]), each request in flight gets an error naming it, and nothing more of the
-    /// chain reaches the editor.
+    /// [`Settling`](crate::protocol::routing::Settling)), each request in flight gets an error
+    /// naming it, and nothing more of the chain reaches the editor.
     ///
     /// # Panics
     /// When the chain has no component of that type.

@@ -309,8 +309,9 @@ impl RoutingTable {
         }
     }
 
-    /// Handles one inbound item from `conn`, appending what to send to `out`.
-    pub fn inbound(
+    /// Handles one inbound item from `conn`, appending what to send to `out`. Loops drive it
+    /// through [`ChainCore::inbound`], the one place that does.
+    pub(crate) fn inbound(
         &mut self,
         conn: Conn,
         inbound: Inbound,
@@ -1014,9 +1015,11 @@ impl fmt::Display for PeerName<'_> {
     }
 }
 
+mod chain_core;
 mod mcp;
 mod settling;
 
+pub use self::chain_core::ChainCore;
 pub use self::mcp::AgentMcp;
 pub use self::settling::Settling;
 
