@@ -783,7 +783,7 @@ impl Conductor {
             "exitCode": member.exit.and_then(|s| s.code()),
             "stderr": stderr,
         }));
-        if self.core.component_failed(error, std::time::Instant::now()) {
+        if self.core.component_failed(error, Instant::now().into_std()) {
             self.failing = Some(Failing { why, status });
         }
     }

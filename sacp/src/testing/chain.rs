@@ -348,7 +348,9 @@ impl Conductor {
                     // What it sent before passes the proxies in front of it first, as in the
                     // conductor (see `Settling`).
                     if self.ended.is_none()
-                        && self.core.component_failed(error, std::time::Instant::now())
+                        && self
+                            .core
+                            .component_failed(error, tokio::time::Instant::now().into_std())
                     {
                         tracing::error!("{why}");
                     }

@@ -59,7 +59,8 @@ impl ChainCore {
                 return None;
             }
             if let Some((_, settling)) = &mut self.failing {
-                settling.traffic(Instant::now());
+                // Tokio's clock: the test kit's chain runs under a paused one too.
+                settling.traffic(tokio::time::Instant::now().into_std());
             }
         }
         let mut refused = None;
@@ -74,9 +75,9 @@ impl ChainCore {
         refused
     }
 
-    /// A component failed at `now`: once the chain has settled (see [`Settling`]), each
-    /// request the editor has in flight gets `error`. The first failure wins: false when the
-    /// chain was failing or had failed already.
+    /// A component failed at `now` (on tokio's clock, which a test may pause): once the chain
+    /// has settled (see [`Settling`]), each request the editor has in flight gets `error`. The
+    /// first failure wins: false when the chain was failing or had failed already.
     pub fn component_failed(&mut self, error: Error, now: Instant) -> bool {
         if self.failing.is_some() || self.failed {
             return false;
