@@ -47,7 +47,7 @@ struct Sink {
 
 static SINK: OnceLock<Sink> = OnceLock::new();
 
-/// Starts the writer thread; from now on [`write_line`], the log and whatever the process
+/// Starts the writer thread; from now on `write_line`, the log and whatever the process
 /// writes to fd 2 go through it. Where the descriptors cannot be had (none left, say), the
 /// writer writes to fd 2 itself and raw writes go there directly, as before `init`.
 pub fn init() {

@@ -28,7 +28,7 @@
 //! read from (its `origin` field, see [`Origin`]), and is written against it: a message a
 //! handler passes on unchanged goes out byte for byte, and one it changed keeps every field,
 //! `null` and key it did not touch — fields newer than this schema included (see
-//! [`lossless`](crate::jsonrpc::lossless)). Unknown kinds of a tagged union arrive as its
+//! [`crate::jsonrpc::lossless`]). Unknown kinds of a tagged union arrive as its
 //! `Other` variant, and leave as they came.
 
 pub use sacp_schema::{HasOrigin, Origin};

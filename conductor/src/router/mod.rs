@@ -24,7 +24,7 @@
 //! - the ids the editor sees are `<backend's id>@<workspace>`: unique across backends (agents
 //!   number their sessions alike), the same in every router process, read back with the
 //!   workspace a `session/load`'s `cwd` names, and never handed out twice by one router (see
-//!   [`ids`]); closing a session forgets its subagents too;
+//!   `ids.rs`); closing a session forgets its subagents too;
 //! - `session/list` merges every live backend's sessions; `authenticate` goes to every live
 //!   backend;
 //! - backends run side by side: one session's turn never waits for another's, and each

@@ -16,8 +16,8 @@
 //! | `noise N` | writes `N` lines to stderr, then echoes |
 //! | `setup` | says what the session was created with: `cwd=… servers=[…]` (its `mcpServers` as JSON) |
 //! | `then N` | ends the turn at once, then streams `N` chunks `after 1` … `after N` right behind the answer |
-//! | `future` | sends what a newer agent would: a chunk `future` with fields this schema lacks (`futureAnno`, `futureUpd`, `futureParam`), a `tool_call_update` with explicit `null`s, an update of a kind this schema lacks, and an answer with `futureRes` (see [`FUTURE`]) |
-//! | `subagent [TITLE]` | starts a subagent: announces a child session `c1`, `c2`, … (numbered per process) with a `subagent_update` on the prompt's session (its `title` TITLE, cancellable; see [`SUBAGENT`]), streams `child cN working` in the child, says `started cN`; the child then waits, and a `session/cancel` of the child makes it stream `child cN cancelled` (saying so on stderr) |
+//! | `future` | sends what a newer agent would: a chunk `future` with fields this schema lacks (`futureAnno`, `futureUpd`, `futureParam`), a `tool_call_update` with explicit `null`s, an update of a kind this schema lacks, and an answer with `futureRes` (see [`crate::test_agent::FUTURE`]) |
+//! | `subagent [TITLE]` | starts a subagent: announces a child session `c1`, `c2`, … (numbered per process) with a `subagent_update` on the prompt's session (its `title` TITLE, cancellable; see [`crate::test_agent::SUBAGENT`]), streams `child cN working` in the child, says `started cN`; the child then waits, and a `session/cancel` of the child makes it stream `child cN cancelled` (saying so on stderr) |
 //! | `elicit` | asks the client `elicitation/create` (a form with one `name` field, scoped to the session) and says what came back: `elicitation: accept {"name":…}`, `elicitation: decline`, `elicitation: cancel` |
 //!
 //! Sessions: it lists them (`session/list`), forgets one on `session/close`, and implements

@@ -1,6 +1,5 @@
 //! What the code `#[sacp::proxy]`, `#[sacp::agent]` and `#[tool]` generate names: the routes
-//! of a `dispatch` ([`routes`](self::routes)) and the support of `#[tool]`
-//! ([`tools`](self::tools)). Not a public API, and nothing in the crate uses it: it sits on top
+//! of a `dispatch` (`routes`) and the support of `#[tool]` (`tools`). Not a public API, and nothing in the crate uses it: it sits on top
 //! of everything else.
 
 mod routes;

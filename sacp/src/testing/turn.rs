@@ -88,7 +88,7 @@ impl Turn {
             .collect()
     }
 
-    /// The turn's updates, one short line each (see [`line`]).
+    /// The turn's updates, one short line each (see [`line`](fn@line)).
     pub fn lines(&self) -> Vec<String> {
         self.updates.iter().map(line).collect()
     }
