@@ -42,10 +42,13 @@ impl Browser {
             .and_then(|l| l.local_addr())
             .unwrap()
             .port();
+        // In a process group of its own, with the browser it starts: a test that fails (a
+        // panic drops the `Browser`) takes them all down, not only chromedriver.
         let driver = tokio::process::Command::new(chromedriver)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .expect("start chromedriver");
@@ -170,7 +173,26 @@ impl Browser {
             self.http.delete(&self.session).send(),
         )
         .await;
-        let _ = self.driver.kill().await;
+        self.kill_group();
+        let _ = self.driver.wait().await;
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+
+    /// Kills chromedriver's process group: it, Chromium and Chromium's helpers.
+    fn kill_group(&self) {
+        if let Some(pid) = self.driver.id().and_then(|pid| i32::try_from(pid).ok()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+impl Drop for Browser {
+    /// Whatever is left of the browser, also when a test panics before [`Browser::close`].
+    fn drop(&mut self) {
+        self.kill_group();
         let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
