@@ -45,12 +45,8 @@ fn new_tag() -> String {
 /// The processes (other than zombies) whose environment carries `SACP_TEST_TAG=tag`.
 pub fn processes_tagged(tag: &str) -> Vec<u32> {
     let needle = format!("SACP_TEST_TAG={tag}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    crate::processes::pids()
+        .into_iter()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))

@@ -26,14 +26,21 @@ pub fn process_tree(root: u32) -> Vec<(u32, String)> {
     tree
 }
 
-/// Every process, with its parent.
-fn every_process() -> Vec<(u32, u32)> {
+/// The id of every process in `/proc`.
+pub fn pids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .collect()
+}
+
+/// Every process, with its parent.
+fn every_process() -> Vec<(u32, u32)> {
+    pids()
+        .into_iter()
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             // The name is in parentheses and may hold spaces; the parent pid follows it.
