@@ -22,6 +22,18 @@
 //! command = "my-agent --acp"
 //! ```
 //!
+//! A component may also be an ACP server reached over the network (ACP's remote transport,
+//! `spec/REMOTE.md`) instead of a process: a single word that is a `ws://`, `wss://`,
+//! `http://` or `https://` URL on the command line (with `--header 'Name: value'` and
+//! `--ca-file FILE` for every such component), or in a chain file:
+//! ```toml
+//! [[component]]
+//! name = "devbox"                                # optional; defaults to the URL's host
+//! url = "wss://devbox.lan:8443/acp"
+//! headers = { Authorization = "Bearer s3cret" }  # optional
+//! ca_files = ["/etc/devbox/ca.pem"]              # optional: CAs to trust besides the system's
+//! ```
+//!
 //! A chain file may also say, at its top, how the proxies' MCP servers reach an agent that does
 //! not speak MCP over ACP: `mcp_bridge = "stdio"`, `"http"` or `"auto"` (the default; see
 //! [`BridgeMode`]). `--mcp-bridge` on the command line wins over it.
@@ -149,13 +161,22 @@ pub struct Component {
     pub dialect: Option<Dialect>,
     /// Set for a proxy that runs in the conductor's process: then there is no program.
     pub(crate) in_process: Option<InProcess>,
+    /// Set for a component reached over the network: then `program` is its URL.
+    pub(crate) remote: Option<crate::remote::Endpoint>,
 }
 
 impl Component {
     /// A component from its argv: the program, then its arguments.
     ///
-    /// Returns `None` when `argv` is empty.
+    /// Returns `None` when `argv` is empty. A single word that is a `ws://`, `wss://`,
+    /// `http://` or `https://` URL is a component reached over the network (see
+    /// [`Component::from_url`]).
     pub fn from_argv(argv: Vec<String>) -> Option<Component> {
+        if let [url] = argv.as_slice()
+            && crate::remote::is_url(url)
+        {
+            return Some(Component::from_url(url));
+        }
         let mut words = argv.into_iter();
         let program = words.next()?;
         Some(Component {
@@ -166,7 +187,50 @@ impl Component {
             cwd: None,
             dialect: None,
             in_process: None,
+            remote: None,
         })
+    }
+
+    /// A component reached over the network with ACP's remote transport instead of spawned:
+    /// the ACP server at `url` (`ws://` or `wss://` for WebSocket, `http://` or `https://`
+    /// for Streamable HTTP; by convention its path is `/acp`). Named after the URL's host.
+    pub fn from_url(url: &str) -> Component {
+        let endpoint = crate::remote::Endpoint::new(url);
+        Component {
+            name: endpoint.default_name(),
+            program: url.to_owned(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            dialect: None,
+            in_process: None,
+            remote: Some(endpoint),
+        }
+    }
+
+    /// Adds a header to every request to a component reached over the network
+    /// (`Authorization: Bearer …`, say); nothing for a process.
+    pub fn with_header(mut self, name: &str, value: &str) -> Component {
+        if let Some(remote) = &mut self.remote {
+            remote.headers.push((name.to_owned(), value.to_owned()));
+        }
+        self
+    }
+
+    /// Trusts the CA certificates of a PEM file too, for a component reached over `wss://` or
+    /// `https://` with a certificate of its own CA; nothing for a process.
+    pub fn with_ca_file(mut self, path: impl Into<PathBuf>) -> Component {
+        if let Some(remote) = &mut self.remote {
+            remote.ca_files.push(path.into());
+        }
+        self
+    }
+
+    /// The URL of a component reached over the network, without credentials.
+    pub fn url(&self) -> Option<String> {
+        self.remote
+            .as_ref()
+            .map(crate::remote::Endpoint::display_url)
     }
 
     /// A component from a command line, split like a POSIX shell would (quotes and
@@ -183,8 +247,12 @@ impl Component {
         Component::from_argv(words).ok_or_else(|| error("no program"))
     }
 
-    /// The command line, quoted so that [`Component::parse`] gives it back.
+    /// The command line, quoted so that [`Component::parse`] gives it back; for a component
+    /// reached over the network, its URL without credentials.
     pub fn command_line(&self) -> String {
+        if let Some(url) = self.url() {
+            return url;
+        }
         std::iter::once(&self.program)
             .chain(&self.args)
             .map(|w| shlex::try_quote(w).map_or_else(|_| w.clone(), |q| q.into_owned()))
@@ -398,7 +466,12 @@ impl Chain {
         #[serde(deny_unknown_fields)]
         struct Entry {
             name: Option<String>,
-            command: String,
+            command: Option<String>,
+            url: Option<String>,
+            #[serde(default)]
+            headers: BTreeMap<String, String>,
+            #[serde(default)]
+            ca_files: Vec<PathBuf>,
             #[serde(default)]
             args: Vec<String>,
             #[serde(default)]
@@ -412,8 +485,47 @@ impl Chain {
         }
         for entry in file.component {
             let position = self.components.len() + 1;
-            let mut component =
-                Component::parse(&entry.command, position).map_err(|e| e.to_string())?;
+            let mut component = match (&entry.command, &entry.url) {
+                (Some(command), None) => {
+                    Component::parse(command, position).map_err(|e| e.to_string())?
+                }
+                (None, Some(url)) if crate::remote::is_url(url) => {
+                    let mut component = Component::from_url(url);
+                    for (name, value) in &entry.headers {
+                        component = component.with_header(name, value);
+                    }
+                    for file in &entry.ca_files {
+                        component = component.with_ca_file(file);
+                    }
+                    component
+                }
+                (None, Some(url)) => {
+                    return Err(format!(
+                        "component {position}: url {url:?} is not a ws://, wss://, http:// or \
+                         https:// URL"
+                    ));
+                }
+                _ => {
+                    return Err(format!(
+                        "component {position}: give either `command` (a process) or `url` \
+                         (an ACP server), not both nor neither"
+                    ));
+                }
+            };
+            if component.remote.is_none()
+                && (!entry.headers.is_empty() || !entry.ca_files.is_empty())
+            {
+                return Err(format!(
+                    "component {position}: `headers` and `ca_files` are for a `url` component"
+                ));
+            }
+            if component.remote.is_some()
+                && (!entry.args.is_empty() || !entry.env.is_empty() || entry.cwd.is_some())
+            {
+                return Err(format!(
+                    "component {position}: `args`, `env` and `cwd` are for a `command` component"
+                ));
+            }
             if let Some(name) = entry.name {
                 component.name = name;
             }

@@ -9,6 +9,7 @@ use crate::chain::BridgeMode;
 use crate::chain::Chain;
 use crate::conductor::{Options, run_stdio};
 use crate::launch;
+use crate::listen::Listen;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -44,7 +45,7 @@ enum Command {
     /// Runs a chain of components as one ACP agent on stdin/stdout: every component but the
     /// last is a proxy, the last one is the agent.
     #[command(after_help = EXAMPLES)]
-    Agent(AgentArgs),
+    Agent(Box<AgentArgs>),
     /// The stdio MCP bridge (started by agents, as the conductor tells them in `session/new`):
     /// connects to the conductor's MCP bridge on 127.0.0.1:PORT with the secret in
     /// SACP_MCP_BRIDGE_TOKEN and copies MCP messages between it and stdin/stdout.
@@ -84,10 +85,11 @@ const ROUTE_EXAMPLES: &str = "\
 Examples:
   conductor route --backend 'docker exec -i ws-{workspace} claude-agent-acp'
   conductor route --config router.toml
+  conductor route --backend 'wss://{workspace}.devbox:8443/acp' --header 'Authorization: Bearer …'
   conductor agent sparkle \"conductor route --backend 'my-agent --acp --cwd {cwd}'\"
 
 Placeholders: {workspace} (the workspace root's name), {root} and {cwd} (as the backend sees
-them). A workspace is the nearest ancestor of the session's cwd with a .git, or a rule's prefix.";
+them); quoted for a shell in a command, percent-encoded in a URL (a backend over the network). A workspace is the nearest ancestor of the session's cwd with a .git, or a rule's prefix.";
 
 #[derive(Debug, Args)]
 struct RouteArgs {
@@ -107,6 +109,16 @@ struct RouteArgs {
     /// (default 30s); past it, that session/new fails and the next one tries afresh.
     #[arg(long, value_name = "DURATION")]
     start_timeout: Option<humantime::Duration>,
+
+    /// A header for every backend that is a URL (ws://, wss://, http://, https://), as
+    /// 'Name: value'. Repeatable.
+    #[arg(long, value_name = "'NAME: VALUE'")]
+    header: Vec<String>,
+
+    /// A PEM file of CA certificates trusted besides the system's, for backends reached over
+    /// wss:// or https://. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Vec<PathBuf>,
 }
 
 impl RouteArgs {
@@ -191,6 +203,39 @@ struct AgentArgs {
     #[arg(long, value_name = "stdio|http|auto")]
     mcp_bridge: Option<BridgeMode>,
 
+    /// Serves the chain over the network instead of stdin/stdout: ACP's remote transport at
+    /// http://ADDR/acp (Streamable HTTP; ws://ADDR/acp for WebSocket), a chain of its own for
+    /// every connection. The URL goes to stdout. Port 0: any free port.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+
+    /// With --listen: the bearer token clients must send is this file's content; else a random
+    /// one, printed on stderr.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    listen_token_file: Option<PathBuf>,
+
+    /// With --listen: TLS (https:// and wss://) with this PEM certificate chain.
+    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+
+    /// With --listen: the PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_cert"])]
+    tls_key: Option<PathBuf>,
+
+    /// With --listen: how many connections (chains) at once (default 256).
+    #[arg(long, value_name = "N", requires = "listen")]
+    max_connections: Option<usize>,
+
+    /// A header for every component given as a URL (ws://, wss://, http://, https://), as
+    /// 'Name: value' ('Authorization: Bearer …', say). Repeatable.
+    #[arg(long, value_name = "'NAME: VALUE'")]
+    header: Vec<String>,
+
+    /// A PEM file of CA certificates trusted besides the system's, for every component given
+    /// as a wss:// or https:// URL. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Vec<PathBuf>,
+
     /// Declares the proxy-chain dialect of the component at POSITION (1-based): `sacp` (this
     /// project's), `s11` (symposium's sacp 11) or `rfd` (ACP's RFD, agent-client-protocol 5).
     /// Repeatable. Without it, each proxy's dialect is found from its answer to `initialize`.
@@ -204,7 +249,7 @@ struct AgentArgs {
 }
 
 impl AgentArgs {
-    fn chain(self) -> Result<(Chain, Options), String> {
+    fn chain(self) -> Result<(Chain, Options, Option<Listen>), String> {
         let mut chain = Chain::default();
         if let Some(path) = &self.chain {
             chain.push_file(path).map_err(|e| e.to_string())?;
@@ -214,6 +259,30 @@ impl AgentArgs {
             .map_err(|e| e.to_string())?;
         chain.push_argv_groups(self.words);
         chain.declare_dialects(&self.dialect)?;
+        let headers = self
+            .header
+            .iter()
+            .map(|h| crate::remote::parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        for component in &mut chain.components {
+            if let Some(remote) = &mut component.remote {
+                remote.headers.extend(headers.iter().cloned());
+                remote.ca_files.extend(self.ca_file.iter().cloned());
+            }
+        }
+        let listen = self.listen.map(|addr| {
+            let mut listen = Listen::new(addr);
+            if let Some(file) = self.listen_token_file {
+                listen = listen.token_file(file);
+            }
+            if let Some((cert, key)) = self.tls_cert.zip(self.tls_key) {
+                listen = listen.tls(cert, key);
+            }
+            if let Some(n) = self.max_connections {
+                listen = listen.max_connections(n);
+            }
+            listen
+        });
         let options = Options {
             trace: self.trace,
             trace_payloads: self.trace_payloads,
@@ -224,8 +293,9 @@ impl AgentArgs {
             launcher: std::env::current_exe().ok(),
             mcp_bridge: self.mcp_bridge,
             bridge_program: None,
+            connection: None,
         };
-        Ok((chain, options))
+        Ok((chain, options, listen))
     }
 }
 
@@ -255,7 +325,7 @@ pub fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let args = match cli.command {
-        Command::Agent(args) => args,
+        Command::Agent(args) => *args,
         Command::Mcp { port } => return crate::bridge::relay::run(port),
         Command::Route(args) => {
             init_logging();
@@ -267,7 +337,7 @@ pub fn main() -> ExitCode {
         }
     };
     init_logging();
-    let (chain, options) = match args.chain() {
+    let (chain, options, listen) = match args.chain() {
         Ok(parsed) => parsed,
         Err(why) => {
             tracing::error!("{why}");
@@ -275,7 +345,13 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let exit = match on_runtime(run_stdio(chain, options)) {
+    let serving = async move {
+        match listen {
+            Some(listen) => crate::listen::serve(chain, options, listen).await,
+            None => run_stdio(chain, options).await,
+        }
+    };
+    let exit = match on_runtime(serving) {
         Ok(exit) => exit,
         Err(code) => return code,
     };
@@ -342,6 +418,26 @@ fn trace(command: TraceCommand) -> ExitCode {
 
 /// `conductor route`.
 fn route(args: RouteArgs) -> ExitCode {
+    let headers = args
+        .header
+        .iter()
+        .map(|h| crate::remote::parse_header(h))
+        .collect::<Result<Vec<_>, _>>();
+    let remote = match headers {
+        Ok(headers) => {
+            let remote = headers
+                .into_iter()
+                .fold(crate::sessions::Remote::default(), |r, (name, value)| {
+                    r.header(name, value)
+                });
+            args.ca_file.iter().fold(remote, |r, file| r.ca_file(file))
+        }
+        Err(why) => {
+            tracing::error!("{why}");
+            crate::stderr::finish(std::time::Duration::from_millis(500));
+            return ExitCode::from(2);
+        }
+    };
     let config = match args.config() {
         Ok(config) => config,
         Err(why) => {
@@ -351,7 +447,7 @@ fn route(args: RouteArgs) -> ExitCode {
         }
     };
     let launcher = std::env::current_exe().ok();
-    let result = match on_runtime(crate::sessions::run_stdio(config, launcher)) {
+    let result = match on_runtime(crate::sessions::run_stdio(config, launcher, remote)) {
         Ok(result) => result,
         Err(code) => return code,
     };
@@ -425,7 +521,7 @@ mod tests {
     fn parse(args: &[&str]) -> Result<(Chain, Options), String> {
         let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
         match cli.command {
-            Command::Agent(args) => args.chain(),
+            Command::Agent(args) => (*args).chain().map(|(chain, options, _)| (chain, options)),
             Command::Mcp { .. } | Command::Route(_) | Command::Trace(_) => {
                 Err("not an agent command line".to_owned())
             }

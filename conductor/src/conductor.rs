@@ -103,6 +103,9 @@ pub struct Options {
     /// [`Chain::run_as_program`](crate::Chain::run_as_program) and the `conductor` binary set
     /// their own executable.
     pub bridge_program: Option<PathBuf>,
+    /// The network connection the chain serves, when it serves one (`conductor agent
+    /// --listen`): its id goes into the trace's first line and the viewer's stderr line.
+    pub connection: Option<String>,
 }
 
 impl Default for Options {
@@ -117,6 +120,7 @@ impl Default for Options {
             launcher: None,
             mcp_bridge: None,
             bridge_program: None,
+            connection: None,
         }
     }
 }
@@ -233,14 +237,35 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
                 events_tx.clone(),
                 down.clone(),
             )));
-            members.push(Member {
-                pid: None,
-                tail: Tail::default(),
-                eof: false,
-                exit: None,
-                deadline: None,
-            });
+            members.push(Member::new(None, Tail::default(), None));
             tracing::debug!(position, name = %component.name, "started in-process");
+            continue;
+        }
+        if let Some(endpoint) = &component.remote {
+            // A server over the network: a connection instead of a child.
+            let transport = match endpoint.connect().await {
+                Ok(transport) => transport,
+                Err(e) => {
+                    let why = format!(
+                        "cannot start component {position} ({:?}): {e}",
+                        component.name
+                    );
+                    tracing::error!("{why}");
+                    for member in &members {
+                        member.signal(Signal::SIGKILL);
+                    }
+                    return Exit::Failed(why);
+                }
+            };
+            outboxes.push(Some(endpoint::start(
+                position,
+                transport,
+                events_tx.clone(),
+                down.clone(),
+            )));
+            let url = endpoint.display_url();
+            tracing::debug!(position, name = %component.name, %url, "connected");
+            members.push(Member::new(None, Tail::default(), Some(url)));
             continue;
         }
         let started = match process::spawn(
@@ -282,13 +307,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             events_tx.clone(),
             down.clone(),
         )));
-        members.push(Member {
-            pid: Some(pid),
-            tail,
-            eof: false,
-            exit: None,
-            deadline: None,
-        });
+        members.push(Member::new(Some(pid), tail, None));
         tracing::debug!(position, name = %component.name, pid, "started");
     }
     // The MCP bridges are one more connection, after the components'.
@@ -329,9 +348,11 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
                 command: component.command_line(),
                 dialect: component.dialect.map(|d| d.name().to_owned()),
                 pid: member.pid,
+                transport: component.remote.as_ref().map(|r| r.transport()),
+                url: component.url(),
             })
             .collect();
-        trace.header("agent", &members);
+        trace.header("agent", options.connection.as_deref(), &members);
         trace.flush();
         if let Some(addr) = options.serve {
             let source = trace::serve::Source::Live {
@@ -340,8 +361,13 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             };
             match trace::serve::start(addr, source).await {
                 Ok(served) => {
+                    let of = options
+                        .connection
+                        .as_ref()
+                        .map(|id| format!("connection {id}: "))
+                        .unwrap_or_default();
                     crate::stderr::write_line(
-                        format!("[conductor] trace viewer: {}\n", served.url).into_bytes(),
+                        format!("[conductor] {of}trace viewer: {}\n", served.url).into_bytes(),
                     );
                     viewer = Some(served);
                 }
@@ -409,11 +435,33 @@ struct Member {
     exit: Option<ExitStatus>,
     /// When to give up waiting for the other sign of its end.
     deadline: Option<Instant>,
+    /// For a component reached over the network, its URL (without credentials): its
+    /// connection is then the only sign of its end.
+    url: Option<String>,
+    /// Why its connection ended, when it failed.
+    lost: Option<String>,
 }
 
 impl Member {
+    fn new(pid: Option<u32>, tail: Tail, url: Option<String>) -> Member {
+        Member {
+            pid,
+            tail,
+            eof: false,
+            exit: None,
+            deadline: None,
+            url,
+            lost: None,
+        }
+    }
+
     fn alive(&self) -> bool {
-        self.exit.is_none()
+        self.exit.is_none() && !(self.url.is_some() && self.eof)
+    }
+
+    /// Both signs of its end are in (a remote component has only the one).
+    fn ended(&self) -> bool {
+        self.eof && (self.exit.is_some() || self.url.is_some())
     }
 
     /// Signals its process group (an in-process proxy ends with its connection instead).
@@ -584,6 +632,7 @@ impl Conductor {
             Event::Closed(position, error) => {
                 if let Some(e) = error {
                     tracing::warn!(position, "cannot read from the component: {e}");
+                    self.members[position - 1].lost = Some(e.to_string());
                 }
                 self.members[position - 1].eof = true;
                 self.check(position);
@@ -591,7 +640,11 @@ impl Conductor {
             }
             Event::WriteFailed(position, e) => {
                 tracing::debug!(position, "the component stopped reading: {e}");
-                self.members[position - 1].eof = true;
+                let member = &mut self.members[position - 1];
+                if member.url.is_some() {
+                    member.lost.get_or_insert_with(|| e.to_string());
+                }
+                member.eof = true;
                 self.check(position);
                 self.on_closed_while_ending(position);
             }
@@ -755,7 +808,7 @@ impl Conductor {
             return;
         }
         let member = &mut self.members[position - 1];
-        if member.eof && member.exit.is_some() {
+        if member.ended() {
             self.fail(position);
         } else if member.deadline.is_none() {
             member.deadline = Some(Instant::now() + LAST_WORDS);
@@ -768,9 +821,13 @@ impl Conductor {
         }
         self.members[position - 1].deadline = None;
         let member = &self.members[position - 1];
-        let how = match member.exit {
-            Some(status) => process::describe_exit(status),
-            None => "closed its stdout".to_owned(),
+        let how = match (&member.url, member.exit) {
+            (Some(url), _) => match &member.lost {
+                Some(error) => format!("at {url} lost its connection: {error}"),
+                None => format!("at {url} closed its connection"),
+            },
+            (None, Some(status)) => process::describe_exit(status),
+            (None, None) => "closed its stdout".to_owned(),
         };
         let name = self.core.table().name(position).to_owned();
         let why = format!("component {position} ({name:?}) {how}");
@@ -782,6 +839,7 @@ impl Conductor {
             "name": name,
             "exitCode": member.exit.and_then(|s| s.code()),
             "stderr": stderr,
+            "url": member.url,
         }));
         if self.core.component_failed(error, Instant::now().into_std()) {
             self.failing = Some(Failing { why, status });

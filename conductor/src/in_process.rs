@@ -49,6 +49,7 @@ impl Chain {
             cwd: None,
             dialect: Some(sacp::protocol::dialect::Dialect::Sacp),
             in_process: Some(start),
+            remote: None,
         });
         self
     }

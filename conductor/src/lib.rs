@@ -45,8 +45,10 @@ mod endpoint;
 pub mod fuzzing;
 mod in_process;
 mod launch;
+mod listen;
 mod lock;
 mod process;
+mod remote;
 pub mod router;
 pub mod sessions;
 pub mod stderr;
@@ -55,3 +57,4 @@ mod versions;
 
 pub use self::chain::{BridgeMode, Chain, ChainError, Component, InProcess};
 pub use self::conductor::{Exit, Options, run, run_stdio};
+pub use self::listen::{Listen, serve as serve_listen};

@@ -1,7 +1,8 @@
 //! `conductor route`: the session router of `sacp::router` on stdio, with backends as
 //! processes — each in its own process group, its stderr relayed with a `[workspace]`
 //! prefix, dying with the conductor (see `launch.rs`), and all of them ended when the editor
-//! closes stdin.
+//! closes stdin — or as ACP servers reached over the network, when the backend's template is
+//! a URL (`ws://{workspace}.devbox:8080/acp`).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -22,23 +23,72 @@ use crate::process;
 /// How long a backend has between `SIGTERM` and `SIGKILL`.
 const TERM_GRACE: Duration = Duration::from_millis(300);
 
-/// Starts backends as processes.
+/// Starts backends as processes, or reaches them over the network when their command is a
+/// URL (`ws://`, `wss://`, `http://`, `https://`).
 #[derive(Debug)]
 pub struct ProcessLauncher {
     /// `conductor __launch`, so that backends die with the conductor.
     launcher: Option<PathBuf>,
+    /// For backends reached over the network: headers for every request, and CA files.
+    remote: Remote,
     started: AtomicUsize,
     pids: Mutex<Vec<u32>>,
+}
+
+/// How backends that are URLs are reached (`conductor route --header`, `--ca-file`).
+#[derive(Debug, Clone, Default)]
+pub struct Remote {
+    headers: Vec<(String, String)>,
+    ca_files: Vec<PathBuf>,
+}
+
+impl Remote {
+    /// A header sent with every request and the WebSocket upgrade (`Authorization: Bearer …`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Remote {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Trusts the CA certificates of a PEM file too.
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Remote {
+        self.ca_files.push(path.into());
+        self
+    }
 }
 
 impl ProcessLauncher {
     /// A launcher that starts backends through `launcher` (`conductor __launch`), if given.
     pub fn new(launcher: Option<PathBuf>) -> ProcessLauncher {
+        ProcessLauncher::with_remote(launcher, Remote::default())
+    }
+
+    /// [`ProcessLauncher::new`], reaching backends that are URLs as `remote` says.
+    pub fn with_remote(launcher: Option<PathBuf>, remote: Remote) -> ProcessLauncher {
         ProcessLauncher {
             launcher,
+            remote,
             started: AtomicUsize::new(0),
             pids: Mutex::default(),
         }
+    }
+
+    /// A backend that is an ACP server: connected to, nothing started.
+    async fn reach(&self, workspace: &Workspace) -> Result<Launched, Error> {
+        let mut endpoint = crate::remote::Endpoint::new(workspace.command.clone());
+        endpoint.headers = self.remote.headers.clone();
+        endpoint.ca_files = self.remote.ca_files.clone();
+        let url = endpoint.display_url();
+        let transport = endpoint.connect().await.map_err(|e| {
+            Error::internal_error(format!(
+                "cannot reach the backend of workspace {:?}: {e}",
+                workspace.name
+            ))
+        })?;
+        tracing::info!(workspace = %workspace.name, %url, "reached a backend");
+        Ok(Launched {
+            transport: transport.into(),
+            process: Box::new(RemoteBackend { url }),
+        })
     }
 
     /// Kills every backend's process group (at the router's end).
@@ -56,6 +106,9 @@ impl Launcher for ProcessLauncher {
     ) -> Pin<Box<dyn Future<Output = Result<Launched, Error>> + Send + '_>> {
         let workspace = workspace.clone();
         Box::pin(async move {
+            if crate::remote::is_url(&workspace.command) {
+                return self.reach(&workspace).await;
+            }
             let mut component = Component::parse(&workspace.command, 1)
                 .map_err(|e| Error::invalid_params(format!("the backend command: {e}")))?;
             component.name = workspace.name.clone();
@@ -82,7 +135,11 @@ impl Launcher for ProcessLauncher {
                 let _ = status_tx.send(Some(how));
             });
             Ok(Launched {
-                transport: ByteStream::new(Box::new(started.stdout), Box::new(started.stdin)),
+                transport: ByteStream::new(
+                    Box::new(started.stdout) as Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+                    Box::new(started.stdin) as Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+                )
+                .into(),
                 process: Box::new(BackendGroup {
                     pid: started.pid,
                     status,
@@ -126,9 +183,29 @@ impl BackendProcess for BackendGroup {
     }
 }
 
+/// A backend reached over the network: its connection is all there is of it (the router
+/// closes it to end the backend).
+#[derive(Debug)]
+struct RemoteBackend {
+    /// Without credentials.
+    url: String,
+}
+
+impl BackendProcess for RemoteBackend {
+    fn stop(&self) {}
+
+    fn ended(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>> {
+        Box::pin(async move { format!("at {} closed its connection", self.url) })
+    }
+}
+
 /// Runs the router on stdin/stdout until the editor closes it.
-pub async fn run_stdio(config: Config, launcher: Option<PathBuf>) -> Result<(), Error> {
-    let launcher = std::sync::Arc::new(ProcessLauncher::new(launcher));
+pub async fn run_stdio(
+    config: Config,
+    launcher: Option<PathBuf>,
+    remote: Remote,
+) -> Result<(), Error> {
+    let launcher = std::sync::Arc::new(ProcessLauncher::with_remote(launcher, remote));
     let result = crate::router::serve(
         config,
         SharedLauncher(launcher.clone()),

@@ -142,7 +142,15 @@ impl Config {
         let name = root
             .file_name()
             .map_or_else(|| "root".to_owned(), |n| n.to_string_lossy().into_owned());
-        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        // Quoted for a shell in a command line; percent-encoded in a URL.
+        let url = crate::remote::is_url(&template);
+        let quote = |s: &str| {
+            if url {
+                percent_encode(s)
+            } else {
+                format!("'{}'", s.replace('\'', r"'\''"))
+            }
+        };
         let command = template
             .replace("{workspace}", &quote(&name))
             .replace("{root}", &quote(&seen(&root)))
@@ -204,6 +212,19 @@ mod humane_duration {
             }),
         }
     }
+}
+
+/// `text` with every byte but URL-unreserved ones and `/` percent-encoded.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -276,5 +297,20 @@ mod tests {
             "agent --root '/home/me' --cwd '/home/me/notes' --name 'me'"
         );
         assert!(Config::default().workspace_for(Path::new("/tmp")).is_err());
+    }
+
+    #[test]
+    fn a_url_template_is_filled_in_percent_encoded() {
+        let config = Config {
+            backend: Some("ws://{workspace}.devbox:8080/acp?cwd={cwd}".into()),
+            ..Config::default()
+        };
+        let ws = config
+            .workspace_for(Path::new("/home/me/my app's/src"))
+            .unwrap();
+        assert_eq!(
+            ws.command,
+            "ws://src.devbox:8080/acp?cwd=/home/me/my%20app%27s/src"
+        );
     }
 }

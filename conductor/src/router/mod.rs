@@ -39,7 +39,8 @@
 //!   workspaces never wait for it).
 //!
 //! The process side — starting commands, process groups, how a process ended — is the
-//! [`Launcher`]'s: `conductor route` has one.
+//! [`Launcher`]'s: `conductor route` has one, which also reaches backends that are ACP servers
+//! over the network (a template that is a URL, `ws://{workspace}.devbox:8080/acp`).
 
 mod backend;
 mod config;
@@ -54,7 +55,8 @@ pub use self::serve::serve;
 use std::future::Future;
 use std::pin::Pin;
 
-use sacp::jsonrpc::{ByteStream, Error};
+use sacp::jsonrpc::remote::{RemoteReader, RemoteTransport, RemoteWriter};
+use sacp::jsonrpc::{ByteStream, Error, Inbound, Message, MessageReader, MessageWriter, Transport};
 
 /// The byte streams of a backend (its stdout, its stdin).
 pub type BackendStream = ByteStream<
@@ -62,10 +64,121 @@ pub type BackendStream = ByteStream<
     Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
 >;
 
+/// How the router reaches a backend: the byte streams of a process, or ACP's remote transport
+/// to a server (a backend template that is a `ws://`, `wss://`, `http://` or `https://` URL).
+#[non_exhaustive]
+pub enum BackendTransport {
+    /// A process's stdout and stdin (say).
+    Stream(BackendStream),
+    /// An ACP server over the network.
+    Remote(RemoteTransport),
+}
+
+impl std::fmt::Debug for BackendTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendTransport::Stream(_) => f.write_str("BackendTransport::Stream"),
+            BackendTransport::Remote(remote) => f
+                .debug_tuple("BackendTransport::Remote")
+                .field(remote)
+                .finish(),
+        }
+    }
+}
+
+impl From<BackendStream> for BackendTransport {
+    fn from(stream: BackendStream) -> Self {
+        BackendTransport::Stream(stream)
+    }
+}
+
+impl From<RemoteTransport> for BackendTransport {
+    fn from(remote: RemoteTransport) -> Self {
+        BackendTransport::Remote(remote)
+    }
+}
+
+impl Transport for BackendTransport {
+    type Reader = BackendReader;
+    type Writer = BackendWriter;
+
+    fn split(self) -> (BackendReader, BackendWriter) {
+        match self {
+            BackendTransport::Stream(stream) => {
+                let (r, w) = stream.split();
+                (BackendReader::Stream(r), BackendWriter::Stream(w))
+            }
+            BackendTransport::Remote(remote) => {
+                let (r, w) = remote.split();
+                (BackendReader::Remote(r), BackendWriter::Remote(w))
+            }
+        }
+    }
+}
+
+/// The reading half of a [`BackendTransport`].
+pub enum BackendReader {
+    /// Of byte streams.
+    Stream(<BackendStream as Transport>::Reader),
+    /// Of the network.
+    Remote(RemoteReader),
+}
+
+impl std::fmt::Debug for BackendReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendReader::Stream(_) => "BackendReader::Stream",
+            BackendReader::Remote(_) => "BackendReader::Remote",
+        })
+    }
+}
+
+impl MessageReader for BackendReader {
+    async fn read(&mut self) -> std::io::Result<Option<Inbound>> {
+        match self {
+            BackendReader::Stream(r) => r.read().await,
+            BackendReader::Remote(r) => r.read().await,
+        }
+    }
+}
+
+/// The writing half of a [`BackendTransport`].
+pub enum BackendWriter {
+    /// Of byte streams.
+    Stream(<BackendStream as Transport>::Writer),
+    /// Of the network.
+    Remote(RemoteWriter),
+}
+
+impl std::fmt::Debug for BackendWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendWriter::Stream(_) => "BackendWriter::Stream",
+            BackendWriter::Remote(_) => "BackendWriter::Remote",
+        })
+    }
+}
+
+impl MessageWriter for BackendWriter {
+    async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
+        match self {
+            BackendWriter::Stream(w) => w.write(batch).await,
+            BackendWriter::Remote(w) => w.write(batch).await,
+        }
+    }
+
+    async fn close(&mut self) -> std::io::Result<()> {
+        match self {
+            BackendWriter::Stream(w) => w.close().await,
+            BackendWriter::Remote(w) => w.close().await,
+        }
+    }
+}
+
 /// A started backend: its connection, and how to end it.
 pub struct Launched {
     /// The transport to the backend (say, its stdout and stdin).
-    pub transport: BackendStream,
+    pub transport: BackendTransport,
     /// The backend's process.
     pub process: Box<dyn BackendProcess>,
 }

@@ -264,7 +264,7 @@ impl Router {
     fn connect(
         self: &Arc<Self>,
         backend: &Arc<Backend>,
-        transport: super::BackendStream,
+        transport: super::BackendTransport,
     ) -> Connection {
         let conn = Connection::builder()
             .name(format!("backend {}", backend.workspace.name))

@@ -56,6 +56,12 @@ pub(crate) struct Member {
     /// Declared, or `null` until found.
     pub(crate) dialect: Option<String>,
     pub(crate) pid: Option<u32>,
+    /// For a component reached over the network: `websocket` or `http`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) transport: Option<&'static str>,
+    /// For a component reached over the network: its URL, without credentials.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) url: Option<String>,
 }
 
 /// How many lines the loop hands over at once (or fewer, when they are due): the writer
@@ -214,7 +220,7 @@ impl Trace {
     }
 
     /// The first line: the chain. Then a `spawn` line per started component.
-    pub(crate) fn header(&mut self, mode: &str, members: &[Member]) {
+    pub(crate) fn header(&mut self, mode: &str, connection: Option<&str>, members: &[Member]) {
         self.dialects = members
             .iter()
             .map(|m| m.dialect.as_deref().and_then(|d| d.parse().ok()))
@@ -225,16 +231,17 @@ impl Trace {
             .collect();
         let _ = self.to_writer.try_send(Command::Names(names));
         let start = humantime::format_rfc3339_micros(SystemTime::now()).to_string();
-        self.event(
-            "chain",
-            serde_json::json!({
-                "v": FORMAT,
-                "conductor": env!("CARGO_PKG_VERSION"),
-                "mode": mode,
-                "start": start,
-                "components": members,
-            }),
-        );
+        let mut header = serde_json::json!({
+            "v": FORMAT,
+            "conductor": env!("CARGO_PKG_VERSION"),
+            "mode": mode,
+            "start": start,
+            "components": members,
+        });
+        if let Some(connection) = connection {
+            header["connection"] = connection.into();
+        }
+        self.event("chain", header);
         for member in members {
             if let Some(pid) = member.pid {
                 self.event(

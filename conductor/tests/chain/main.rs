@@ -16,6 +16,7 @@ mod mcp;
 mod parity;
 use sacp_test_support::processes;
 mod router;
+mod router_remote;
 mod router_sessions;
 mod router_ssh;
 mod routing;

@@ -14,6 +14,7 @@ mod common {
 }
 use sacp_test_support::processes;
 
+mod across_machines;
 mod chain;
 mod foreign_conductor;
 mod peers;

@@ -119,7 +119,7 @@ pub(crate) fn ts_unstable_editor() -> Option<String> {
 
 /// Says why a peer cannot run here: on stderr, or, under `CI`, by failing the test (CI
 /// installs every peer, so a missing one there is a broken set-up, not a skip).
-fn missing(peer: &str, why: &str) {
+pub(crate) fn missing(peer: &str, why: &str) {
     assert!(
         std::env::var_os("CI").is_none(),
         "{peer} cannot run here: {why}"

@@ -17,16 +17,16 @@ use crate::common::*;
 use crate::peers::{peer, ts_remote};
 
 /// The token every server of these tests requires.
-const TOKEN: &str = "n3twork-t0ken";
+pub(crate) const TOKEN: &str = "n3twork-t0ken";
 
 /// A server process that printed its URL as its first line of stdout (killed when dropped).
-struct Listening {
-    child: Child,
-    url: String,
+pub(crate) struct Listening {
+    pub(crate) child: Child,
+    pub(crate) url: String,
 }
 
 impl Listening {
-    async fn start(command: &str, args: &[&str]) -> Listening {
+    pub(crate) async fn start(command: &str, args: &[&str]) -> Listening {
         let mut words = command.split_whitespace();
         let mut child = Command::new(words.next().unwrap())
             .args(words)
@@ -54,13 +54,13 @@ impl Listening {
         Listening::start(&agent(), &all).await
     }
 
-    fn ws(&self) -> String {
+    pub(crate) fn ws(&self) -> String {
         self.url.replacen("http", "ws", 1)
     }
 }
 
 /// What the TypeScript SDK's editor (`editor.mjs`) printed: one line per prompt.
-async fn ts_editor(editor: &str, args: &[&str]) -> Vec<Value> {
+pub(crate) async fn ts_editor(editor: &str, args: &[&str]) -> Vec<Value> {
     let mut words = editor.split_whitespace();
     let run = Command::new(words.next().unwrap())
         .args(words)
@@ -126,7 +126,7 @@ async fn our_editor(transport: impl sacp::jsonrpc::Transport) -> Vec<Value> {
 }
 
 /// The lines every agent of these tests gives the script.
-fn expected() -> Vec<Value> {
+pub(crate) fn expected() -> Vec<Value> {
     vec![
         json!([
             "stream 5", "end_turn", "chunk 1", "chunk 2", "chunk 3", "chunk 4", "chunk 5"
@@ -142,7 +142,7 @@ fn expected() -> Vec<Value> {
 }
 
 /// A transport to `url`, with the token.
-async fn remote(url: &str) -> sacp::jsonrpc::remote::RemoteTransport {
+pub(crate) async fn remote(url: &str) -> sacp::jsonrpc::remote::RemoteTransport {
     let connecting = Remote::new(url)
         .header("Authorization", &format!("Bearer {TOKEN}"))
         .unwrap()

@@ -5,7 +5,8 @@
 // `Authorization: Bearer ACP_TOKEN`. The script: initialize, a session, then the prompts
 // `stream 5`, `permission` (it allows), `read /notes.txt` (it serves that file), `wait` (it
 // cancels once `waiting` came). One JSON line per prompt: [prompt, stopReason, ...what the
-// agent said].
+// agent said] (its thoughts as `thought: …`, its tool calls as `tool: TITLE`). With
+// `ACP_VANISH_AT=TEXT` it kills itself (SIGKILL) when the agent says TEXT.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import WebSocket from "ws";
@@ -37,6 +38,12 @@ await client()
     if (update.sessionUpdate === "agent_message_chunk" && update.content.type === "text") {
       said.push(update.content.text);
       if (update.content.text === "waiting") waiting?.();
+      // An editor that vanishes mid-turn: killed, nothing said or closed.
+      if (update.content.text === process.env.ACP_VANISH_AT) process.kill(process.pid, "SIGKILL");
+    } else if (update.sessionUpdate === "agent_thought_chunk" && update.content.type === "text") {
+      said.push(`thought: ${update.content.text}`);
+    } else if (update.sessionUpdate === "tool_call") {
+      said.push(`tool: ${update.title}`);
     }
   })
   .onRequest(methods.client.session.requestPermission, async ({ params }) => {

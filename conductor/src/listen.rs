@@ -1,0 +1,208 @@
+//! `conductor agent --listen ADDR`: the chain served over the network (ACP's remote transport,
+//! `spec/REMOTE.md`, both profiles at `http(s)://ADDR/acp`) instead of on stdin/stdout.
+//!
+//! Every ACP connection gets a chain of its own, with its own component processes, exactly as
+//! if an editor had started the conductor: [`crate::run`] with the connection as the editor's
+//! transport. When the connection closes or drops, that chain ends as on stdin's end (the EOF
+//! grace, `SIGTERM`, nothing left behind), and the conductor goes on serving the others. A
+//! `SIGTERM` or `SIGINT` ends every chain and then the conductor.
+//!
+//! `--trace FILE` records each connection's chain in a file of its own, `FILE` with the
+//! connection's id before its extension (`trace.jsonl` → `trace.<id>.jsonl`), the id also in
+//! the file's first line; `--serve` serves each connection's viewer on a free port of its
+//! address's host, its URL on stderr with the connection's id.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sacp::jsonrpc::remote::{Accepted, Server};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::chain::Chain;
+use crate::conductor::{Exit, Options, run};
+
+/// How the chain is served over the network (`conductor agent --listen`):
+///
+/// ```no_run
+/// # async fn run(chain: sacp_conductor::Chain) {
+/// use sacp_conductor::{Listen, Options};
+///
+/// let listen = Listen::new("0.0.0.0:9000")
+///     .token_file("/etc/sacp/token")
+///     .tls("/etc/sacp/cert.pem", "/etc/sacp/key.pem");
+/// let exit = sacp_conductor::serve_listen(chain, Options::default(), listen).await;
+/// # drop(exit); }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Listen {
+    addr: String,
+    token_file: Option<PathBuf>,
+    tls: Option<(PathBuf, PathBuf)>,
+    max_connections: Option<usize>,
+}
+
+impl Listen {
+    /// On `HOST:PORT` (port 0: any free port), with a random token printed on stderr, no TLS,
+    /// and the server's default bound on connections (256).
+    pub fn new(addr: impl Into<String>) -> Listen {
+        Listen {
+            addr: addr.into(),
+            token_file: None,
+            tls: None,
+            max_connections: None,
+        }
+    }
+
+    /// The bearer token clients must send is this file's content (trimmed).
+    pub fn token_file(mut self, path: impl Into<PathBuf>) -> Listen {
+        self.token_file = Some(path.into());
+        self
+    }
+
+    /// `https`/`wss` with this PEM certificate chain and private key.
+    pub fn tls(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Listen {
+        self.tls = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// At most `n` ACP connections (so chains) at once.
+    pub fn max_connections(mut self, n: usize) -> Listen {
+        self.max_connections = Some(n);
+        self
+    }
+}
+
+/// Serves `chain` as described until `SIGTERM` or `SIGINT`. Writes the endpoint's URL as the
+/// first line of stdout (and, with a token it made up, the token on stderr).
+pub async fn serve(chain: Chain, options: Options, listen: Listen) -> Exit {
+    match start(chain, options, listen).await {
+        Ok(()) => Exit::Clean,
+        Err(why) => {
+            tracing::error!("{why}");
+            Exit::Failed(why)
+        }
+    }
+}
+
+async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), String> {
+    let mut builder = Server::builder();
+    if let Some(file) = &listen.token_file {
+        let token = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read the token file {}: {e}", file.display()))?;
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(format!("the token file {} is empty", file.display()));
+        }
+        builder = builder.token(token);
+    }
+    if let Some((cert, key)) = &listen.tls {
+        builder = builder
+            .tls_pem(cert, key)
+            .map_err(|e| format!("cannot use the TLS certificate and key: {e}"))?;
+    }
+    if let Some(n) = listen.max_connections {
+        builder = builder.max_connections(n);
+    }
+    let server = builder
+        .bind(listen.addr.as_str())
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", listen.addr))?;
+    let url = server.url();
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{url}");
+        let _ = out.flush();
+    }
+    let token = if listen.token_file.is_none() {
+        format!(" with the bearer token {}", server.token())
+    } else {
+        String::new()
+    };
+    crate::stderr::write_line(
+        format!(
+            "[conductor] serving the chain at {url} (WebSocket: {}){token}\n",
+            websocket_url(&url)
+        )
+        .into_bytes(),
+    );
+    let shutdown = server.shutdown_handle();
+    let mut terms = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut interrupts = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = terms.recv() => {}
+            _ = interrupts.recv() => {}
+        }
+        shutdown.shutdown();
+    });
+    let served = Arc::new((chain, options));
+    server
+        .serve(move |connection| {
+            let served = served.clone();
+            async move {
+                let (chain, options) = &*served;
+                one_connection(chain.clone(), options.clone(), connection).await;
+            }
+        })
+        .await
+        .map_err(|e| format!("the server on {url} failed: {e}"))
+}
+
+/// One editor's connection: a chain of its own until it ends.
+async fn one_connection(chain: Chain, mut options: Options, connection: Accepted) {
+    let id = connection.connection_id().to_owned();
+    tracing::info!(connection = %id, peer = %connection.peer(), profile = ?connection.profile(), "an editor connected");
+    options.trace = options
+        .trace
+        .as_deref()
+        .map(|path| per_connection(path, &id));
+    options.serve = options
+        .serve
+        .map(|addr| std::net::SocketAddr::new(addr.ip(), 0));
+    options.connection = Some(id.clone());
+    let exit = run(chain, options, connection).await;
+    match &exit {
+        Exit::Clean | Exit::Signalled(_) => {
+            tracing::info!(connection = %id, "the connection's chain ended");
+        }
+        Exit::Ended { why, .. } | Exit::Failed(why) => {
+            tracing::warn!(connection = %id, "the connection's chain failed: {why}");
+        }
+    }
+}
+
+/// `trace.jsonl` → `trace.<id>.jsonl`; `trace` → `trace.<id>`.
+fn per_connection(path: &Path, id: &str) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(extension) => format!("{stem}.{id}.{}", extension.to_string_lossy()),
+        None => format!("{stem}.{id}"),
+    };
+    path.with_file_name(name)
+}
+
+/// The WebSocket profile's URL for an HTTP one.
+fn websocket_url(url: &str) -> String {
+    match url.split_once("://") {
+        Some(("https", rest)) => format!("wss://{rest}"),
+        Some((_, rest)) => format!("ws://{rest}"),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_connection_traces_to_a_file_of_its_own() {
+        assert_eq!(
+            per_connection(Path::new("/tmp/trace.jsonl"), "abc"),
+            Path::new("/tmp/trace.abc.jsonl")
+        );
+        assert_eq!(per_connection(Path::new("t"), "abc"), Path::new("t.abc"));
+        assert_eq!(websocket_url("https://h:1/acp"), "wss://h:1/acp");
+        assert_eq!(websocket_url("http://h:1/acp"), "ws://h:1/acp");
+    }
+}
