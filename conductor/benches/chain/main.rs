@@ -27,6 +27,10 @@
 //! baseline` runs N = 3 with that build's conductor, proxies and agent: a change against the
 //! code before it, in the same run.
 //!
+//! Rows `N = 0, agent over WebSocket` and `N = 3, agent over WebSocket` reach the test agent
+//! over the network (a WebSocket on loopback; the agent serves with `--listen`) instead of
+//! spawning it: the cost of a remote hop against the spawned rows of the same run.
+//!
 //! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open). The
 //! cost of the trace file is then measured in interleaved rounds (two untraced chains and a
 //! traced one side by side, started afresh a dozen times, see `trace_cost`), which the VM's
@@ -85,6 +89,39 @@ use editor::BenchEditor;
 use measure::{Counts, measure};
 use trace_cost::{Setting, trace_cost};
 
+/// The test agent serving ACP on a free port of loopback (`--listen`), killed when dropped.
+struct ListeningAgent {
+    child: std::process::Child,
+    /// Its WebSocket URL.
+    ws: String,
+}
+
+impl ListeningAgent {
+    const TOKEN: &str = "b3nch";
+
+    fn start(agent: &std::path::Path) -> ListeningAgent {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(agent)
+            .args(["--listen", "127.0.0.1:0", "--token", Self::TOKEN])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the listening test agent");
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut url)
+            .expect("its URL");
+        let ws = url.trim().replacen("http", "ws", 1);
+        ListeningAgent { child, ws }
+    }
+}
+
+impl Drop for ListeningAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--spin") {
         trace_cost::spin();
@@ -120,6 +157,24 @@ async fn run(scale: f64) {
             args.push(agent.to_string_lossy().into_owned());
             let figures = measure(&counts, &conductor, &args, Some(n)).await;
             rows.push((format!("N = {n}"), figures));
+        }
+        // The agent reached over the network (a WebSocket on loopback to the test agent
+        // serving with `--listen`) instead of spawned: the cost of a remote hop.
+        for n in [0, 3] {
+            let row = format!("N = {n}, agent over WebSocket");
+            if !wanted(&row) {
+                continue;
+            }
+            let server = ListeningAgent::start(&agent);
+            let mut args = vec![
+                "agent".to_owned(),
+                "--header".to_owned(),
+                format!("Authorization: Bearer {}", ListeningAgent::TOKEN),
+            ];
+            args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), n));
+            args.push(server.ws.clone());
+            let figures = measure(&counts, &conductor, &args, Some(n)).await;
+            rows.push((row, figures));
         }
         // N = 3 again, with `--trace` (no payloads, no viewer page): the cost of tracing.
         if wanted("N = 3 traced") {

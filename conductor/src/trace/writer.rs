@@ -265,6 +265,9 @@ impl Writer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Scheduling {
     Idle,
+    /// `SCHED_BATCH` at this nice value: a fair share of the CPU, as a normal thread, but
+    /// its wake-ups never preempt a running thread of the chain.
+    Batch(i32),
     Nice(i32),
     Normal,
 }
@@ -284,7 +287,7 @@ impl Scheduling {
         match std::env::var("SACP_TRACE_WRITER") {
             Ok(value) => Scheduling::parse(&value).unwrap_or_else(|| {
                 tracing::warn!(
-                    "SACP_TRACE_WRITER={value:?} is not idle, nice, nice=N or normal: \
+                    "SACP_TRACE_WRITER={value:?} is not idle, batch, batch=N, nice, nice=N or normal: \
                      the trace writer is scheduled as by default"
                 );
                 Scheduling::DEFAULT
@@ -298,6 +301,11 @@ impl Scheduling {
             "idle" => Some(Scheduling::Idle),
             "nice" => Some(Scheduling::Nice(19)),
             "normal" => Some(Scheduling::Normal),
+            "batch" => Some(Scheduling::Batch(0)),
+            other if other.starts_with("batch=") => {
+                let n: i32 = other.strip_prefix("batch=")?.parse().ok()?;
+                (0..=19).contains(&n).then_some(Scheduling::Batch(n))
+            }
             other => {
                 let n: i32 = other.strip_prefix("nice=")?.parse().ok()?;
                 (0..=19).contains(&n).then_some(Scheduling::Nice(n))
@@ -321,6 +329,19 @@ impl Scheduling {
                     tracing::debug!("cannot run the trace writer under SCHED_IDLE: {e:?}");
                 }
                 19
+            }
+            Scheduling::Batch(n) => {
+                use thread_priority::{
+                    NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+                    set_thread_priority_and_policy, thread_native_id,
+                };
+                let batch = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch);
+                if let Err(e) =
+                    set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, batch)
+                {
+                    tracing::debug!("cannot run the trace writer under SCHED_BATCH: {e:?}");
+                }
+                n
             }
             Scheduling::Nice(n) => n,
         };
