@@ -256,10 +256,17 @@ async fn a_remote_agent_that_dies_mid_turn_fails_the_editors_request_naming_its_
     let far = conductor_listening(&[], &[agent()]).await;
     let url = far.ws();
     let bearer = format!("Authorization: Bearer {TOKEN}");
+    let trace = std::env::temp_dir().join(format!(
+        "sacp-remote-trace-{}-{}.jsonl",
+        std::process::id(),
+        uuid_like()
+    ));
     let mut editor = Editor::start(
         conductor(),
         &[
             "agent".to_owned(),
+            "--trace".to_owned(),
+            trace.to_string_lossy().into_owned(),
             "--header".to_owned(),
             bearer,
             passthrough(),
@@ -284,6 +291,14 @@ async fn a_remote_agent_that_dies_mid_turn_fails_the_editors_request_naming_its_
     let (code, _) = editor.exit().await;
     assert_ne!(code, Some(0), "the chain failed");
     editor.assert_no_process_left().await;
+    // The trace names the remote hop: its transport and its URL.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let remote = &header["components"][1];
+    assert_eq!(remote["transport"], json!("websocket"), "{header}");
+    assert_eq!(remote["url"], json!(url), "{header}");
+    assert_eq!(remote["pid"], json!(null), "{header}");
+    let _ = std::fs::remove_file(trace);
 }
 
 #[tokio::test]
@@ -437,6 +452,14 @@ async fn behind_haproxy_every_request_of_a_connection_reaches_the_same_conductor
         );
         for name in traced {
             let trace = std::fs::read_to_string(dir.join(&name)).unwrap();
+            // The file names its connection, as its first line does.
+            let header: serde_json::Value =
+                serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+            let id = header["connection"].as_str().unwrap_or_default();
+            assert!(
+                !id.is_empty() && name == format!("trace.{id}.jsonl"),
+                "{name}: {header}"
+            );
             let prompts = trace
                 .lines()
                 .filter(|l| {
