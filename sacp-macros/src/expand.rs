@@ -106,6 +106,27 @@ fn emit(service: &Service) -> TokenStream {
         service.mcp_over_acp,
         service.protocols.as_deref(),
     );
+    // A proxy with nothing typed (no handler, tool or server) reads nothing it forwards: it
+    // speaks every version the SDK forwards, so a v2 chain through it stays v2.
+    if service.role == Role::Proxy
+        && service.protocols.is_none()
+        && service.handlers.is_empty()
+        && service.tools.is_empty()
+        && service.servers.is_empty()
+        && let Some(proc_macro2::TokenTree::Group(body)) = trait_impl.clone().into_iter().last()
+    {
+        let krate = &service.krate;
+        let mut inner: TokenStream =
+            quote!(const PROTOCOLS: &'static [u16] = #krate::__private::FORWARDED_VERSIONS;);
+        inner.extend(body.stream());
+        let mut tokens: Vec<_> = trait_impl.into_iter().collect();
+        tokens.pop();
+        tokens.push(proc_macro2::TokenTree::Group(proc_macro2::Group::new(
+            body.delimiter(),
+            inner,
+        )));
+        trait_impl = tokens.into_iter().collect();
+    }
     let servers = mcp_servers(service);
     // The proxy's MCP servers go inside its `impl Proxy` (before the closing brace).
     if !servers.is_empty()

@@ -182,11 +182,20 @@ async fn a_v2_turn_through_two_proxies_is_the_direct_turn_byte_for_byte() {
 #[tokio::test]
 async fn a_v1_proxy_brings_a_v2_editor_to_v1_or_to_32022() {
     // In front of a dual agent: the agent's v1 side is chosen, and the editor told 1.
-    let mut editor = Editor::start(
-        conductor(),
-        &chain(&[example("prefix-proxy")], &v2_agent("1,2")),
+    let trace = std::env::temp_dir().join(format!("sacp-v1-hop-{}.jsonl", std::process::id()));
+    let mut args = chain(&[example("prefix-proxy")], &v2_agent("1,2"));
+    args.splice(
+        1..1,
+        [
+            "--trace".to_owned(),
+            trace.to_string_lossy().into_owned(),
+            "--trace-payloads".to_owned(),
+        ],
     );
-    let init = editor.request("initialize", v2_initialize(2)).await;
+    let mut editor = Editor::start(conductor(), &args);
+    let mut v2 = v2_initialize(2);
+    v2["capabilities"] = json!({"auth": {"terminal": true}, "newInV3": {}});
+    let init = editor.request("initialize", v2).await;
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
     let session = editor.new_session().await;
     let answer = editor.prompt(&session, "hello").await;
@@ -194,6 +203,26 @@ async fn a_v1_proxy_brings_a_v2_editor_to_v1_or_to_32022() {
     editor
         .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
         .await;
+    // The v1 hop got the `initialize` v1 writes: `clientInfo`, `clientCapabilities` (what v1
+    // defines alike), no v2 fields.
+    let to_agent = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| {
+            line["method"] == "initialize" && line["hop"] == 2 && line["kind"] == "request"
+        })
+        .expect("the initialize the agent got");
+    assert_eq!(
+        to_agent["payload"],
+        json!({
+            "protocolVersion": 1,
+            "clientInfo": {"name": "v2-editor", "version": "1.0.0"},
+            "clientCapabilities": {"auth": {"terminal": true}},
+        }),
+        "{to_agent}"
+    );
+    let _ = std::fs::remove_file(trace);
 
     // In front of a v2-only agent: the agent's `-32022` reaches the editor, and the editor's
     // next `initialize` is still answered.

@@ -322,7 +322,7 @@ impl TestAgent {
                             return;
                         }
                     }
-                });
+                })?;
                 return Ok(PromptResponse::new(StopReason::EndTurn));
             }
             ["future"] => {

@@ -2,6 +2,7 @@ struct PassThrough;
 impl PassThrough {}
 #[automatically_derived]
 impl ::sacp::proxy::Proxy for PassThrough {
+    const PROTOCOLS: &'static [u16] = ::sacp::__private::FORWARDED_VERSIONS;
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {
         let _ = (method, from);
         false

@@ -18,6 +18,10 @@ pub use crate::runtime::Context;
 /// The type of a tool's arguments.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
+/// The versions of a `#[sacp::proxy]` with nothing typed (no handler, tool or MCP server): it
+/// reads nothing it forwards, so it speaks every version the SDK forwards.
+pub const FORWARDED_VERSIONS: &[u16] = crate::protocol::version::KNOWN;
+
 /// Named by `#[sacp::agent(protocol = 2)]` and `#[sacp::proxy(protocol = …)]` with v2: it
 /// exists only with the `unstable_protocol_v2` feature, so that without it the compiler names
 /// the feature to turn on.

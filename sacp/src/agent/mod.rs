@@ -159,10 +159,6 @@ pub struct Cx {
     chosen: Arc<Chosen>,
 }
 
-/// The name `agent::Cx` had before 0.2.
-#[deprecated(since = "0.2.0", note = "renamed `sacp::agent::Cx`")]
-pub type AgentCx = Cx;
-
 /// Work a request handler leaves for after its answer ([`Cx::after_answer`]).
 #[derive(Default)]
 pub(crate) struct AfterAnswer(std::sync::Mutex<Vec<BoxFuture>>);
@@ -230,6 +226,13 @@ impl Cx {
     }
 
     /// Runs `work` in the background until it finishes or the connection ends.
+    ///
+    /// **Ordering.** What a handler sends keeps its order with the answers and with what
+    /// other handlers of the same session send (see the module docs); `work` started here
+    /// runs beside all of that, so what it sends may overtake the answer of the handler that
+    /// started it. For work that must follow the answer, use [`Cx::after_answer`]. The same
+    /// holds for `tokio::spawn`, which the runtime does not see at all (nor end with the
+    /// connection).
     pub fn spawn<F>(&self, work: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -239,17 +242,25 @@ impl Cx {
 
     /// Runs `work` in the background once this request handler's answer has been queued for
     /// the client, so that whatever `work` sends goes out after the answer: the updates an
-    /// agent streams after answering a prompt, say. Outside a request handler (or when the
-    /// request was not taken by a handler) it starts at once, like [`Cx::spawn`]. Unlike
-    /// [`Cx::spawn`]'s work, it gets the grace requests get when the client closes the
-    /// connection.
-    pub fn after_answer<F>(&self, work: F)
+    /// agent streams after answering a prompt, say. Unlike [`Cx::spawn`]'s work, it gets the
+    /// grace requests get when the client closes the connection.
+    ///
+    /// An error, and `work` is not run, outside a request handler (a notification's handler,
+    /// or work spawned earlier): there is no answer to wait for there — [`Cx::spawn`] is
+    /// what runs work at once.
+    pub fn after_answer<F>(&self, work: F) -> crate::Result<()>
     where
         F: Future<Output = ()> + Send + 'static,
     {
         match &self.after {
-            Some(after) => lock(&after.0).push(Box::pin(work)),
-            None => self.neighbours.spawn_lingering(work),
+            Some(after) => {
+                lock(&after.0).push(Box::pin(work));
+                Ok(())
+            }
+            None => Err(crate::jsonrpc::Error::internal_error(
+                "`Cx::after_answer` was called outside a request handler: there is no answer \
+                 to run the work after (`Cx::spawn` runs it at once)",
+            )),
         }
     }
 

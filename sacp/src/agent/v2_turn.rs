@@ -69,7 +69,7 @@ impl Cx {
             if let Err(e) = turn.run(content, work).await {
                 tracing::debug!(error = %e, "a v2 turn could not report to the client");
             }
-        });
+        })?;
         Ok(PromptResponse::new(user_message))
     }
 }

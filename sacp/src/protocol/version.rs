@@ -133,12 +133,51 @@ pub fn is_unsupported(error: &RawJson) -> bool {
 }
 
 /// Negotiates an `initialize` request for one who speaks `spoken`: the version chosen, and
-/// the params asking for it (see [`with_version`]).
+/// the params asking for it (see [`with_version`]), written as that version writes them: a v2
+/// request answered at v1 becomes a v1 request (see [`request_as_v1`]), so that a v1 handler,
+/// and the successor of a v1 proxy, get the `initialize` they can read.
 pub fn accept(params: Option<RawJson>, spoken: &[u16]) -> Result<(u16, RawJson), Error> {
     let requested = of(params.as_ref())?;
     let chosen = negotiate(requested, spoken)?;
     let params = params.ok_or_else(|| Error::invalid_params("initialize without params"))?;
-    Ok((chosen, with_version(params, chosen)?))
+    let params = if requested >= 2 && chosen == 1 {
+        request_as_v1(params)?
+    } else {
+        with_version(params, chosen)?
+    };
+    Ok((chosen, params))
+}
+
+/// An `initialize` request's params as ACP v1 writes them, from a newer version's: v2's `info`
+/// is v1's `clientInfo`, and of v2's `capabilities` the ones v1 defines alike (`auth`,
+/// `elicitation`, `_meta`) are v1's `clientCapabilities` — not more: a v1 agent reads a missing
+/// `fs` or `terminal` as "not offered", which is true of a client that asked in v2 terms. Every
+/// other field (`_meta`, extensions) stays as it came; a field the request already has in v1
+/// terms is kept over the converted one.
+pub fn request_as_v1(params: RawJson) -> Result<RawJson, Error> {
+    /// The client capabilities v1 and v2 define alike.
+    const SHARED: &[&str] = &["auth", "elicitation", "_meta"];
+    let mut value: serde_json::Value = params.parse()?;
+    let object = value
+        .as_object_mut()
+        .ok_or_else(|| Error::invalid_params("initialize: not an object"))?;
+    object.insert("protocolVersion".to_owned(), 1.into());
+    if let Some(info) = object.remove("info") {
+        object.entry("clientInfo").or_insert(info);
+    }
+    if let Some(capabilities) = object.remove("capabilities") {
+        let shared: serde_json::Map<String, serde_json::Value> = match capabilities {
+            serde_json::Value::Object(all) => all
+                .into_iter()
+                .filter(|(key, _)| SHARED.contains(&key.as_str()))
+                .collect(),
+            _ => serde_json::Map::new(),
+        };
+        object
+            .entry("clientCapabilities")
+            .or_insert(serde_json::Value::Object(shared));
+    }
+    RawJson::to_raw(&value)
 }
 
 /// The version an `initialize` request asks for, or an answer names (`-32602` when there is
@@ -173,6 +212,34 @@ pub fn with_version(payload: RawJson, version: u16) -> Result<RawJson, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_v2_request_answered_at_v1_is_written_as_v1_writes_it() {
+        let v2 = RawJson::from_string(
+            r#"{"protocolVersion":2,"info":{"name":"zed","version":"1"},"capabilities":{"auth":{"terminal":true},"future":{}},"_meta":{"k":1},"x":[1]}"#
+                .to_owned(),
+        )
+        .unwrap();
+        let (chosen, params) = accept(Some(v2), &[1]).unwrap();
+        assert_eq!(chosen, 1);
+        assert_eq!(
+            params.parse::<serde_json::Value>().unwrap(),
+            serde_json::json!({
+                "protocolVersion": 1,
+                "clientInfo": {"name": "zed", "version": "1"},
+                "clientCapabilities": {"auth": {"terminal": true}},
+                "_meta": {"k": 1},
+                "x": [1],
+            })
+        );
+        // A v2 request answered at v2, and a v1 one at v1: as they came.
+        let text = r#"{"protocolVersion":2,"info":{"name":"zed","version":"1"},"capabilities":{}}"#;
+        let raw = RawJson::from_string(text.to_owned()).unwrap();
+        assert_eq!(accept(Some(raw), &[1, 2]).unwrap().1.as_str(), text);
+        let text = r#"{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}"#;
+        let raw = RawJson::from_string(text.to_owned()).unwrap();
+        assert_eq!(accept(Some(raw), &[1]).unwrap().1.as_str(), text);
+    }
 
     #[test]
     fn the_highest_spoken_at_or_below_the_request_is_chosen() {

@@ -108,6 +108,11 @@ impl Cx {
     }
 
     /// Runs `work` in the background until it finishes or the connection ends.
+    ///
+    /// **Ordering.** What handlers send and forward keeps the order it arrived in, per
+    /// direction (see the module docs); `work` started here runs beside that, so what it sends
+    /// may overtake messages still being handled (and a handler's own answer). The same holds
+    /// for `tokio::spawn`, which the runtime does not see at all (nor end with the connection).
     pub fn spawn<F>(&self, work: F)
     where
         F: Future<Output = ()> + Send + 'static,

@@ -114,8 +114,11 @@ use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
 )]
 pub trait Proxy: Send + Sync + 'static {
     /// The ACP versions the proxy speaks, ascending: v1 unless it declares others
-    /// (`#[sacp::proxy(protocol = [1, 2])]`, say, for a proxy whose handlers read both, or
-    /// none). The runtime negotiates like an agent — the highest of them at or below the
+    /// (`#[sacp::proxy(protocol = [1, 2])]`, say, for a proxy whose handlers read both). A
+    /// `#[sacp::proxy]` with nothing typed — no handler, tool or MCP server, like
+    /// `#[sacp::proxy] impl PassThrough {}` — reads nothing it forwards and speaks every
+    /// version the SDK knows ([`KNOWN`](crate::protocol::version::KNOWN)): a v2 chain through
+    /// it stays v2. The runtime negotiates like an agent — the highest of them at or below the
     /// client's, `-32022` when none is — and passes `initialize` on asking for that one; the
     /// successor's answer is the connection's version, and must be one of these.
     const PROTOCOLS: &'static [u16] = crate::protocol::version::SPOKEN;

@@ -470,7 +470,7 @@ impl ScriptedAgent {
                         if let Err(e) = agent.play(later, &session, &cx2).await {
                             tracing::warn!(error = %e, "a step after the answer failed");
                         }
-                    });
+                    })?;
                 }
                 Do::Custom(work) => work(cx.clone(), session.clone()).await?,
             }

@@ -14,6 +14,12 @@ struct PassThrough;
 #[sacp::proxy]
 impl PassThrough {}
 
+/// A pass-through that declares v1 only.
+struct V1Only;
+
+#[sacp::proxy(protocol = 1)]
+impl V1Only {}
+
 fn agent_initialize() -> Answer {
     Arc::new(|method, _, _| {
         Box::pin(async move {
@@ -53,13 +59,14 @@ async fn accepts_the_offer_forwards_initialize_and_says_so() {
 
 #[tokio::test]
 async fn a_v1_proxy_passes_initialize_on_asking_for_v1() {
-    // A v2 editor: the proxy speaks v1 only, so it asks its successor for 1 (everything else
-    // as it came), and the successor's answer comes back.
-    let v2 = chain(PassThrough, agent_initialize(), empty_answers());
+    // A v2 editor: the proxy speaks v1 only, so it asks its successor for 1, written as v1
+    // writes it (v2's `info` is `clientInfo`; of its capabilities, what v1 defines alike; the
+    // rest as it came), and the successor's answer comes back.
+    let v2 = chain(V1Only, agent_initialize(), empty_answers());
     let result: Value = v2
         .request_as_editor(
             "initialize",
-            r#"{"protocolVersion":2,"clientCapabilities":{"future":null},"_meta":{"proxy":true}}"#,
+            r#"{"protocolVersion":2,"info":{"name":"ed","version":"2"},"capabilities":{"auth":{"terminal":true},"future":null},"x":1,"_meta":{"proxy":true}}"#,
         )
         .await
         .unwrap()
@@ -69,11 +76,11 @@ async fn a_v1_proxy_passes_initialize_on_asking_for_v1() {
     assert_eq!(
         v2.transcript.lines(),
         [
-            r#"agent <- request initialize {"protocolVersion":1,"clientCapabilities":{"future":null}}"#
+            r#"agent <- request initialize {"protocolVersion":1,"x":1,"clientInfo":{"name":"ed","version":"2"},"clientCapabilities":{"auth":{"terminal":true}}}"#
         ]
     );
     // Asked for 0: nothing it speaks fits; it says so itself and passes nothing on.
-    let zero = chain(PassThrough, agent_initialize(), empty_answers());
+    let zero = chain(V1Only, agent_initialize(), empty_answers());
     let err = zero
         .request_as_editor(
             "initialize",
@@ -84,6 +91,33 @@ async fn a_v1_proxy_passes_initialize_on_asking_for_v1() {
     assert_eq!(err.code, -32022, "{err}");
     assert_eq!(err.data, Some(json!({"requested":0,"supported":[1]})));
     assert!(zero.transcript.lines().is_empty());
+}
+
+#[tokio::test]
+async fn a_bare_proxy_keeps_a_v2_chain_at_v2() {
+    // Nothing typed: it reads nothing it forwards, so it speaks every version the SDK knows,
+    // and passes a v2 `initialize` on as it came.
+    let agent: Answer = Arc::new(|_, _, _| {
+        Box::pin(async {
+            RawJson::from_string(r#"{"protocolVersion":2,"info":{"name":"a","version":"1"}}"#)
+        })
+    });
+    let v2 = chain(PassThrough, agent, empty_answers());
+    let asked = r#"{"protocolVersion":2,"info":{"name":"ed","version":"2"},"capabilities":{}}"#;
+    let result: Value = v2
+        .request_as_editor(
+            "initialize",
+            r#"{"protocolVersion":2,"info":{"name":"ed","version":"2"},"capabilities":{},"_meta":{"proxy":true}}"#,
+        )
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(result["protocolVersion"], 2, "{result}");
+    assert_eq!(
+        v2.transcript.lines(),
+        [format!("agent <- request initialize {asked}")]
+    );
 }
 
 #[tokio::test]
@@ -213,7 +247,7 @@ async fn under_another_dialect_a_v1_proxy_also_asks_its_successor_for_v1() {
         ("_proxy/initialize", "_proxy/successor"),
         ("proxy/initialize", "proxy/successor"),
     ] {
-        let chain = chain(PassThrough, agent_initialize(), empty_answers());
+        let chain = chain(V1Only, agent_initialize(), empty_answers());
         let result: Value = chain
             .request_as_editor(init, r#"{"protocolVersion":2,"clientCapabilities":{}}"#)
             .await
