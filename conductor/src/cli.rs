@@ -262,7 +262,7 @@ impl AgentArgs {
         let headers = self
             .header
             .iter()
-            .map(|h| crate::remote::parse_header(h))
+            .map(|h| crate::chain::remote::parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
         for component in &mut chain.components {
             if let Some(remote) = &mut component.remote {
@@ -421,7 +421,7 @@ fn route(args: RouteArgs) -> ExitCode {
     let headers = args
         .header
         .iter()
-        .map(|h| crate::remote::parse_header(h))
+        .map(|h| crate::chain::remote::parse_header(h))
         .collect::<Result<Vec<_>, _>>();
     let remote = match headers {
         Ok(headers) => {

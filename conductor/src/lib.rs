@@ -48,7 +48,6 @@ mod launch;
 mod listen;
 mod lock;
 mod process;
-mod remote;
 pub mod router;
 pub mod sessions;
 pub mod stderr;

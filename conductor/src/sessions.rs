@@ -74,11 +74,11 @@ impl ProcessLauncher {
 
     /// A backend that is an ACP server: connected to, nothing started.
     async fn reach(&self, workspace: &Workspace) -> Result<Launched, Error> {
-        let mut endpoint = crate::remote::Endpoint::new(workspace.command.clone());
-        endpoint.headers = self.remote.headers.clone();
-        endpoint.ca_files = self.remote.ca_files.clone();
-        let url = endpoint.display_url();
-        let transport = endpoint.connect().await.map_err(|e| {
+        let mut address = crate::chain::remote::Address::new(workspace.command.clone());
+        address.headers = self.remote.headers.clone();
+        address.ca_files = self.remote.ca_files.clone();
+        let url = address.display_url();
+        let transport = address.connect().await.map_err(|e| {
             Error::internal_error(format!(
                 "cannot reach the backend of workspace {:?}: {e}",
                 workspace.name
@@ -106,7 +106,7 @@ impl Launcher for ProcessLauncher {
     ) -> Pin<Box<dyn Future<Output = Result<Launched, Error>> + Send + '_>> {
         let workspace = workspace.clone();
         Box::pin(async move {
-            if crate::remote::is_url(&workspace.command) {
+            if crate::chain::remote::is_url(&workspace.command) {
                 return self.reach(&workspace).await;
             }
             let mut component = Component::parse(&workspace.command, 1)

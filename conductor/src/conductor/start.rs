@@ -81,9 +81,9 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             tracing::debug!(position, name = %component.name, "started in-process");
             continue;
         }
-        if let Some(endpoint) = &component.remote {
+        if let Some(address) = &component.remote {
             // A server over the network: a connection instead of a child.
-            let transport = match endpoint.connect().await {
+            let transport = match address.connect().await {
                 Ok(transport) => transport,
                 Err(e) => {
                     let why = format!(
@@ -103,7 +103,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
                 events_tx.clone(),
                 down.clone(),
             )));
-            let url = endpoint.display_url();
+            let url = address.display_url();
             tracing::debug!(position, name = %component.name, %url, "connected");
             members.push(Member::new(None, Tail::default(), Some(url)));
             continue;

@@ -143,7 +143,7 @@ impl Config {
             .file_name()
             .map_or_else(|| "root".to_owned(), |n| n.to_string_lossy().into_owned());
         // Quoted for a shell in a command line; percent-encoded in a URL.
-        let url = crate::remote::is_url(&template);
+        let url = crate::chain::remote::is_url(&template);
         let quote = |s: &str| {
             if url {
                 percent_encode(s)

@@ -44,6 +44,8 @@
 //! `npx -y @zed-industries/claude-code-acp` is `claude-code-acp`, `python3 -m my_agent` is
 //! `my_agent`.
 
+pub(crate) mod remote;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -162,7 +164,7 @@ pub struct Component {
     /// Set for a proxy that runs in the conductor's process: then there is no program.
     pub(crate) in_process: Option<InProcess>,
     /// Set for a component reached over the network: then `program` is its URL.
-    pub(crate) remote: Option<crate::remote::Endpoint>,
+    pub(crate) remote: Option<remote::Address>,
 }
 
 impl Component {
@@ -173,7 +175,7 @@ impl Component {
     /// [`Component::from_url`]).
     pub fn from_argv(argv: Vec<String>) -> Option<Component> {
         if let [url] = argv.as_slice()
-            && crate::remote::is_url(url)
+            && remote::is_url(url)
         {
             return Some(Component::from_url(url));
         }
@@ -195,16 +197,16 @@ impl Component {
     /// the ACP server at `url` (`ws://` or `wss://` for WebSocket, `http://` or `https://`
     /// for Streamable HTTP; by convention its path is `/acp`). Named after the URL's host.
     pub fn from_url(url: &str) -> Component {
-        let endpoint = crate::remote::Endpoint::new(url);
+        let address = remote::Address::new(url);
         Component {
-            name: endpoint.default_name(),
+            name: address.default_name(),
             program: url.to_owned(),
             args: Vec::new(),
             env: BTreeMap::new(),
             cwd: None,
             dialect: None,
             in_process: None,
-            remote: Some(endpoint),
+            remote: Some(address),
         }
     }
 
@@ -228,9 +230,7 @@ impl Component {
 
     /// The URL of a component reached over the network, without credentials.
     pub fn url(&self) -> Option<String> {
-        self.remote
-            .as_ref()
-            .map(crate::remote::Endpoint::display_url)
+        self.remote.as_ref().map(remote::Address::display_url)
     }
 
     /// A component from a command line, split like a POSIX shell would (quotes and
@@ -489,7 +489,7 @@ impl Chain {
                 (Some(command), None) => {
                     Component::parse(command, position).map_err(|e| e.to_string())?
                 }
-                (None, Some(url)) if crate::remote::is_url(url) => {
+                (None, Some(url)) if remote::is_url(url) => {
                     let mut component = Component::from_url(url);
                     for (name, value) in &entry.headers {
                         component = component.with_header(name, value);

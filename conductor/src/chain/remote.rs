@@ -18,7 +18,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where a remote component is, and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Endpoint {
+pub(crate) struct Address {
     /// As given, credentials and all.
     pub(crate) url: String,
     /// Sent with every request and the WebSocket upgrade, in order.
@@ -48,9 +48,9 @@ pub(crate) fn parse_header(text: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), value.trim().to_owned()))
 }
 
-impl Endpoint {
-    pub(crate) fn new(url: impl Into<String>) -> Endpoint {
-        Endpoint {
+impl Address {
+    pub(crate) fn new(url: impl Into<String>) -> Address {
+        Address {
             url: url.into(),
             headers: Vec::new(),
             ca_files: Vec::new(),
@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn names_and_urls_leave_credentials_out() {
-        let endpoint = Endpoint::new("wss://me:s3cret@devbox.lan:8443/acp?token=abc");
+        let endpoint = Address::new("wss://me:s3cret@devbox.lan:8443/acp?token=abc");
         assert_eq!(endpoint.default_name(), "devbox.lan");
         let shown = endpoint.display_url();
         assert!(
@@ -140,8 +140,8 @@ mod tests {
             "{shown}"
         );
         assert_eq!(endpoint.transport(), "websocket");
-        assert_eq!(Endpoint::new("http://[::1]:9/acp").default_name(), "[::1]");
-        assert_eq!(Endpoint::new("https://a/acp").transport(), "http");
+        assert_eq!(Address::new("http://[::1]:9/acp").default_name(), "[::1]");
+        assert_eq!(Address::new("https://a/acp").transport(), "http");
     }
 
     #[test]
