@@ -112,7 +112,7 @@ impl Steward {
         if let SessionUpdate::SubagentUpdate(child) = &mut n.update {
             let parent = n.session_id.0.clone();
             lock(&self.parents).insert(child.session_id.0.clone(), parent.clone());
-            if let Some(title) = &mut child.title {
+            if let Some(title) = child.title.value_mut() {
                 title.push_str(&format!(" (in {parent})"));
             }
         }

@@ -43,9 +43,11 @@
 #![forbid(unsafe_code)]
 
 mod origin;
+mod patch;
 pub mod table;
 
 pub use self::origin::{HasOrigin, Origin};
+pub use self::patch::Patch;
 
 #[doc(hidden)]
 pub mod lenient;

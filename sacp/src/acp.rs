@@ -29,9 +29,11 @@
 //! handler passes on unchanged goes out byte for byte, and one it changed keeps every field,
 //! `null` and key it did not touch — fields newer than this schema included (see
 //! [`crate::jsonrpc::lossless`]). Unknown kinds of a tagged union arrive as its
-//! `Other` variant, and leave as they came.
+//! `Other` variant, and leave as they came. A field with patch semantics (v2's updates:
+//! absent leaves it, `null` clears it, a value replaces it) is a [`Patch`], which writes all
+//! three.
 
-pub use sacp_schema::{HasOrigin, Origin};
+pub use sacp_schema::{HasOrigin, Origin, Patch};
 
 use crate::jsonrpc::{JsonRpcNotification, JsonRpcRequest, RawJson, lossless};
 

@@ -16,6 +16,7 @@
 mod emit_unions;
 mod layers;
 mod passes;
+mod patches;
 mod post;
 mod public_api;
 mod sources;
@@ -338,11 +339,12 @@ fn generate(target: &Target, loaded: &sources::Loaded) -> Result<Vec<(String, St
         &integer_consts,
     );
     eprintln!(
-        "  {}: {} unions emitted, {} optional defaults, {} lenient fields, {} messages keeping their origin, {} null-tolerant responses, {} constructors",
+        "  {}: {} unions emitted, {} optional defaults, {} lenient fields, {} patch fields, {} messages keeping their origin, {} null-tolerant responses, {} constructors",
         target.module,
         emitted.replaced.len(),
         stats.optional_defaults,
         stats.lenient,
+        stats.patches,
         stats.origins,
         stats.null_results,
         stats.constructors

@@ -32,6 +32,7 @@ use crate::passes::{Defs, required_of};
 pub(crate) struct Stats {
     pub(crate) optional_defaults: usize,
     pub(crate) lenient: usize,
+    pub(crate) patches: usize,
     pub(crate) origins: usize,
     pub(crate) null_results: usize,
     pub(crate) constructors: usize,
@@ -48,6 +49,7 @@ pub(crate) fn run(
     let stats = Stats {
         optional_defaults: absent_stays_absent(file),
         lenient: lenient_fields(file, defs),
+        patches: crate::patches::patch_fields(file, defs),
         origins: origins(file, messages),
         null_results: null_results(file, responses),
         constructors: constructors(file, defs),
@@ -110,6 +112,11 @@ fn is_skipped(f: &Field) -> bool {
 /// `Some(T)` for `Option<T>` (however the path to `Option` is spelled).
 fn option_inner(ty: &Type) -> Option<&Type> {
     generic_inner(ty, "Option")
+}
+
+/// `Some(T)` for `Patch<T>` (see `patches.rs`).
+fn patch_inner(ty: &Type) -> Option<&Type> {
+    generic_inner(ty, "Patch")
 }
 
 fn generic_inner<'a>(ty: &'a Type, name: &str) -> Option<&'a Type> {
@@ -485,7 +492,7 @@ pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
             .named
             .iter()
             .filter(|f| !is_skipped(f))
-            .partition(|f| option_inner(&f.ty).is_none());
+            .partition(|f| option_inner(&f.ty).is_none() && patch_inner(&f.ty).is_none());
         if let Some(order) = required_order.get(&ty.to_string()) {
             let position = |f: &Field| {
                 let mut attrs = f.attrs.clone();
@@ -502,10 +509,37 @@ pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
         let req_names: Vec<&Ident> = required.iter().filter_map(|f| f.ident.as_ref()).collect();
         let req_types: Vec<&Type> = required.iter().map(|f| &f.ty).collect();
         let opt_names: Vec<&Ident> = optional.iter().filter_map(|f| f.ident.as_ref()).collect();
+        let unset: Vec<TokenStream> = optional
+            .iter()
+            .map(|f| match patch_inner(&f.ty) {
+                Some(_) => quote!(crate::Patch::Absent),
+                None => quote!(::std::option::Option::None),
+            })
+            .collect();
         let setters = optional.iter().map(|f| {
             let name = f.ident.as_ref().expect("named field");
+            let field = name.to_string().trim_start_matches("r#").to_owned();
+            let doc = format!(" Sets `{field}`.");
+            if let Some(inner) = patch_inner(&f.ty) {
+                // A patch field: a value, or `null` with `clear_…` (absent is what `new` left).
+                let clear = Ident::new(&format!("clear_{field}"), Span::call_site());
+                let clear_doc = format!(" Sets `{field}` to `null`: the receiver clears it.");
+                return quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    pub fn #name(mut self, value: impl ::std::convert::Into<#inner>) -> Self {
+                        self.#name = crate::Patch::Value(value.into());
+                        self
+                    }
+                    #[doc = #clear_doc]
+                    #[must_use]
+                    pub fn #clear(mut self) -> Self {
+                        self.#name = crate::Patch::Null;
+                        self
+                    }
+                };
+            }
             let inner = option_inner(&f.ty).expect("optional field");
-            let doc = format!(" Sets `{}`.", name.to_string().trim_start_matches("r#"));
             quote! {
                 #[doc = #doc]
                 #[must_use]
@@ -527,7 +561,7 @@ pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
                 pub fn new(#(#req_names: impl ::std::convert::Into<#req_types>),*) -> Self {
                     Self {
                         #(#req_names: #req_names.into(),)*
-                        #(#opt_names: ::std::option::Option::None,)*
+                        #(#opt_names: #unset,)*
                         #(#skipped: ::std::default::Default::default(),)*
                     }
                 }

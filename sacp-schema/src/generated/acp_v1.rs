@@ -1154,19 +1154,19 @@ pub struct CompactionUpdate {
     pub compaction_id: CompactionId,
     ///Human-readable error details for the compaction.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub error: ::std::option::Option<::std::string::String>,
+    pub error: crate::Patch<::std::string::String>,
     ///Extensible metadata patch for this compaction.
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Current lifecycle status.
@@ -4719,19 +4719,19 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     >,
     ///Human-readable title for the session. Set to null to clear.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: crate::Patch<::std::string::String>,
     ///ISO 8601 timestamp of last activity. Set to null to clear.
     #[serde(
         rename = "updatedAt",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub updated_at: ::std::option::Option<::std::string::String>,
+    pub updated_at: crate::Patch<::std::string::String>,
 }
 /**Capabilities for the `session/list` method.
 
@@ -8416,8 +8416,8 @@ impl CompactionUpdate {
         Self {
             compaction_id: compaction_id.into(),
             status: status.into(),
-            error: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            error: crate::Patch::Absent,
+            meta: crate::Patch::Absent,
             summary: ::std::option::Option::None,
         }
     }
@@ -8427,7 +8427,13 @@ impl CompactionUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.error = ::std::option::Option::Some(value.into());
+        self.error = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `error` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_error(mut self) -> Self {
+        self.error = crate::Patch::Null;
         self
     }
     /// Sets `meta`.
@@ -8438,7 +8444,13 @@ impl CompactionUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `summary`.
@@ -10908,8 +10920,8 @@ impl SessionInfoUpdate {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
-            title: ::std::option::Option::None,
-            updated_at: ::std::option::Option::None,
+            title: crate::Patch::Absent,
+            updated_at: crate::Patch::Absent,
         }
     }
     /// Sets `meta`.
@@ -10929,7 +10941,13 @@ impl SessionInfoUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.title = ::std::option::Option::Some(value.into());
+        self.title = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `title` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_title(mut self) -> Self {
+        self.title = crate::Patch::Null;
         self
     }
     /// Sets `updated_at`.
@@ -10938,7 +10956,13 @@ impl SessionInfoUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.updated_at = ::std::option::Option::Some(value.into());
+        self.updated_at = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `updated_at` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_updated_at(mut self) -> Self {
+        self.updated_at = crate::Patch::Null;
         self
     }
 }

@@ -1481,19 +1481,19 @@ pub struct CompactionUpdate {
     pub compaction_id: CompactionId,
     ///Human-readable error details for the compaction.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub error: ::std::option::Option<::std::string::String>,
+    pub error: crate::Patch<::std::string::String>,
     ///Extensible metadata patch for this compaction.
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Current lifecycle status.
@@ -6206,19 +6206,19 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/d
     >,
     ///Human-readable title for the session. Set to null to clear.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: crate::Patch<::std::string::String>,
     ///ISO 8601 timestamp of last activity. Set to null to clear.
     #[serde(
         rename = "updatedAt",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub updated_at: ::std::option::Option<::std::string::String>,
+    pub updated_at: crate::Patch<::std::string::String>,
 }
 /**Capabilities for the `session/list` method.
 
@@ -6273,21 +6273,21 @@ Omitted leaves the stored value unchanged. `null` clears it. A value replaces it
 after the message starts streaming.*/
     #[serde(
         rename = "recipientMessageId",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub recipient_message_id: ::std::option::Option<MessageId>,
+    pub recipient_message_id: crate::Patch<MessageId>,
     /**The receiving session.
 
 Omitted leaves the stored value unchanged. `null` clears it. A value replaces it.*/
     #[serde(
         rename = "recipientSessionId",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub recipient_session_id: ::std::option::Option<SessionId>,
+    pub recipient_session_id: crate::Patch<SessionId>,
     /**On an incoming view, the `messageId` of the same message's outgoing view in the
 sender's transcript.
 
@@ -6295,21 +6295,21 @@ Omitted leaves the stored value unchanged. `null` clears it. A value replaces it
 after the message starts streaming.*/
     #[serde(
         rename = "senderMessageId",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub sender_message_id: ::std::option::Option<MessageId>,
+    pub sender_message_id: crate::Patch<MessageId>,
     /**The sending session.
 
 Omitted leaves the stored value unchanged. `null` clears it. A value replaces it.*/
     #[serde(
         rename = "senderSessionId",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub sender_session_id: ::std::option::Option<SessionId>,
+    pub sender_session_id: crate::Patch<SessionId>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA streamed content block of an inter-session message.\n\nA chunk carries only content. The message's participants and references come from\n`session_message` upserts, which can arrive before, between, or after its chunks."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -7215,30 +7215,30 @@ child mutations. If never supplied, no session mutations are permitted.
 Read-only operations retain their normal protocol semantics and capability
 requirements. A concrete object replaces the whole capability set.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub capabilities: ::std::option::Option<SubagentSessionCapabilities>,
+    pub capabilities: crate::Patch<SubagentSessionCapabilities>,
     /**The child's working directory. Must be an absolute path.
 
 Optional and nullable. Omitted means unchanged. `null` clears the
 reported value. While unset, the child inherits its immediate parent's
 effective working directory. Clients use this value for the child's
 root set and as the default terminal working directory.*/
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub cwd: ::std::option::Option<::std::string::String>,
+    #[serde(skip_serializing_if = "crate::Patch::is_absent")]
+    pub cwd: crate::Patch<::std::string::String>,
     /**The parent's human-readable description of the child's role or purpose.
 
 Omitted means unchanged. `null` clears it. If unset, the Client chooses
 a fallback presentation. This is current display metadata, not the
 history of instructions sent to the child.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub description: ::std::option::Option<::std::string::String>,
+    pub description: crate::Patch<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
 these keys.
@@ -7264,21 +7264,21 @@ asserting idle or sending an `unknown` snapshot. A concrete state
 replaces the previous state object wholesale. If never supplied, the
 current activity is unset/unconfirmed.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub state: ::std::option::Option<crate::acp::v1::StateUpdate>,
+    pub state: crate::Patch<crate::acp::v1::StateUpdate>,
     /**The parent's human-readable display title for this child. It need not be unique.
 
 Omitted means unchanged. `null` clears it. If unset, the Client chooses
 a fallback presentation.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: crate::Patch<::std::string::String>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nClient-provided system-level instructions for a session.\n\nClients MUST only send this when the Agent advertises\n`sessionCapabilities.systemPrompt`. Agents that cannot apply it, for example\nbecause of an unadvertised mode or an unsupported content block type, MUST\nreturn an error instead of creating, loading, resuming, or forking the\nsession."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -11738,8 +11738,8 @@ impl CompactionUpdate {
         Self {
             compaction_id: compaction_id.into(),
             status: status.into(),
-            error: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            error: crate::Patch::Absent,
+            meta: crate::Patch::Absent,
             summary: ::std::option::Option::None,
         }
     }
@@ -11749,7 +11749,13 @@ impl CompactionUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.error = ::std::option::Option::Some(value.into());
+        self.error = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `error` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_error(mut self) -> Self {
+        self.error = crate::Patch::Null;
         self
     }
     /// Sets `meta`.
@@ -11760,7 +11766,13 @@ impl CompactionUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `summary`.
@@ -15140,8 +15152,8 @@ impl SessionInfoUpdate {
     pub fn new() -> Self {
         Self {
             meta: ::std::option::Option::None,
-            title: ::std::option::Option::None,
-            updated_at: ::std::option::Option::None,
+            title: crate::Patch::Absent,
+            updated_at: crate::Patch::Absent,
         }
     }
     /// Sets `meta`.
@@ -15161,7 +15173,13 @@ impl SessionInfoUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.title = ::std::option::Option::Some(value.into());
+        self.title = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `title` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_title(mut self) -> Self {
+        self.title = crate::Patch::Null;
         self
     }
     /// Sets `updated_at`.
@@ -15170,7 +15188,13 @@ impl SessionInfoUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.updated_at = ::std::option::Option::Some(value.into());
+        self.updated_at = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `updated_at` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_updated_at(mut self) -> Self {
+        self.updated_at = crate::Patch::Null;
         self
     }
 }
@@ -15202,10 +15226,10 @@ impl SessionMessage {
             message_id: message_id.into(),
             content: ::std::option::Option::None,
             meta: ::std::option::Option::None,
-            recipient_message_id: ::std::option::Option::None,
-            recipient_session_id: ::std::option::Option::None,
-            sender_message_id: ::std::option::Option::None,
-            sender_session_id: ::std::option::Option::None,
+            recipient_message_id: crate::Patch::Absent,
+            recipient_session_id: crate::Patch::Absent,
+            sender_message_id: crate::Patch::Absent,
+            sender_session_id: crate::Patch::Absent,
         }
     }
     /// Sets `content`.
@@ -15234,7 +15258,13 @@ impl SessionMessage {
         mut self,
         value: impl ::std::convert::Into<MessageId>,
     ) -> Self {
-        self.recipient_message_id = ::std::option::Option::Some(value.into());
+        self.recipient_message_id = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `recipient_message_id` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_recipient_message_id(mut self) -> Self {
+        self.recipient_message_id = crate::Patch::Null;
         self
     }
     /// Sets `recipient_session_id`.
@@ -15243,7 +15273,13 @@ impl SessionMessage {
         mut self,
         value: impl ::std::convert::Into<SessionId>,
     ) -> Self {
-        self.recipient_session_id = ::std::option::Option::Some(value.into());
+        self.recipient_session_id = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `recipient_session_id` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_recipient_session_id(mut self) -> Self {
+        self.recipient_session_id = crate::Patch::Null;
         self
     }
     /// Sets `sender_message_id`.
@@ -15252,7 +15288,13 @@ impl SessionMessage {
         mut self,
         value: impl ::std::convert::Into<MessageId>,
     ) -> Self {
-        self.sender_message_id = ::std::option::Option::Some(value.into());
+        self.sender_message_id = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `sender_message_id` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_sender_message_id(mut self) -> Self {
+        self.sender_message_id = crate::Patch::Null;
         self
     }
     /// Sets `sender_session_id`.
@@ -15261,7 +15303,13 @@ impl SessionMessage {
         mut self,
         value: impl ::std::convert::Into<SessionId>,
     ) -> Self {
-        self.sender_session_id = ::std::option::Option::Some(value.into());
+        self.sender_session_id = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `sender_session_id` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_sender_session_id(mut self) -> Self {
+        self.sender_session_id = crate::Patch::Null;
         self
     }
 }
@@ -15964,12 +16012,12 @@ impl SubagentUpdate {
         Self {
             session_id: session_id.into(),
             additional_directories: ::std::option::Option::None,
-            capabilities: ::std::option::Option::None,
-            cwd: ::std::option::Option::None,
-            description: ::std::option::Option::None,
+            capabilities: crate::Patch::Absent,
+            cwd: crate::Patch::Absent,
+            description: crate::Patch::Absent,
             meta: ::std::option::Option::None,
-            state: ::std::option::Option::None,
-            title: ::std::option::Option::None,
+            state: crate::Patch::Absent,
+            title: crate::Patch::Absent,
         }
     }
     /// Sets `additional_directories`.
@@ -15987,7 +16035,13 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<SubagentSessionCapabilities>,
     ) -> Self {
-        self.capabilities = ::std::option::Option::Some(value.into());
+        self.capabilities = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `capabilities` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_capabilities(mut self) -> Self {
+        self.capabilities = crate::Patch::Null;
         self
     }
     /// Sets `cwd`.
@@ -15996,7 +16050,13 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.cwd = ::std::option::Option::Some(value.into());
+        self.cwd = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `cwd` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_cwd(mut self) -> Self {
+        self.cwd = crate::Patch::Null;
         self
     }
     /// Sets `description`.
@@ -16005,7 +16065,13 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.description = ::std::option::Option::Some(value.into());
+        self.description = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `description` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_description(mut self) -> Self {
+        self.description = crate::Patch::Null;
         self
     }
     /// Sets `meta`.
@@ -16025,7 +16091,13 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<crate::acp::v1::StateUpdate>,
     ) -> Self {
-        self.state = ::std::option::Option::Some(value.into());
+        self.state = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `state` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_state(mut self) -> Self {
+        self.state = crate::Patch::Null;
         self
     }
     /// Sets `title`.
@@ -16034,7 +16106,13 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.title = ::std::option::Option::Some(value.into());
+        self.title = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `title` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_title(mut self) -> Self {
+        self.title = crate::Patch::Null;
         self
     }
 }

@@ -143,11 +143,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
@@ -283,11 +283,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
@@ -1299,11 +1299,11 @@ pub struct CompactionUpdate {
     pub compaction_id: CompactionId,
     ///Human-readable error details for the compaction.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub error: ::std::option::Option<::std::string::String>,
+    pub error: crate::Patch<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
 clears it. An object patches the stored metadata by top-level key: keys it omits are
@@ -1314,11 +1314,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Current lifecycle status.
@@ -4788,28 +4788,28 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Human-readable title for the session. Set to null to clear.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: crate::Patch<::std::string::String>,
     ///RFC 3339 timestamp of last activity. Set to null to clear.
     #[serde(
         rename = "updatedAt",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub updated_at: ::std::option::Option<::std::string::String>,
+    pub updated_at: crate::Patch<::std::string::String>,
 }
 ///An opaque cursor used to paginate `session/list` results.
 #[derive(
@@ -5310,11 +5310,11 @@ pub struct TerminalUpdate {
 Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
 the whole previous value. A new terminal starts with none.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub capabilities: ::std::option::Option<TerminalCapabilities>,
+    pub capabilities: crate::Patch<TerminalCapabilities>,
     ///The command being run.
     #[serde(
         skip_serializing_if = "::std::option::Option::is_none",
@@ -5347,11 +5347,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///An authoritative replacement snapshot of terminal output bytes.
@@ -5679,11 +5679,11 @@ pub struct ToolCallUpdate {
 Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
 the whole previous value. A new tool call starts with none.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub capabilities: ::std::option::Option<ToolCallCapabilities>,
+    pub capabilities: crate::Patch<ToolCallCapabilities>,
     ///Content produced by the tool call.
     #[serde(
         skip_serializing_if = "::std::option::Option::is_none",
@@ -5697,11 +5697,11 @@ Helps clients choose appropriate icons and UI treatment.
 Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
 A new tool call starts as `other`.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub kind: ::std::option::Option<crate::acp::v2::ToolKind>,
+    pub kind: crate::Patch<crate::acp::v2::ToolKind>,
     /**File locations affected by this tool call.
 Enables "follow-along" features in clients.*/
     #[serde(
@@ -5720,11 +5720,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     /**Programmatic name of the tool being invoked.
@@ -5734,47 +5734,47 @@ change, `null` clears the name, and a string replaces it. For a tool
 call ID the client has not seen before, omission or `null` means that no
 tool name is available.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub name: ::std::option::Option<::std::string::String>,
+    pub name: crate::Patch<::std::string::String>,
     ///Raw input parameters sent to the tool.
     #[serde(
         rename = "rawInput",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub raw_input: ::std::option::Option<::serde_json::Value>,
+    pub raw_input: crate::Patch<::serde_json::Value>,
     ///Raw output returned by the tool.
     #[serde(
         rename = "rawOutput",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub raw_output: ::std::option::Option<::serde_json::Value>,
+    pub raw_output: crate::Patch<::serde_json::Value>,
     /**Current execution status of the tool call.
 
 Omission leaves the status unchanged, `null` resets it to `pending`, and a value
 replaces it. A new tool call starts as `pending`.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub status: ::std::option::Option<crate::acp::v2::ToolCallStatus>,
+    pub status: crate::Patch<crate::acp::v2::ToolCallStatus>,
     /**Human-readable title describing what the tool is doing.
 
 Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
 A new tool call starts without a title.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: crate::Patch<::std::string::String>,
     ///Unique identifier for this tool call within the session.
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -5842,11 +5842,11 @@ pub struct UsageUpdate {
 
 Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub cost: ::std::option::Option<Cost>,
+    pub cost: crate::Patch<Cost>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
 Implementations MUST NOT assign meaning to keys they do not recognize.
@@ -5901,11 +5901,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
@@ -8139,7 +8139,7 @@ impl AgentMessage {
         Self {
             message_id: message_id.into(),
             content: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
         }
     }
     /// Sets `content`.
@@ -8159,7 +8159,13 @@ impl AgentMessage {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
 }
@@ -8212,7 +8218,7 @@ impl AgentThought {
         Self {
             message_id: message_id.into(),
             content: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
         }
     }
     /// Sets `content`.
@@ -8232,7 +8238,13 @@ impl AgentThought {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
 }
@@ -8976,8 +8988,8 @@ impl CompactionUpdate {
         Self {
             compaction_id: compaction_id.into(),
             status: status.into(),
-            error: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            error: crate::Patch::Absent,
+            meta: crate::Patch::Absent,
             summary: ::std::option::Option::None,
         }
     }
@@ -8987,7 +8999,13 @@ impl CompactionUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.error = ::std::option::Option::Some(value.into());
+        self.error = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `error` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_error(mut self) -> Self {
+        self.error = crate::Patch::Null;
         self
     }
     /// Sets `meta`.
@@ -8998,7 +9016,13 @@ impl CompactionUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `summary`.
@@ -11468,9 +11492,9 @@ impl SessionInfoUpdate {
     #[allow(clippy::too_many_arguments)]
     pub fn new() -> Self {
         Self {
-            meta: ::std::option::Option::None,
-            title: ::std::option::Option::None,
-            updated_at: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
+            title: crate::Patch::Absent,
+            updated_at: crate::Patch::Absent,
         }
     }
     /// Sets `meta`.
@@ -11481,7 +11505,13 @@ impl SessionInfoUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `title`.
@@ -11490,7 +11520,13 @@ impl SessionInfoUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.title = ::std::option::Option::Some(value.into());
+        self.title = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `title` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_title(mut self) -> Self {
+        self.title = crate::Patch::Null;
         self
     }
     /// Sets `updated_at`.
@@ -11499,7 +11535,13 @@ impl SessionInfoUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.updated_at = ::std::option::Option::Some(value.into());
+        self.updated_at = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `updated_at` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_updated_at(mut self) -> Self {
+        self.updated_at = crate::Patch::Null;
         self
     }
 }
@@ -11921,11 +11963,11 @@ impl TerminalUpdate {
     pub fn new(terminal_id: impl ::std::convert::Into<TerminalId>) -> Self {
         Self {
             terminal_id: terminal_id.into(),
-            capabilities: ::std::option::Option::None,
+            capabilities: crate::Patch::Absent,
             command: ::std::option::Option::None,
             cwd: ::std::option::Option::None,
             exit_status: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
             output: ::std::option::Option::None,
             size: ::std::option::Option::None,
         }
@@ -11936,7 +11978,13 @@ impl TerminalUpdate {
         mut self,
         value: impl ::std::convert::Into<TerminalCapabilities>,
     ) -> Self {
-        self.capabilities = ::std::option::Option::Some(value.into());
+        self.capabilities = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `capabilities` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_capabilities(mut self) -> Self {
+        self.capabilities = crate::Patch::Null;
         self
     }
     /// Sets `command`.
@@ -11971,7 +12019,13 @@ impl TerminalUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `output`.
@@ -12222,16 +12276,16 @@ impl ToolCallUpdate {
     pub fn new(tool_call_id: impl ::std::convert::Into<ToolCallId>) -> Self {
         Self {
             tool_call_id: tool_call_id.into(),
-            capabilities: ::std::option::Option::None,
+            capabilities: crate::Patch::Absent,
             content: ::std::option::Option::None,
-            kind: ::std::option::Option::None,
+            kind: crate::Patch::Absent,
             locations: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
-            name: ::std::option::Option::None,
-            raw_input: ::std::option::Option::None,
-            raw_output: ::std::option::Option::None,
-            status: ::std::option::Option::None,
-            title: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
+            name: crate::Patch::Absent,
+            raw_input: crate::Patch::Absent,
+            raw_output: crate::Patch::Absent,
+            status: crate::Patch::Absent,
+            title: crate::Patch::Absent,
         }
     }
     /// Sets `capabilities`.
@@ -12240,7 +12294,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<ToolCallCapabilities>,
     ) -> Self {
-        self.capabilities = ::std::option::Option::Some(value.into());
+        self.capabilities = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `capabilities` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_capabilities(mut self) -> Self {
+        self.capabilities = crate::Patch::Null;
         self
     }
     /// Sets `content`.
@@ -12260,7 +12320,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<crate::acp::v2::ToolKind>,
     ) -> Self {
-        self.kind = ::std::option::Option::Some(value.into());
+        self.kind = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `kind` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_kind(mut self) -> Self {
+        self.kind = crate::Patch::Null;
         self
     }
     /// Sets `locations`.
@@ -12280,7 +12346,13 @@ impl ToolCallUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `name`.
@@ -12289,7 +12361,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.name = ::std::option::Option::Some(value.into());
+        self.name = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `name` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_name(mut self) -> Self {
+        self.name = crate::Patch::Null;
         self
     }
     /// Sets `raw_input`.
@@ -12298,7 +12376,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<::serde_json::Value>,
     ) -> Self {
-        self.raw_input = ::std::option::Option::Some(value.into());
+        self.raw_input = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `raw_input` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_raw_input(mut self) -> Self {
+        self.raw_input = crate::Patch::Null;
         self
     }
     /// Sets `raw_output`.
@@ -12307,7 +12391,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<::serde_json::Value>,
     ) -> Self {
-        self.raw_output = ::std::option::Option::Some(value.into());
+        self.raw_output = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `raw_output` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_raw_output(mut self) -> Self {
+        self.raw_output = crate::Patch::Null;
         self
     }
     /// Sets `status`.
@@ -12316,7 +12406,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<crate::acp::v2::ToolCallStatus>,
     ) -> Self {
-        self.status = ::std::option::Option::Some(value.into());
+        self.status = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `status` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_status(mut self) -> Self {
+        self.status = crate::Patch::Null;
         self
     }
     /// Sets `title`.
@@ -12325,7 +12421,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.title = ::std::option::Option::Some(value.into());
+        self.title = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `title` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_title(mut self) -> Self {
+        self.title = crate::Patch::Null;
         self
     }
 }
@@ -12390,14 +12492,20 @@ impl UsageUpdate {
         Self {
             used: used.into(),
             size: size.into(),
-            cost: ::std::option::Option::None,
+            cost: crate::Patch::Absent,
             meta: ::std::option::Option::None,
         }
     }
     /// Sets `cost`.
     #[must_use]
     pub fn cost(mut self, value: impl ::std::convert::Into<Cost>) -> Self {
-        self.cost = ::std::option::Option::Some(value.into());
+        self.cost = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `cost` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_cost(mut self) -> Self {
+        self.cost = crate::Patch::Null;
         self
     }
     /// Sets `meta`.
@@ -12419,7 +12527,7 @@ impl UserMessage {
         Self {
             message_id: message_id.into(),
             content: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
         }
     }
     /// Sets `content`.
@@ -12439,7 +12547,13 @@ impl UserMessage {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
 }

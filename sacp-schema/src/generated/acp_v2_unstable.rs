@@ -157,11 +157,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
@@ -309,11 +309,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
@@ -1633,11 +1633,11 @@ pub struct CompactionUpdate {
     pub compaction_id: CompactionId,
     ///Human-readable error details for the compaction.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub error: ::std::option::Option<::std::string::String>,
+    pub error: crate::Patch<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
 clears it. An object patches the stored metadata by top-level key: keys it omits are
@@ -1648,11 +1648,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Current lifecycle status.
@@ -6127,28 +6127,28 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Human-readable title for the session. Set to null to clear.
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: crate::Patch<::std::string::String>,
     ///RFC 3339 timestamp of last activity. Set to null to clear.
     #[serde(
         rename = "updatedAt",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub updated_at: ::std::option::Option<::std::string::String>,
+    pub updated_at: crate::Patch<::std::string::String>,
 }
 ///An opaque cursor used to paginate `session/list` results.
 #[derive(
@@ -6215,11 +6215,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     /**On an outgoing view, the `messageId` of the same message's incoming view in the
@@ -6229,21 +6229,21 @@ Omitted leaves the stored value unchanged. `null` clears it. A value replaces it
 after the message starts streaming.*/
     #[serde(
         rename = "recipientMessageId",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub recipient_message_id: ::std::option::Option<MessageId>,
+    pub recipient_message_id: crate::Patch<MessageId>,
     /**The receiving session.
 
 Omitted leaves the stored value unchanged. `null` clears it. A value replaces it.*/
     #[serde(
         rename = "recipientSessionId",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub recipient_session_id: ::std::option::Option<SessionId>,
+    pub recipient_session_id: crate::Patch<SessionId>,
     /**On an incoming view, the `messageId` of the same message's outgoing view in the
 sender's transcript.
 
@@ -6251,21 +6251,21 @@ Omitted leaves the stored value unchanged. `null` clears it. A value replaces it
 after the message starts streaming.*/
     #[serde(
         rename = "senderMessageId",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub sender_message_id: ::std::option::Option<MessageId>,
+    pub sender_message_id: crate::Patch<MessageId>,
     /**The sending session.
 
 Omitted leaves the stored value unchanged. `null` clears it. A value replaces it.*/
     #[serde(
         rename = "senderSessionId",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub sender_session_id: ::std::option::Option<SessionId>,
+    pub sender_session_id: crate::Patch<SessionId>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA streamed content block of an inter-session message.\n\nA chunk carries only content. The message's participants and references come from\n`session_message` upserts, which can arrive before, between, or after its chunks."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -6833,28 +6833,28 @@ array replaces the whole list. `[]` reports no additional directories.*/
 Read-only operations retain their normal protocol semantics and
 capability requirements.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub capabilities: ::std::option::Option<SubagentSessionCapabilities>,
+    pub capabilities: crate::Patch<SubagentSessionCapabilities>,
     /**The child's working directory. Must be an absolute path.
 
 Optional and nullable. Omitted means unchanged. `null` clears the
 reported value. While unset, the child inherits its immediate parent's
 effective working directory.*/
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    pub cwd: ::std::option::Option<AbsolutePath>,
+    #[serde(skip_serializing_if = "crate::Patch::is_absent")]
+    pub cwd: crate::Patch<AbsolutePath>,
     /**The parent's human-readable description of the child's role or purpose.
 
 Optional and nullable. Omitted means unchanged. `null` clears it. This is
 current display metadata, not the history of instructions sent to the child.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub description: ::std::option::Option<::std::string::String>,
+    pub description: crate::Patch<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Omitted leaves the stored metadata unchanged. `null`
 clears it. An object patches the stored metadata by top-level key: keys it omits are
@@ -6865,11 +6865,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///The opaque session ID identifying the child in all ACP messages.
@@ -6881,21 +6881,21 @@ Optional and nullable. Omitted means unchanged. `null` removes the
 current report and leaves activity unconfirmed (not idle or cancelled).
 A concrete `StateUpdate` replaces the entire previous snapshot.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub state: ::std::option::Option<crate::acp::v2::StateUpdate>,
+    pub state: crate::Patch<crate::acp::v2::StateUpdate>,
     /**The parent's human-readable display title for this child. It need not be unique.
 
 Optional and nullable. Omitted means unchanged. `null` clears it. If no
 title is set, the Client chooses a fallback presentation.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: crate::Patch<::std::string::String>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nClient-provided system-level instructions for a session.\n\nClients MUST only send this when the Agent advertises\n`session.systemPrompt`. Agents that cannot apply it, for example because of\nan unadvertised mode or an unsupported content block type, MUST return an\nerror instead of creating, resuming, or forking the session."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -7191,11 +7191,11 @@ pub struct TerminalUpdate {
 Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
 the whole previous value. A new terminal starts with none.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub capabilities: ::std::option::Option<TerminalCapabilities>,
+    pub capabilities: crate::Patch<TerminalCapabilities>,
     ///The command being run.
     #[serde(
         skip_serializing_if = "::std::option::Option::is_none",
@@ -7228,11 +7228,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///An authoritative replacement snapshot of terminal output bytes.
@@ -7560,11 +7560,11 @@ pub struct ToolCallUpdate {
 Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
 the whole previous value. A new tool call starts with none.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub capabilities: ::std::option::Option<ToolCallCapabilities>,
+    pub capabilities: crate::Patch<ToolCallCapabilities>,
     ///Content produced by the tool call.
     #[serde(
         skip_serializing_if = "::std::option::Option::is_none",
@@ -7578,11 +7578,11 @@ Helps clients choose appropriate icons and UI treatment.
 Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
 A new tool call starts as `other`.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub kind: ::std::option::Option<crate::acp::v2::ToolKind>,
+    pub kind: crate::Patch<crate::acp::v2::ToolKind>,
     /**File locations affected by this tool call.
 Enables "follow-along" features in clients.*/
     #[serde(
@@ -7601,11 +7601,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     /**Programmatic name of the tool being invoked.
@@ -7615,47 +7615,47 @@ change, `null` clears the name, and a string replaces it. For a tool
 call ID the client has not seen before, omission or `null` means that no
 tool name is available.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub name: ::std::option::Option<::std::string::String>,
+    pub name: crate::Patch<::std::string::String>,
     ///Raw input parameters sent to the tool.
     #[serde(
         rename = "rawInput",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub raw_input: ::std::option::Option<::serde_json::Value>,
+    pub raw_input: crate::Patch<::serde_json::Value>,
     ///Raw output returned by the tool.
     #[serde(
         rename = "rawOutput",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub raw_output: ::std::option::Option<::serde_json::Value>,
+    pub raw_output: crate::Patch<::serde_json::Value>,
     /**Current execution status of the tool call.
 
 Omission leaves the status unchanged, `null` resets it to `pending`, and a value
 replaces it. A new tool call starts as `pending`.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub status: ::std::option::Option<crate::acp::v2::ToolCallStatus>,
+    pub status: crate::Patch<crate::acp::v2::ToolCallStatus>,
     /**Human-readable title describing what the tool is doing.
 
 Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
 A new tool call starts without a title.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: crate::Patch<::std::string::String>,
     ///Unique identifier for this tool call within the session.
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -7863,11 +7863,11 @@ pub struct UsageUpdate {
 
 Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.*/
     #[serde(
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub cost: ::std::option::Option<Cost>,
+    pub cost: crate::Patch<Cost>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
 Implementations MUST NOT assign meaning to keys they do not recognize.
@@ -7922,11 +7922,11 @@ MUST NOT assign meaning to keys they do not recognize.
 See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)*/
     #[serde(
         rename = "_meta",
-        skip_serializing_if = "::std::option::Option::is_none",
+        skip_serializing_if = "crate::Patch::is_absent",
         default,
         deserialize_with = "crate::lenient::default_on_error"
     )]
-    pub meta: ::std::option::Option<
+    pub meta: crate::Patch<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
@@ -11046,7 +11046,7 @@ impl AgentMessage {
         Self {
             message_id: message_id.into(),
             content: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
         }
     }
     /// Sets `content`.
@@ -11066,7 +11066,13 @@ impl AgentMessage {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
 }
@@ -11119,7 +11125,7 @@ impl AgentThought {
         Self {
             message_id: message_id.into(),
             content: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
         }
     }
     /// Sets `content`.
@@ -11139,7 +11145,13 @@ impl AgentThought {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
 }
@@ -12110,8 +12122,8 @@ impl CompactionUpdate {
         Self {
             compaction_id: compaction_id.into(),
             status: status.into(),
-            error: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            error: crate::Patch::Absent,
+            meta: crate::Patch::Absent,
             summary: ::std::option::Option::None,
         }
     }
@@ -12121,7 +12133,13 @@ impl CompactionUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.error = ::std::option::Option::Some(value.into());
+        self.error = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `error` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_error(mut self) -> Self {
+        self.error = crate::Patch::Null;
         self
     }
     /// Sets `meta`.
@@ -12132,7 +12150,13 @@ impl CompactionUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `summary`.
@@ -15362,9 +15386,9 @@ impl SessionInfoUpdate {
     #[allow(clippy::too_many_arguments)]
     pub fn new() -> Self {
         Self {
-            meta: ::std::option::Option::None,
-            title: ::std::option::Option::None,
-            updated_at: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
+            title: crate::Patch::Absent,
+            updated_at: crate::Patch::Absent,
         }
     }
     /// Sets `meta`.
@@ -15375,7 +15399,13 @@ impl SessionInfoUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `title`.
@@ -15384,7 +15414,13 @@ impl SessionInfoUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.title = ::std::option::Option::Some(value.into());
+        self.title = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `title` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_title(mut self) -> Self {
+        self.title = crate::Patch::Null;
         self
     }
     /// Sets `updated_at`.
@@ -15393,7 +15429,13 @@ impl SessionInfoUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.updated_at = ::std::option::Option::Some(value.into());
+        self.updated_at = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `updated_at` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_updated_at(mut self) -> Self {
+        self.updated_at = crate::Patch::Null;
         self
     }
 }
@@ -15404,11 +15446,11 @@ impl SessionMessage {
         Self {
             message_id: message_id.into(),
             content: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
-            recipient_message_id: ::std::option::Option::None,
-            recipient_session_id: ::std::option::Option::None,
-            sender_message_id: ::std::option::Option::None,
-            sender_session_id: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
+            recipient_message_id: crate::Patch::Absent,
+            recipient_session_id: crate::Patch::Absent,
+            sender_message_id: crate::Patch::Absent,
+            sender_session_id: crate::Patch::Absent,
         }
     }
     /// Sets `content`.
@@ -15428,7 +15470,13 @@ impl SessionMessage {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `recipient_message_id`.
@@ -15437,7 +15485,13 @@ impl SessionMessage {
         mut self,
         value: impl ::std::convert::Into<MessageId>,
     ) -> Self {
-        self.recipient_message_id = ::std::option::Option::Some(value.into());
+        self.recipient_message_id = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `recipient_message_id` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_recipient_message_id(mut self) -> Self {
+        self.recipient_message_id = crate::Patch::Null;
         self
     }
     /// Sets `recipient_session_id`.
@@ -15446,7 +15500,13 @@ impl SessionMessage {
         mut self,
         value: impl ::std::convert::Into<SessionId>,
     ) -> Self {
-        self.recipient_session_id = ::std::option::Option::Some(value.into());
+        self.recipient_session_id = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `recipient_session_id` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_recipient_session_id(mut self) -> Self {
+        self.recipient_session_id = crate::Patch::Null;
         self
     }
     /// Sets `sender_message_id`.
@@ -15455,7 +15515,13 @@ impl SessionMessage {
         mut self,
         value: impl ::std::convert::Into<MessageId>,
     ) -> Self {
-        self.sender_message_id = ::std::option::Option::Some(value.into());
+        self.sender_message_id = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `sender_message_id` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_sender_message_id(mut self) -> Self {
+        self.sender_message_id = crate::Patch::Null;
         self
     }
     /// Sets `sender_session_id`.
@@ -15464,7 +15530,13 @@ impl SessionMessage {
         mut self,
         value: impl ::std::convert::Into<SessionId>,
     ) -> Self {
-        self.sender_session_id = ::std::option::Option::Some(value.into());
+        self.sender_session_id = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `sender_session_id` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_sender_session_id(mut self) -> Self {
+        self.sender_session_id = crate::Patch::Null;
         self
     }
 }
@@ -16028,12 +16100,12 @@ impl SubagentUpdate {
         Self {
             session_id: session_id.into(),
             additional_directories: ::std::option::Option::None,
-            capabilities: ::std::option::Option::None,
-            cwd: ::std::option::Option::None,
-            description: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
-            state: ::std::option::Option::None,
-            title: ::std::option::Option::None,
+            capabilities: crate::Patch::Absent,
+            cwd: crate::Patch::Absent,
+            description: crate::Patch::Absent,
+            meta: crate::Patch::Absent,
+            state: crate::Patch::Absent,
+            title: crate::Patch::Absent,
         }
     }
     /// Sets `additional_directories`.
@@ -16051,13 +16123,25 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<SubagentSessionCapabilities>,
     ) -> Self {
-        self.capabilities = ::std::option::Option::Some(value.into());
+        self.capabilities = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `capabilities` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_capabilities(mut self) -> Self {
+        self.capabilities = crate::Patch::Null;
         self
     }
     /// Sets `cwd`.
     #[must_use]
     pub fn cwd(mut self, value: impl ::std::convert::Into<AbsolutePath>) -> Self {
-        self.cwd = ::std::option::Option::Some(value.into());
+        self.cwd = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `cwd` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_cwd(mut self) -> Self {
+        self.cwd = crate::Patch::Null;
         self
     }
     /// Sets `description`.
@@ -16066,7 +16150,13 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.description = ::std::option::Option::Some(value.into());
+        self.description = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `description` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_description(mut self) -> Self {
+        self.description = crate::Patch::Null;
         self
     }
     /// Sets `meta`.
@@ -16077,7 +16167,13 @@ impl SubagentUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `state`.
@@ -16086,7 +16182,13 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<crate::acp::v2::StateUpdate>,
     ) -> Self {
-        self.state = ::std::option::Option::Some(value.into());
+        self.state = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `state` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_state(mut self) -> Self {
+        self.state = crate::Patch::Null;
         self
     }
     /// Sets `title`.
@@ -16095,7 +16197,13 @@ impl SubagentUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.title = ::std::option::Option::Some(value.into());
+        self.title = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `title` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_title(mut self) -> Self {
+        self.title = crate::Patch::Null;
         self
     }
 }
@@ -16329,11 +16437,11 @@ impl TerminalUpdate {
     pub fn new(terminal_id: impl ::std::convert::Into<TerminalId>) -> Self {
         Self {
             terminal_id: terminal_id.into(),
-            capabilities: ::std::option::Option::None,
+            capabilities: crate::Patch::Absent,
             command: ::std::option::Option::None,
             cwd: ::std::option::Option::None,
             exit_status: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
             output: ::std::option::Option::None,
             size: ::std::option::Option::None,
         }
@@ -16344,7 +16452,13 @@ impl TerminalUpdate {
         mut self,
         value: impl ::std::convert::Into<TerminalCapabilities>,
     ) -> Self {
-        self.capabilities = ::std::option::Option::Some(value.into());
+        self.capabilities = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `capabilities` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_capabilities(mut self) -> Self {
+        self.capabilities = crate::Patch::Null;
         self
     }
     /// Sets `command`.
@@ -16379,7 +16493,13 @@ impl TerminalUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `output`.
@@ -16630,16 +16750,16 @@ impl ToolCallUpdate {
     pub fn new(tool_call_id: impl ::std::convert::Into<ToolCallId>) -> Self {
         Self {
             tool_call_id: tool_call_id.into(),
-            capabilities: ::std::option::Option::None,
+            capabilities: crate::Patch::Absent,
             content: ::std::option::Option::None,
-            kind: ::std::option::Option::None,
+            kind: crate::Patch::Absent,
             locations: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
-            name: ::std::option::Option::None,
-            raw_input: ::std::option::Option::None,
-            raw_output: ::std::option::Option::None,
-            status: ::std::option::Option::None,
-            title: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
+            name: crate::Patch::Absent,
+            raw_input: crate::Patch::Absent,
+            raw_output: crate::Patch::Absent,
+            status: crate::Patch::Absent,
+            title: crate::Patch::Absent,
         }
     }
     /// Sets `capabilities`.
@@ -16648,7 +16768,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<ToolCallCapabilities>,
     ) -> Self {
-        self.capabilities = ::std::option::Option::Some(value.into());
+        self.capabilities = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `capabilities` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_capabilities(mut self) -> Self {
+        self.capabilities = crate::Patch::Null;
         self
     }
     /// Sets `content`.
@@ -16668,7 +16794,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<crate::acp::v2::ToolKind>,
     ) -> Self {
-        self.kind = ::std::option::Option::Some(value.into());
+        self.kind = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `kind` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_kind(mut self) -> Self {
+        self.kind = crate::Patch::Null;
         self
     }
     /// Sets `locations`.
@@ -16688,7 +16820,13 @@ impl ToolCallUpdate {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
     /// Sets `name`.
@@ -16697,7 +16835,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.name = ::std::option::Option::Some(value.into());
+        self.name = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `name` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_name(mut self) -> Self {
+        self.name = crate::Patch::Null;
         self
     }
     /// Sets `raw_input`.
@@ -16706,7 +16850,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<::serde_json::Value>,
     ) -> Self {
-        self.raw_input = ::std::option::Option::Some(value.into());
+        self.raw_input = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `raw_input` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_raw_input(mut self) -> Self {
+        self.raw_input = crate::Patch::Null;
         self
     }
     /// Sets `raw_output`.
@@ -16715,7 +16865,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<::serde_json::Value>,
     ) -> Self {
-        self.raw_output = ::std::option::Option::Some(value.into());
+        self.raw_output = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `raw_output` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_raw_output(mut self) -> Self {
+        self.raw_output = crate::Patch::Null;
         self
     }
     /// Sets `status`.
@@ -16724,7 +16880,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<crate::acp::v2::ToolCallStatus>,
     ) -> Self {
-        self.status = ::std::option::Option::Some(value.into());
+        self.status = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `status` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_status(mut self) -> Self {
+        self.status = crate::Patch::Null;
         self
     }
     /// Sets `title`.
@@ -16733,7 +16895,13 @@ impl ToolCallUpdate {
         mut self,
         value: impl ::std::convert::Into<::std::string::String>,
     ) -> Self {
-        self.title = ::std::option::Option::Some(value.into());
+        self.title = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `title` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_title(mut self) -> Self {
+        self.title = crate::Patch::Null;
         self
     }
 }
@@ -16919,14 +17087,20 @@ impl UsageUpdate {
         Self {
             used: used.into(),
             size: size.into(),
-            cost: ::std::option::Option::None,
+            cost: crate::Patch::Absent,
             meta: ::std::option::Option::None,
         }
     }
     /// Sets `cost`.
     #[must_use]
     pub fn cost(mut self, value: impl ::std::convert::Into<Cost>) -> Self {
-        self.cost = ::std::option::Option::Some(value.into());
+        self.cost = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `cost` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_cost(mut self) -> Self {
+        self.cost = crate::Patch::Null;
         self
     }
     /// Sets `meta`.
@@ -16948,7 +17122,7 @@ impl UserMessage {
         Self {
             message_id: message_id.into(),
             content: ::std::option::Option::None,
-            meta: ::std::option::Option::None,
+            meta: crate::Patch::Absent,
         }
     }
     /// Sets `content`.
@@ -16968,7 +17142,13 @@ impl UserMessage {
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
     ) -> Self {
-        self.meta = ::std::option::Option::Some(value.into());
+        self.meta = crate::Patch::Value(value.into());
+        self
+    }
+    /// Sets `meta` to `null`: the receiver clears it.
+    #[must_use]
+    pub fn clear_meta(mut self) -> Self {
+        self.meta = crate::Patch::Null;
         self
     }
 }

@@ -98,3 +98,53 @@ async fn a_dual_agent_serves_each_connection_with_the_side_it_chose() {
         }
     }
 }
+
+/// A typed v2 proxy that edits the agent's tool call updates: clears the title (v2's `null`)
+/// and drops what it says of the status (absent: the editor keeps the status it has).
+struct Clearer;
+
+#[sacp::proxy(protocol = 2)]
+impl Clearer {
+    #[on_notification(from = agent)]
+    async fn update(
+        &self,
+        mut n: v2::UpdateSessionNotification,
+        cx: &sacp::proxy::Cx,
+    ) -> sacp::Result<()> {
+        if let v2::SessionUpdate::ToolCallUpdate(update) = &mut n.update {
+            update.title = sacp::acp::Patch::Null;
+            update.status = sacp::acp::Patch::Absent;
+        }
+        cx.client().notify(n).await
+    }
+}
+
+#[tokio::test]
+async fn a_typed_v2_proxy_clears_a_field_and_leaves_one_absent_as_written() {
+    let chain = chain(Clearer, empty_answers(), empty_answers());
+    chain
+        .notify_from_agent(
+            "session/update",
+            r#"{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"reading","status":"in_progress","x":1}}"#,
+        )
+        .await;
+    // `title` went to `null` (cleared), `status` went away (unchanged for the editor), `kind`
+    // was never there and is not now, and what the type does not know stays as it came.
+    assert_eq!(
+        chain.wait_for_lines(1).await,
+        [
+            r#"editor <- notification session/update {"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":null,"x":1}}"#
+        ]
+    );
+    // A value read as `null` is `Patch::Null`, written back as it came.
+    let read: v2::ToolCallUpdate =
+        serde_json::from_str(r#"{"toolCallId":"t","title":null}"#).unwrap();
+    assert!(read.title.is_null() && read.kind.is_absent());
+    let made = v2::ToolCallUpdate::new("t".to_owned())
+        .clear_title()
+        .status(v2::ToolCallStatus::Completed);
+    assert_eq!(
+        serde_json::to_value(&made).unwrap(),
+        json!({"toolCallId": "t", "title": null, "status": "completed"})
+    );
+}
