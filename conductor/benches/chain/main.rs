@@ -7,6 +7,7 @@
 //! cargo bench -p sacp-chain --bench chain -- 0.1     # a tenth of the work (smoke run)
 //! cargo bench -p sacp-chain --bench chain -- 0.3 runs=3  # 3 interleaved runs, medians
 //! cargo bench -p sacp-chain --bench chain -- 0.1 only=in-process  # direct + matching rows
+//! cargo bench -p sacp-chain --bench chain -- 0.3 only='N = 0$,N = 3$,WebSocket'  # exact rows too
 //! ```
 //!
 //! Every process is real (release builds, cargo-built), talking over pipes. For each chain
@@ -494,10 +495,15 @@ fn ratios(a: &Figures, b: &Figures) -> String {
 
 /// Whether the row `name` is measured: all of them, unless `only=WORD,...` names some (by a
 /// part of their name); `direct` always is.
+/// Whether the row `name` runs: every row without `only=`; with it, the rows that contain one
+/// of its comma-separated parts, or that are one ending in `$` (`only=N = 3$,WebSocket`).
 fn wanted(name: &str) -> bool {
     match std::env::args().find_map(|a| a.strip_prefix("only=").map(str::to_owned)) {
         None => true,
-        Some(only) => only.split(',').any(|part| name.contains(part)),
+        Some(only) => only.split(',').any(|part| match part.strip_suffix('$') {
+            Some(exact) => name == exact,
+            None => name.contains(part),
+        }),
     }
 }
 

@@ -257,8 +257,9 @@ impl Writer {
 }
 
 /// How the writer thread is scheduled against the chain: `SACP_TRACE_WRITER` = `idle`
-/// (`SCHED_IDLE`: it runs only on a core nothing else wants), `nice` (nice 19, or `nice=N`),
-/// or `normal` (as the conductor's other threads). The routing loop never waits for the
+/// (`SCHED_IDLE`: it runs only on a core nothing else wants), `batch` (`SCHED_BATCH`, the
+/// default; `batch=N` at nice N), `nice` (nice 19, or `nice=N`), or `normal` (as the
+/// conductor's other threads). The routing loop never waits for the
 /// writer whichever it is: when the writer falls behind, lines are dropped and the file says
 /// so (see [`super::Trace`]); the class decides how much CPU the trace may take from a busy
 /// machine, and so how much of it is dropped there. See the chain bench's trace rounds.
@@ -273,15 +274,18 @@ pub(super) enum Scheduling {
 }
 
 impl Scheduling {
-    /// The default, unless `SACP_TRACE_WRITER` says otherwise: plain. Measured with the
-    /// chain bench's trace rounds (N = 3, 2 cores, traced / untraced throughput; lines
-    /// dropped): `SCHED_IDLE` 0.952x idle, but beside two busy loops it gets so little CPU
-    /// that 81% of the lines are dropped; nice 10 0.935x idle and none dropped beside busy
-    /// loops, but with the viewer's browser rendering a 100k-update turn on the same machine
-    /// it dropped 80% of them; plain 0.918x idle and complete in every case measured. A trace
-    /// with holes exactly when the machine is busy is worth less to the user debugging a chain
-    /// than a few percent of throughput.
-    pub(super) const DEFAULT: Scheduling = Scheduling::Normal;
+    /// The default, unless `SACP_TRACE_WRITER` says otherwise: `SCHED_BATCH` at nice 0.
+    /// Measured with the chain bench's trace rounds (N = 3, 2 cores, traced / untraced
+    /// throughput; lines dropped): `SCHED_IDLE` 0.952x idle, but beside two busy loops it gets
+    /// so little CPU that 81% of the lines are dropped; nice 10 0.935x idle and none dropped
+    /// beside busy loops, but with the viewer's browser rendering a 100k-update turn on the
+    /// same machine it dropped 80% of them. In one run of 6 generations each: plain 0.896x
+    /// idle and 0.926x beside busy loops, `SCHED_BATCH` 0.921x and 0.957x, batch at nice 10
+    /// 0.933x and 0.860x; none dropped a line. `SCHED_BATCH` keeps the plain thread's fair
+    /// share (so a complete trace on a busy machine) but its wake-ups never preempt a running
+    /// process of the chain. A trace with holes exactly when the machine is busy is worth less
+    /// to the user debugging a chain than a few percent of throughput.
+    pub(super) const DEFAULT: Scheduling = Scheduling::Batch(0);
 
     pub(super) fn from_env() -> Scheduling {
         match std::env::var("SACP_TRACE_WRITER") {
