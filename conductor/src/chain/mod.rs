@@ -54,6 +54,7 @@ use serde::Deserialize;
 
 /// A chain that cannot be run as given.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChainError {
     /// A command line that does not split (an unclosed quote) or is empty.
     #[error("component {position}: {why} in {line:?}")]
@@ -87,6 +88,7 @@ pub enum ChainError {
 /// chain file's `mcp_bridge`, the command line's `--mcp-bridge`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum BridgeMode {
     /// HTTP when the agent declared `mcpCapabilities.http`, stdio otherwise.
     #[default]

@@ -75,43 +75,98 @@ const URGENT_TERM_GRACE: Duration = Duration::from_millis(250);
 const VIEWER_CATCH_UP: Duration = Duration::from_secs(2);
 /// Components' stderr lines that may wait for the trace.
 const STDERR_TAP: usize = 4096;
-/// What the conductor does besides routing.
+/// What the conductor does besides routing, set with its builder methods on
+/// `Options::default()`:
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// let options = sacp_conductor::Options::default()
+///     .trace("/tmp/chain.jsonl")
+///     .eof_grace(Duration::from_secs(2));
+/// # drop(options);
+/// ```
 #[derive(Debug, Clone)]
 pub struct Options {
+    pub(crate) trace: Option<PathBuf>,
+    pub(crate) trace_payloads: bool,
+    pub(crate) serve: Option<std::net::SocketAddr>,
+    pub(crate) eof_grace: Duration,
+    pub(crate) flush_timeout: Duration,
+    pub(crate) term_grace: Duration,
+    pub(crate) launcher: Option<PathBuf>,
+    pub(crate) mcp_bridge: Option<BridgeMode>,
+    pub(crate) bridge_program: Option<PathBuf>,
+    pub(crate) connection: Option<String>,
+}
+
+impl Options {
     /// Writes one JSON line per message per hop to this file.
-    pub trace: Option<PathBuf>,
+    pub fn trace(mut self, value: impl Into<PathBuf>) -> Options {
+        self.trace = Some(value.into());
+        self
+    }
+
     /// Includes payloads in the trace.
-    pub trace_payloads: bool,
+    pub fn trace_payloads(mut self, value: bool) -> Options {
+        self.trace_payloads = value;
+        self
+    }
+
     /// Serves the live trace viewer on this address (port 0: any free port), printing its URL
     /// with a token on stderr. Records payloads; without [`Options::trace`] the trace goes to
     /// a file of its own in the temporary directory, removed at the end.
-    pub serve: Option<std::net::SocketAddr>,
+    pub fn serve(mut self, value: std::net::SocketAddr) -> Options {
+        self.serve = Some(value);
+        self
+    }
+
     /// After the editor closed stdin, how long its requests in flight may still be answered
     /// before the chain is shut down. Default 1 s.
-    pub eof_grace: Duration,
+    pub fn eof_grace(mut self, value: Duration) -> Options {
+        self.eof_grace = value;
+        self
+    }
+
     /// At the end, how long answers still owed to the editor may take to be written. Default
     /// 5 s.
-    pub flush_timeout: Duration,
+    pub fn flush_timeout(mut self, value: Duration) -> Options {
+        self.flush_timeout = value;
+        self
+    }
+
     /// At a clean end (the editor closed stdin), how long components get between `SIGTERM` and
     /// `SIGKILL`, to save their sessions. Default 3 s.
-    pub term_grace: Duration,
+    pub fn term_grace(mut self, value: Duration) -> Options {
+        self.term_grace = value;
+        self
+    }
+
     /// Starts each component through this executable's launcher (`conductor __launch`), so
     /// that components die with the conductor even when it is killed. `None` starts them
     /// directly. The `conductor` binary sets its own path.
-    pub launcher: Option<PathBuf>,
+    pub fn launcher(mut self, value: impl Into<PathBuf>) -> Options {
+        self.launcher = Some(value.into());
+        self
+    }
+
     /// How the proxies' MCP servers reach an agent that does not speak MCP over ACP; `None`
     /// takes the chain's ([`Chain::mcp_bridge`]), else [`BridgeMode::Auto`].
-    pub mcp_bridge: Option<BridgeMode>,
+    pub fn mcp_bridge(mut self, value: BridgeMode) -> Options {
+        self.mcp_bridge = Some(value);
+        self
+    }
+
     /// The `conductor` executable that stdio bridges run as `conductor mcp PORT`; `None`
     /// takes [`Options::launcher`]. With neither, there is no stdio bridge (a program that
     /// embeds the conductor is not one, and a test binary certainly not): an agent that
     /// needs one keeps the `acp:` entry, with an error in the log saying what to set.
     /// [`Chain::run_as_program`](crate::Chain::run_as_program) and the `conductor` binary set
     /// their own executable.
-    pub bridge_program: Option<PathBuf>,
-    /// The network connection the chain serves, when it serves one (`conductor agent
-    /// --listen`): its id goes into the trace's first line and the viewer's stderr line.
-    pub connection: Option<String>,
+    pub fn bridge_program(mut self, value: impl Into<PathBuf>) -> Options {
+        self.bridge_program = Some(value.into());
+        self
+    }
 }
 
 impl Default for Options {
@@ -133,6 +188,7 @@ impl Default for Options {
 
 /// How the conductor ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Exit {
     /// The editor closed its side.
     Clean,

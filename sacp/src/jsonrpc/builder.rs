@@ -111,10 +111,9 @@ mod tests {
     #[test]
     fn setting_the_limits_keeps_the_eof_grace() {
         let grace = Some(Duration::from_millis(250));
-        let builder = Builder::default().eof_grace(grace).limits(Limits {
-            max_in_flight: 8,
-            ..Limits::default()
-        });
+        let builder = Builder::default()
+            .eof_grace(grace)
+            .limits(Limits::default().max_in_flight(8));
         assert_eq!(builder.current_eof_grace(), grace);
         assert_eq!(builder.current_limits().max_in_flight, 8);
         // The roles' builders come with their grace, and keep it under new limits.

@@ -44,22 +44,46 @@ use super::{
     Response,
 };
 
-/// The limits that keep a connection's memory bounded.
+/// The limits that keep a connection's memory bounded, set with builder methods on
+/// `Limits::default()` (`Limits::default().max_in_flight(64)`) and given to
+/// [`Builder::limits`](super::Builder::limits).
 #[derive(Debug, Clone)]
 pub struct Limits {
+    pub(crate) outgoing_bytes: usize,
+    pub(crate) lane_bytes: usize,
+    pub(crate) max_in_flight: usize,
+    pub(crate) max_backlog: usize,
+}
+
+impl Limits {
     /// Bytes of requests and notifications queued for the peer before
     /// [`Connection::notify`] (and forwarding) waits. Default 1 MiB.
-    pub outgoing_bytes: usize,
+    pub fn outgoing_bytes(mut self, value: usize) -> Limits {
+        self.outgoing_bytes = value;
+        self
+    }
+
     /// Bytes of received messages waiting in one lane before the reader stops reading.
     /// Default 1 MiB.
-    pub lane_bytes: usize,
+    pub fn lane_bytes(mut self, value: usize) -> Limits {
+        self.lane_bytes = value;
+        self
+    }
+
     /// Requests of the peer handled at once; one more is refused with
     /// [`code::SERVER_BUSY`](super::code::SERVER_BUSY). Default 4,096.
-    pub max_in_flight: usize,
+    pub fn max_in_flight(mut self, value: usize) -> Limits {
+        self.max_in_flight = value;
+        self
+    }
+
     /// Received messages waiting in lanes past which the connection gives up on the peer
     /// (reached only while a notification handler awaits a response and the peer floods on).
     /// Default 65,536.
-    pub max_backlog: usize,
+    pub fn max_backlog(mut self, value: usize) -> Limits {
+        self.max_backlog = value;
+        self
+    }
 }
 
 impl Default for Limits {

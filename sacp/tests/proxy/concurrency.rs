@@ -238,10 +238,7 @@ async fn a_notification_handler_awaiting_a_response_behind_a_full_lane_still_get
         })
     });
     // Lanes of 16 KiB: the flood fills the agent's lane while the handler waits.
-    let limits = Limits {
-        lane_bytes: 16 * 1024,
-        ..Limits::default()
-    };
+    let limits = Limits::default().lane_bytes(16 * 1024);
     let chain = chain_with(Inquisitive, agent, editor, limits);
     chain
         .request_as_editor("session/prompt", r#"{"sessionId":"s1","prompt":[]}"#)
@@ -303,10 +300,7 @@ async fn a_proxy_refuses_requests_past_its_limit_with_a_clear_error() {
             Ok(RawJson::null())
         })
     });
-    let limits = Limits {
-        max_in_flight: 4,
-        ..Limits::default()
-    };
+    let limits = Limits::default().max_in_flight(4);
     let chain = chain_with(Asker, agent, empty_answers(), limits);
     let _held: Vec<_> = (0..4)
         .map(|_| chain.conductor.request_raw("_ext/hold", None))

@@ -114,6 +114,7 @@ struct Config {
 
 /// Which profile a connection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Profile {
     /// Streamable HTTP: POSTs, SSE streams, DELETE.
     Http,
