@@ -49,7 +49,7 @@ mod listen;
 mod lock;
 mod process;
 pub mod router;
-pub mod sessions;
+mod sessions;
 pub mod stderr;
 mod trace;
 mod versions;

@@ -26,7 +26,7 @@ const TERM_GRACE: Duration = Duration::from_millis(300);
 /// Starts backends as processes, or reaches them over the network when their command is a
 /// URL (`ws://`, `wss://`, `http://`, `https://`).
 #[derive(Debug)]
-pub struct ProcessLauncher {
+pub(crate) struct ProcessLauncher {
     /// `conductor __launch`, so that backends die with the conductor.
     launcher: Option<PathBuf>,
     /// For backends reached over the network: headers for every request, and CA files.
@@ -37,33 +37,29 @@ pub struct ProcessLauncher {
 
 /// How backends that are URLs are reached (`conductor route --header`, `--ca-file`).
 #[derive(Debug, Clone, Default)]
-pub struct Remote {
+pub(crate) struct Remote {
     headers: Vec<(String, String)>,
     ca_files: Vec<PathBuf>,
 }
 
 impl Remote {
     /// A header sent with every request and the WebSocket upgrade (`Authorization: Bearer …`).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Remote {
+    pub(crate) fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Remote {
         self.headers.push((name.into(), value.into()));
         self
     }
 
     /// Trusts the CA certificates of a PEM file too.
-    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Remote {
+    pub(crate) fn ca_file(mut self, path: impl Into<PathBuf>) -> Remote {
         self.ca_files.push(path.into());
         self
     }
 }
 
 impl ProcessLauncher {
-    /// A launcher that starts backends through `launcher` (`conductor __launch`), if given.
-    pub fn new(launcher: Option<PathBuf>) -> ProcessLauncher {
-        ProcessLauncher::with_remote(launcher, Remote::default())
-    }
-
-    /// [`ProcessLauncher::new`], reaching backends that are URLs as `remote` says.
-    pub fn with_remote(launcher: Option<PathBuf>, remote: Remote) -> ProcessLauncher {
+    /// A launcher that starts backends through `launcher` (`conductor __launch`), if given,
+    /// and reaches backends that are URLs as `remote` says.
+    pub(crate) fn with_remote(launcher: Option<PathBuf>, remote: Remote) -> ProcessLauncher {
         ProcessLauncher {
             launcher,
             remote,
@@ -92,7 +88,7 @@ impl ProcessLauncher {
     }
 
     /// Kills every backend's process group (at the router's end).
-    pub fn kill_all(&self) {
+    pub(crate) fn kill_all(&self) {
         for pid in lock(&self.pids).drain(..) {
             process::signal_group(pid, Signal::SIGKILL);
         }
@@ -200,7 +196,7 @@ impl BackendProcess for RemoteBackend {
 }
 
 /// Runs the router on stdin/stdout until the editor closes it.
-pub async fn run_stdio(
+pub(crate) async fn run_stdio(
     config: Config,
     launcher: Option<PathBuf>,
     remote: Remote,
