@@ -7,16 +7,20 @@
 //! - [`sacp::protocol::routing`]: where each message goes, per-hop ids, the successor
 //!   envelope, the proxy-capability handshake, proxy mode (a table without I/O, in the SDK so
 //!   that `sacp::testing` routes exactly like this conductor);
-//! - `conductor.rs`: the event loop and the chain's life, from spawning to the last process
-//!   group killed ([`run`]); `endpoint.rs`: each connection's reader and writer, with
-//!   backpressure; `process.rs`: process groups and stderr; `trace.rs`: `--trace`;
+//! - `conductor/`: the event loop (`mod.rs`), the start of a chain (`start.rs`, [`run`]) and
+//!   its end, from a component's failure to the last process group killed (`ending.rs`);
+//!   `endpoint.rs`: each connection's reader and writer, with backpressure; `process.rs`:
+//!   process groups and stderr; `trace/`: `--trace` and the live viewer;
 //! - `bridge/`: the MCP bridges (§4) that give an agent which knows nothing of `acp:` URLs
 //!   the proxies' MCP servers, over stdio (`conductor mcp PORT`) or HTTP;
-//! - [`Chain`]: the components, from command lines or a TOML chain file, or Rust proxies that
-//!   run in this process ([`Chain::proxy`]);
+//! - [`Chain`]: the components, from command lines or a TOML chain file, Rust proxies that
+//!   run in this process ([`Chain::proxy`]), or ACP servers reached over the network
+//!   (`chain/remote.rs`);
+//! - `listen.rs`: the chain served over the network, a chain per connection
+//!   ([`serve_listen`]);
 //! - [`router`]: the session router (`conductor route`): one ACP agent for the editor that
-//!   runs each session on an agent process of the session's workspace; `sessions.rs` runs it
-//!   with backends as processes;
+//!   runs each session on a backend of the session's workspace; `sessions.rs` runs it with
+//!   backends as processes or servers over the network;
 //! - [`cli`]: the `conductor` command line.
 //!
 //! The library runs a conductor over any transport, for instance inside another program:

@@ -13,10 +13,10 @@
 //!
 //! Either way each MCP connection the agent's client opens becomes one MCP connection over
 //! ACP, opened by the bridges as if they were the agent (`hub.rs`; the router sends the owner's
-//! `_mcp/*` for it to them, see `route/mcp.rs`). The request is never held back: listeners
-//! serve from the moment the rewritten entry is forwarded, and connections opened before the
-//! agent answered `session/new` go without a session id (the owner knows the session by the
-//! URL anyway). An entry ends with its session (`session/close`, `session/delete`, a failed
+//! `_mcp/*` for it to them, see `sacp/src/protocol/routing/mcp.rs`). The request is never held
+//! back: listeners serve from the moment the rewritten entry is forwarded, and connections
+//! opened before the agent answered `session/new` go without a session id (the owner knows
+//! the session by the URL anyway). An entry ends with its session (`session/close`, `session/delete`, a failed
 //! `session/new`) and with the conductor; a bridge process ends when its socket closes.
 
 mod http;
