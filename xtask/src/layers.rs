@@ -7,8 +7,9 @@
 //! (for `sacp`, its top-level modules; for `sacp::jsonrpc`, its own modules). Code under
 //! `#[cfg(test)]` is left out: a test may reach anywhere. A check fails on a circle between
 //! its units (a strongly connected component of more than one), unless all of its units are
-//! in the check's one allowed group; and on an edge into a unit that must stay a leaf (nothing
-//! of the crate below it) or out of a unit nothing may import.
+//! in the check's one allowed group; on an edge into a unit that must stay a leaf (nothing
+//! of the crate below it) or out of a unit nothing may import; and on an edge from a unit to
+//! one of a higher layer of the check's rank order (or a unit placed in no layer).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,9 @@ pub(crate) struct Check {
     pub(crate) leaves: &'static [&'static str],
     /// Units that no other unit imports.
     pub(crate) roots: &'static [&'static str],
+    /// The layers, lowest first: a unit imports only units of its own layer or below. Every
+    /// unit must be in one (a new module is placed on purpose); empty: no order is checked.
+    pub(crate) ranks: &'static [&'static [&'static str]],
 }
 
 /// The workspace's layering.
@@ -37,6 +41,15 @@ pub(crate) const CHECKS: &[Check] = &[
         allowed_group: &[],
         leaves: &[],
         roots: &["__private", "mcp", "testing"],
+        ranks: &[
+            &["lock"],
+            &["jsonrpc"],
+            &["acp", "protocol", "fuzzing"],
+            &["runtime"],
+            &["proxy", "agent"],
+            &["mcp"],
+            &["__private", "testing"],
+        ],
     },
     Check {
         krate: "sacp",
@@ -44,6 +57,18 @@ pub(crate) const CHECKS: &[Check] = &[
         allowed_group: &["connection", "responder", "response"],
         leaves: &[],
         roots: &[],
+        // DESIGN.md: data → framing → transports → tables → handler and connection → the
+        // connection's reader and writer → the builder that starts them.
+        ranks: &[
+            &["error", "id", "hold", "budget"],
+            &["payload"],
+            &["message", "typed"],
+            &["framing", "transport", "lossless", "pending", "in_flight"],
+            &["lanes"],
+            &["connection", "responder", "response", "handler", "relay"],
+            &["reader", "writer"],
+            &["builder"],
+        ],
     },
     Check {
         krate: "sacp",
@@ -51,6 +76,7 @@ pub(crate) const CHECKS: &[Check] = &[
         allowed_group: &[],
         leaves: &[],
         roots: &[],
+        ranks: &[],
     },
     Check {
         krate: "conductor",
@@ -58,6 +84,16 @@ pub(crate) const CHECKS: &[Check] = &[
         allowed_group: &[],
         leaves: &["chain"],
         roots: &["cli"],
+        // Descriptions and helpers; a chain's connections, processes, bridges and router;
+        // what records them; the chain's loop; serving it over the network; the command line.
+        ranks: &[
+            &["lock", "account", "launch", "stderr", "versions", "chain"],
+            &["endpoint", "process", "in_process", "router", "bridge"],
+            &["trace", "sessions"],
+            &["conductor", "fuzzing"],
+            &["listen"],
+            &["cli"],
+        ],
     },
 ];
 
@@ -194,8 +230,26 @@ pub(crate) fn problems(check: &Check, graph: &Graph) -> Vec<String> {
         }
         problems.push(lines.join("\n"));
     }
+    let rank = |unit: &str| check.ranks.iter().position(|layer| layer.contains(&unit));
+    if !check.ranks.is_empty() {
+        for unit in graph.keys().chain(graph.values().flat_map(|e| e.keys())) {
+            if rank(unit).is_none() {
+                problems.push(format!(
+                    "{unit} is in no layer: place it in the check's ranks"
+                ));
+            }
+        }
+        problems.dedup();
+    }
     for (from, edges) in graph {
         for (to, place) in edges {
+            if let (Some(low), Some(high)) = (rank(from), rank(to))
+                && high > low
+            {
+                problems.push(format!(
+                    "{from} (layer {low}) imports {to} of a layer above it (layer {high}): {place}"
+                ));
+            }
             if check.leaves.contains(&from.as_str()) {
                 problems.push(format!("{from} must be a leaf, but uses {to}: {place}"));
             }
@@ -512,6 +566,7 @@ mod tests {
             allowed_group: &[],
             leaves: &["jsonrpc"],
             roots: &["ladder"],
+            ranks: &[],
         };
         let problems = problems(&check, &graph);
         assert_eq!(problems.len(), 2, "{problems:#?}");
@@ -522,6 +577,39 @@ mod tests {
         );
         assert!(
             problems[1].contains("nothing may import ladder"),
+            "{}",
+            problems[1]
+        );
+    }
+
+    #[test]
+    fn a_layer_never_imports_one_above_it() {
+        let mut graph = Graph::new();
+        let edge = |g: &mut Graph, a: &str, b: &str| {
+            g.entry(a.into())
+                .or_default()
+                .insert(b.into(), format!("{a}.rs:1"));
+        };
+        edge(&mut graph, "proxy", "jsonrpc");
+        edge(&mut graph, "jsonrpc", "proxy");
+        edge(&mut graph, "stray", "jsonrpc");
+        let check = Check {
+            krate: "x",
+            within: "",
+            allowed_group: &["jsonrpc", "proxy"],
+            leaves: &[],
+            roots: &[],
+            ranks: &[&["jsonrpc"], &["proxy"]],
+        };
+        let problems = problems(&check, &graph);
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert!(
+            problems[0].contains("stray is in no layer"),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[1].contains("jsonrpc (layer 0) imports proxy of a layer above it"),
             "{}",
             problems[1]
         );
