@@ -339,6 +339,7 @@ pub(crate) fn trait_impl(
             const MCP_OVER_ACP: bool = true;
         )
     });
+    let protocols_list = protocols;
     let protocols = protocols.map(|list| {
         // v2 is behind the SDK's `unstable_protocol_v2` feature: without it this names
         // something that does not exist, and the error says which feature to turn on.
@@ -362,7 +363,42 @@ pub(crate) fn trait_impl(
             );
         )
     });
+    // Each handler's message must be of a version the service speaks: checked at compile time
+    // (a free constant is always evaluated; a generic impl's message types may name its
+    // parameters, which a free constant cannot). The versions are the macro's own (as written,
+    // or the default), not the impl's constant: a type that is no proxy at all (not `Sync`,
+    // say) then gets its one error, not a second one here.
+    let spoken = match protocols_list {
+        Some(list) => quote!(&[#(#list),*]),
+        None => quote!(#krate::protocol::version::SPOKEN),
+    };
+    let checks = item.generics.params.is_empty().then(|| {
+        let who = match role {
+            Role::Proxy => "proxy",
+            Role::Agent => "agent",
+        };
+        let message = format!(
+            "this handler takes a message of an ACP version the {who} does not declare: add \
+             `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::{who}]`, \
+             or take the message type of a version it speaks (`sacp::acp` is v1)"
+        );
+        handlers
+            .iter()
+            .zip(&routes)
+            .map(|(h, route)| {
+                quote_spanned! {h.message.span()=>
+                    const _: () = ::core::assert!(
+                        #krate::__private::speaks(#spoken, #route::VERSION),
+                        #message
+                    );
+                }
+            })
+            .collect::<Vec<_>>()
+    });
+    let checks = checks.unwrap_or_default();
     quote! {
+        #(#checks)*
+
         #[automatically_derived]
         impl #impl_generics #trait_path for #self_ty #where_clause {
             #mcp_over_acp

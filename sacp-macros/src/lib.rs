@@ -37,7 +37,9 @@ use proc_macro::TokenStream;
 /// - `protocol = N` or `protocol = [N, M]`: the ACP versions the proxy speaks (v2 needs
 ///   `sacp`'s feature `unstable_protocol_v2`). Without it: v1 for a proxy with a handler, tool
 ///   or MCP server; every version the SDK knows for one with nothing typed (it reads nothing
-///   it forwards, so a v2 chain through it stays v2).
+///   it forwards, so a v2 chain through it stays v2). A handler whose message type is of a
+///   version not declared (a `sacp::acp::v2` type under the default, a v1 type under
+///   `protocol = 2`) is a compile error at that type, saying what to declare.
 #[proc_macro_attribute]
 pub fn proxy(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::service(model::Role::Proxy, attr.into(), item.into()).into()
@@ -53,7 +55,8 @@ pub fn proxy(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// - `mcp_over_acp`: the agent speaks MCP over ACP itself (it declares `mcpCapabilities.acp`),
 ///   so a conductor gives it the proxies' `acp:` MCP servers as they are, without a bridge;
 /// - `protocol = N` or `protocol = [N, M]`: the ACP versions the agent speaks (default v1; v2
-///   needs `sacp`'s feature `unstable_protocol_v2`).
+///   needs `sacp`'s feature `unstable_protocol_v2`); a handler of another version's message
+///   type is a compile error, as in `#[proxy]`.
 #[proc_macro_attribute]
 pub fn agent(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::service(model::Role::Agent, attr.into(), item.into()).into()

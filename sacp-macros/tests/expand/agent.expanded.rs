@@ -13,6 +13,16 @@ impl Echo {
         Ok(())
     }
 }
+const _: () = ::core::assert!(
+    ::sacp::__private::speaks(::sacp::protocol::version::SPOKEN, < PromptRequest as
+    ::sacp::__private::RequestFromClient > ::VERSION),
+    "this handler takes a message of an ACP version the agent does not declare: add `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::agent]`, or take the message type of a version it speaks (`sacp::acp` is v1)"
+);
+const _: () = ::core::assert!(
+    ::sacp::__private::speaks(::sacp::protocol::version::SPOKEN, < CancelNotification as
+    ::sacp::__private::NotificationFromClient > ::VERSION),
+    "this handler takes a message of an ACP version the agent does not declare: add `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::agent]`, or take the message type of a version it speaks (`sacp::acp` is v1)"
+);
 #[automatically_derived]
 impl ::sacp::agent::Agent for Echo {
     const INFO: (&'static str, &'static str) = (

@@ -10,6 +10,11 @@ impl Client {
         Ok(NewSessionResponse::new("s1"))
     }
 }
+const _: () = ::core::assert!(
+    ::sacp::__private::speaks(::sacp::protocol::version::SPOKEN, < NewSessionRequest as
+    ::sacp::__private::RequestFromClient > ::VERSION),
+    "this handler takes a message of an ACP version the agent does not declare: add `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::agent]`, or take the message type of a version it speaks (`sacp::acp` is v1)"
+);
 #[automatically_derived]
 impl ::sacp::agent::Agent for Client {
     const MCP_OVER_ACP: bool = true;

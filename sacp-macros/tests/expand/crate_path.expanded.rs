@@ -6,6 +6,11 @@ impl Renamed {
         cx.successor().notify(n).await
     }
 }
+const _: () = ::core::assert!(
+    ::my_sacp::__private::speaks(::my_sacp::protocol::version::SPOKEN, <
+    CancelNotification as ::my_sacp::__private::NotificationFromClient > ::VERSION),
+    "this handler takes a message of an ACP version the proxy does not declare: add `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::proxy]`, or take the message type of a version it speaks (`sacp::acp` is v1)"
+);
 #[automatically_derived]
 impl ::my_sacp::proxy::Proxy for Renamed {
     fn takes(method: &str, from: ::my_sacp::acp::Side) -> bool {

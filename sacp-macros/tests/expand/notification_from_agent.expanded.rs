@@ -15,6 +15,16 @@ impl Watcher {
         cx.client().request(req).await
     }
 }
+const _: () = ::core::assert!(
+    ::sacp::__private::speaks(::sacp::protocol::version::SPOKEN, < SessionNotification as
+    ::sacp::__private::NotificationFromAgent > ::VERSION),
+    "this handler takes a message of an ACP version the proxy does not declare: add `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::proxy]`, or take the message type of a version it speaks (`sacp::acp` is v1)"
+);
+const _: () = ::core::assert!(
+    ::sacp::__private::speaks(::sacp::protocol::version::SPOKEN, <
+    RequestPermissionRequest as ::sacp::__private::RequestFromAgent > ::VERSION),
+    "this handler takes a message of an ACP version the proxy does not declare: add `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::proxy]`, or take the message type of a version it speaks (`sacp::acp` is v1)"
+);
 #[automatically_derived]
 impl ::sacp::proxy::Proxy for Watcher {
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {

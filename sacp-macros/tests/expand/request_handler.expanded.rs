@@ -14,6 +14,11 @@ impl Sparkle {
         self.prompts.fetch_add(1, Ordering::Relaxed);
     }
 }
+const _: () = ::core::assert!(
+    ::sacp::__private::speaks(::sacp::protocol::version::SPOKEN, < PromptRequest as
+    ::sacp::__private::RequestFromClient > ::VERSION),
+    "this handler takes a message of an ACP version the proxy does not declare: add `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::proxy]`, or take the message type of a version it speaks (`sacp::acp` is v1)"
+);
 #[automatically_derived]
 impl ::sacp::proxy::Proxy for Sparkle {
     fn takes(method: &str, from: ::sacp::acp::Side) -> bool {

@@ -7,7 +7,7 @@ mod tools;
 
 pub use self::routes::{
     NotificationFromAgent, NotificationFromClient, RequestFromAgent, RequestFromClient, TypedReply,
-    take_notification, take_request, unhandled,
+    speaks, take_notification, take_request, unhandled,
 };
 pub use self::tools::{
     AsIs, AsStructured, AsText, ToolOutput, tool_definition, tool_definition_without_input,

@@ -27,6 +27,10 @@ use crate::runtime::{Context, Incoming, Reply};
             `#[on_request(from = agent)]` in a `#[proxy]`"
 )]
 pub trait RequestFromClient: AcpRequest {
+    /// The ACP version whose schema defines the message (a `#[sacp::proxy]` or
+    /// `#[sacp::agent]` checks its handlers against the versions it declares).
+    const VERSION: u16;
+
     /// The handler's result type (the request's response), named through this trait so that
     /// a wrong message type is reported once, as this trait's error.
     type Response: serde::Serialize;
@@ -62,6 +66,10 @@ pub trait RequestFromClient: AcpRequest {
             `PromptRequest`) needs `#[on_request]`"
 )]
 pub trait RequestFromAgent: AcpRequest {
+    /// The ACP version whose schema defines the message (a `#[sacp::proxy]` or
+    /// `#[sacp::agent]` checks its handlers against the versions it declares).
+    const VERSION: u16;
+
     /// The handler's result type (the request's response), named through this trait so that
     /// a wrong message type is reported once, as this trait's error.
     type Response: serde::Serialize;
@@ -97,6 +105,10 @@ pub trait RequestFromAgent: AcpRequest {
             `SessionNotification`) needs `#[on_notification(from = agent)]` in a `#[proxy]`"
 )]
 pub trait NotificationFromClient: AcpNotification {
+    /// The ACP version whose schema defines the message (a `#[sacp::proxy]` or
+    /// `#[sacp::agent]` checks its handlers against the versions it declares).
+    const VERSION: u16;
+
     /// Whether a message of `method` from `from` is this handler's.
     fn matches(method: &str, from: Side) -> bool {
         from == Side::Client && method == Self::METHOD
@@ -122,6 +134,10 @@ pub trait NotificationFromClient: AcpNotification {
             `CancelNotification`) needs `#[on_notification]`"
 )]
 pub trait NotificationFromAgent: AcpNotification {
+    /// The ACP version whose schema defines the message (a `#[sacp::proxy]` or
+    /// `#[sacp::agent]` checks its handlers against the versions it declares).
+    const VERSION: u16;
+
     /// Whether a message of `method` from `from` is this handler's.
     fn matches(method: &str, from: Side) -> bool {
         from == Side::Agent && method == Self::METHOD
@@ -223,8 +239,9 @@ pub async fn unhandled<C: Context>(message: Incoming, cx: &C) {
 /// The side that sends a message, from the schema's receiver; and the route trait for
 /// handlers of it.
 macro_rules! route {
-    (request, Agent, $params:ty, $response:ty) => {
+    ($version:literal, request, Agent, $params:ty, $response:ty) => {
         impl RequestFromClient for $params {
+            const VERSION: u16 = $version;
             type Response = $response;
 
             fn write_response(response: &$response) -> Result<RawJson, Error> {
@@ -232,8 +249,9 @@ macro_rules! route {
             }
         }
     };
-    (request, Client, $params:ty, $response:ty) => {
+    ($version:literal, request, Client, $params:ty, $response:ty) => {
         impl RequestFromAgent for $params {
+            const VERSION: u16 = $version;
             type Response = $response;
 
             fn write_response(response: &$response) -> Result<RawJson, Error> {
@@ -241,33 +259,67 @@ macro_rules! route {
             }
         }
     };
-    (notification, Agent, $params:ty) => {
-        impl NotificationFromClient for $params {}
+    ($version:literal, notification, Agent, $params:ty) => {
+        impl NotificationFromClient for $params {
+            const VERSION: u16 = $version;
+        }
     };
-    (notification, Client, $params:ty) => {
-        impl NotificationFromAgent for $params {}
+    ($version:literal, notification, Client, $params:ty) => {
+        impl NotificationFromAgent for $params {
+            const VERSION: u16 = $version;
+        }
     };
     // `$/cancel_request` is handled by every connection itself: no handler takes it.
-    (notification, Protocol, $params:ty) => {};
+    ($version:literal, notification, Protocol, $params:ty) => {};
     // The RFD's `proxy/*` methods (unstable schema) are the proxy runtime's own.
-    (request, Protocol, $params:ty, $response:ty) => {};
+    ($version:literal, request, Protocol, $params:ty, $response:ty) => {};
 }
 
 macro_rules! route_requests {
-    ($(($params:ty, $response:ty, $method:literal, $receiver:ident),)*) => {$(
-        route!(request, $receiver, $params, $response);
+    ($version:literal; $(($params:ty, $response:ty, $method:literal, $receiver:ident),)*) => {$(
+        route!($version, request, $receiver, $params, $response);
     )*};
 }
 
 macro_rules! route_notifications {
-    ($(($params:ty, $method:literal, $receiver:ident),)*) => {$(
-        route!(notification, $receiver, $params);
+    ($version:literal; $(($params:ty, $method:literal, $receiver:ident),)*) => {$(
+        route!($version, notification, $receiver, $params);
     )*};
 }
 
-sacp_schema::for_each_acp_v1_request!(route_requests);
-sacp_schema::for_each_acp_v1_notification!(route_notifications);
+macro_rules! route_v1_requests {
+    ($($table:tt)*) => { route_requests!(1; $($table)*); };
+}
+
+macro_rules! route_v1_notifications {
+    ($($table:tt)*) => { route_notifications!(1; $($table)*); };
+}
+
 #[cfg(feature = "unstable_protocol_v2")]
-sacp_schema::for_each_acp_v2_request!(route_requests);
+macro_rules! route_v2_requests {
+    ($($table:tt)*) => { route_requests!(2; $($table)*); };
+}
+
 #[cfg(feature = "unstable_protocol_v2")]
-sacp_schema::for_each_acp_v2_notification!(route_notifications);
+macro_rules! route_v2_notifications {
+    ($($table:tt)*) => { route_notifications!(2; $($table)*); };
+}
+
+sacp_schema::for_each_acp_v1_request!(route_v1_requests);
+sacp_schema::for_each_acp_v1_notification!(route_v1_notifications);
+#[cfg(feature = "unstable_protocol_v2")]
+sacp_schema::for_each_acp_v2_request!(route_v2_requests);
+#[cfg(feature = "unstable_protocol_v2")]
+sacp_schema::for_each_acp_v2_notification!(route_v2_notifications);
+
+/// Whether `version` is one of `spoken`: what a handler's check asks at compile time.
+pub const fn speaks(spoken: &[u16], version: u16) -> bool {
+    let mut i = 0;
+    while i < spoken.len() {
+        if spoken[i] == version {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
