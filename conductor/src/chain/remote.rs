@@ -32,7 +32,10 @@ pub(crate) fn is_url(word: &str) -> bool {
     ["ws://", "wss://", "http://", "https://"]
         .iter()
         .any(|scheme| {
-            word.len() > scheme.len() && word[..scheme.len()].eq_ignore_ascii_case(scheme)
+            word.len() > scheme.len()
+                && word
+                    .get(..scheme.len())
+                    .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
         })
 }
 
@@ -128,6 +131,8 @@ mod tests {
         assert!(!is_url("http://"));
         assert!(!is_url("my-agent"));
         assert!(!is_url("./ws://x"));
+        // Not a char boundary where a scheme would end: not a URL, and no panic.
+        assert!(!is_url("wéé://x"));
     }
 
     #[test]

@@ -127,12 +127,14 @@ impl Backend {
     pub(super) fn failure_with(&self, error: &Error) -> Error {
         Error::internal_error(format!(
             "the backend of workspace {:?} (`{}`) refused to start: {}",
-            self.workspace.name, self.workspace.command, error.message
+            self.workspace.name,
+            self.workspace.shown_command(),
+            error.message
         ))
         .with_data(serde_json::json!({
             "workspace": self.workspace.name,
             "root": self.workspace.root,
-            "command": self.workspace.command,
+            "command": self.workspace.shown_command(),
         }))
     }
 
@@ -153,12 +155,13 @@ impl Backend {
         };
         Error::internal_error(format!(
             "the backend of workspace {:?} (`{}`) {how}",
-            self.workspace.name, self.workspace.command
+            self.workspace.name,
+            self.workspace.shown_command()
         ))
         .with_data(serde_json::json!({
             "workspace": self.workspace.name,
             "root": self.workspace.root,
-            "command": self.workspace.command,
+            "command": self.workspace.shown_command(),
         }))
     }
 }

@@ -105,6 +105,18 @@ pub struct Workspace {
     pub paths: Option<PathMap>,
 }
 
+impl Workspace {
+    /// The backend's command as errors and logs show it: a URL without its credentials (user
+    /// info, query), a command line as it is.
+    pub fn shown_command(&self) -> String {
+        if crate::chain::remote::is_url(&self.command) {
+            crate::chain::remote::Address::new(self.command.clone()).display_url()
+        } else {
+            self.command.clone()
+        }
+    }
+}
+
 impl Config {
     /// The workspace of a session in `cwd`: the longest rule whose prefix holds it, or else
     /// the nearest ancestor with a `.git` (or `cwd` itself), with the default backend.
@@ -312,5 +324,11 @@ mod tests {
             ws.command,
             "ws://src.devbox:8080/acp?cwd=/home/me/my%20app%27s/src"
         );
+        // Errors show it without user info or query, where credentials ride.
+        let secret = Workspace {
+            command: "wss://me:s3cret@devbox:8443/acp?token=t0k".into(),
+            ..ws
+        };
+        assert_eq!(secret.shown_command(), "wss://devbox:8443/acp");
     }
 }

@@ -242,13 +242,13 @@ impl Router {
                 return Err(Error::internal_error(format!(
                     "the backend of workspace {:?} (`{}`) did not {stage} within {}",
                     workspace.name,
-                    workspace.command,
+                    workspace.shown_command(),
                     humantime::format_duration(deadline)
                 ))
                 .with_data(serde_json::json!({
                     "workspace": workspace.name,
                     "root": workspace.root,
-                    "command": workspace.command,
+                    "command": workspace.shown_command(),
                 })));
             }
         };
