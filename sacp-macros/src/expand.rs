@@ -96,6 +96,24 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
     })
 }
 
+/// `trait_impl` (whose last token is the impl's body) with `items` added at the end of its body.
+fn into_impl(trait_impl: TokenStream, items: TokenStream) -> TokenStream {
+    let mut tokens: Vec<_> = trait_impl.into_iter().collect();
+    match tokens.pop() {
+        Some(proc_macro2::TokenTree::Group(body)) => {
+            let mut inner = body.stream();
+            inner.extend(items);
+            tokens.push(proc_macro2::TokenTree::Group(proc_macro2::Group::new(
+                body.delimiter(),
+                inner,
+            )));
+        }
+        Some(other) => tokens.push(other),
+        None => {}
+    }
+    tokens.into_iter().collect()
+}
+
 fn emit(service: &Service) -> TokenStream {
     let item = &service.item;
     let mut trait_impl = trait_impl(
@@ -113,34 +131,17 @@ fn emit(service: &Service) -> TokenStream {
         && service.handlers.is_empty()
         && service.tools.is_empty()
         && service.servers.is_empty()
-        && let Some(proc_macro2::TokenTree::Group(body)) = trait_impl.clone().into_iter().last()
     {
         let krate = &service.krate;
-        let mut inner: TokenStream =
-            quote!(const PROTOCOLS: &'static [u16] = #krate::__private::FORWARDED_VERSIONS;);
-        inner.extend(body.stream());
-        let mut tokens: Vec<_> = trait_impl.into_iter().collect();
-        tokens.pop();
-        tokens.push(proc_macro2::TokenTree::Group(proc_macro2::Group::new(
-            body.delimiter(),
-            inner,
-        )));
-        trait_impl = tokens.into_iter().collect();
+        trait_impl = into_impl(
+            trait_impl,
+            quote!(const PROTOCOLS: &'static [u16] = #krate::__private::FORWARDED_VERSIONS;),
+        );
     }
+    // The proxy's MCP servers go inside its `impl Proxy` too.
     let servers = mcp_servers(service);
-    // The proxy's MCP servers go inside its `impl Proxy` (before the closing brace).
-    if !servers.is_empty()
-        && let Some(proc_macro2::TokenTree::Group(body)) = trait_impl.clone().into_iter().last()
-    {
-        let mut inner = body.stream();
-        inner.extend(servers);
-        let mut tokens: Vec<_> = trait_impl.into_iter().collect();
-        tokens.pop();
-        tokens.push(proc_macro2::TokenTree::Group(proc_macro2::Group::new(
-            body.delimiter(),
-            inner,
-        )));
-        trait_impl = tokens.into_iter().collect();
+    if !servers.is_empty() {
+        trait_impl = into_impl(trait_impl, servers);
     }
     let tool_set = tool_set(service);
     quote! {

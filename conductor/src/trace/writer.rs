@@ -319,36 +319,25 @@ impl Scheduling {
 
     /// Applies itself to the calling thread (the writer).
     fn apply(self) {
-        let nice = match self {
+        use thread_priority::NormalThreadSchedulePolicy::{Batch, Idle};
+        let (policy, nice) = match self {
             Scheduling::Normal => return,
-            Scheduling::Idle => {
-                use thread_priority::{
-                    NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
-                    set_thread_priority_and_policy, thread_native_id,
-                };
-                let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
-                if let Err(e) =
-                    set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle)
-                {
-                    tracing::debug!("cannot run the trace writer under SCHED_IDLE: {e:?}");
-                }
-                19
-            }
-            Scheduling::Batch(n) => {
-                use thread_priority::{
-                    NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
-                    set_thread_priority_and_policy, thread_native_id,
-                };
-                let batch = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch);
-                if let Err(e) =
-                    set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, batch)
-                {
-                    tracing::debug!("cannot run the trace writer under SCHED_BATCH: {e:?}");
-                }
-                n
-            }
-            Scheduling::Nice(n) => n,
+            Scheduling::Idle => (Some((Idle, "SCHED_IDLE")), 19),
+            Scheduling::Batch(n) => (Some((Batch, "SCHED_BATCH")), n),
+            Scheduling::Nice(n) => (None, n),
         };
+        if let Some((policy, name)) = policy {
+            use thread_priority::{
+                ThreadPriority, ThreadSchedulePolicy, set_thread_priority_and_policy,
+                thread_native_id,
+            };
+            let policy = ThreadSchedulePolicy::Normal(policy);
+            if let Err(e) =
+                set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
+            {
+                tracing::debug!("cannot run the trace writer under {name}: {e:?}");
+            }
+        }
         // On Linux the nice value is the thread's own: `None` is the calling thread.
         if let Err(e) = rustix::process::setpriority_process(None, nice) {
             tracing::debug!("cannot lower the trace writer's priority: {e}");
