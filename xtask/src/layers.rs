@@ -548,14 +548,16 @@ mod tests {
         }
     }
 
+    /// Adds the edge `a -> b` (from `a.rs:1`) to `g`.
+    fn edge(g: &mut Graph, a: &str, b: &str) {
+        g.entry(a.into())
+            .or_default()
+            .insert(b.into(), format!("{a}.rs:1"));
+    }
+
     #[test]
     fn a_circle_is_found_and_named() {
         let mut graph = Graph::new();
-        let edge = |g: &mut Graph, a: &str, b: &str| {
-            g.entry(a.into())
-                .or_default()
-                .insert(b.into(), format!("{a}.rs:1"));
-        };
         edge(&mut graph, "acp", "ladder");
         edge(&mut graph, "ladder", "proxy");
         edge(&mut graph, "proxy", "acp");
@@ -585,11 +587,6 @@ mod tests {
     #[test]
     fn a_layer_never_imports_one_above_it() {
         let mut graph = Graph::new();
-        let edge = |g: &mut Graph, a: &str, b: &str| {
-            g.entry(a.into())
-                .or_default()
-                .insert(b.into(), format!("{a}.rs:1"));
-        };
         edge(&mut graph, "proxy", "jsonrpc");
         edge(&mut graph, "jsonrpc", "proxy");
         edge(&mut graph, "stray", "jsonrpc");
