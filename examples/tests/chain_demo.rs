@@ -4,9 +4,11 @@ use std::time::Duration;
 
 #[test]
 fn the_chain_demo_runs_the_whole_script() {
+    // The binaries `cargo test --workspace` built (a cargo run with nothing to do, before the
+    // guard below starts: on a machine busy with the suite it takes tens of seconds).
+    let bins = sacp_examples::bins::built_like_tests().expect("build the binaries");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_chain-demo"))
-        // Find the binaries `cargo test --workspace` built rather than build a second variant.
-        .env(sacp_examples::bins::LIKE_TESTS_ENV, "1")
+        .env(sacp_examples::bins::DIR_ENV, &bins)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -22,6 +22,7 @@
 //! viewer ([`serve`]).
 
 mod flows;
+mod pace;
 mod record;
 mod redact;
 pub(crate) mod serve;
@@ -29,7 +30,8 @@ pub(crate) mod summary;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant, SystemTime};
 
 use sacp::jsonrpc::Message;
@@ -37,8 +39,9 @@ use sacp::protocol::dialect::Dialect;
 use sacp::protocol::routing::{Hop, Node, RoutingTable};
 use tokio::sync::watch;
 
+use self::pace::{Pace, Scheduling};
 use self::record::Batch;
-use self::writer::{Command, Scheduling, Writer};
+use self::writer::{Command, Writer};
 
 /// The trace format's version (the `v` of the first line).
 pub(crate) const FORMAT: u32 = 2;
@@ -89,6 +92,8 @@ pub(crate) struct Trace {
     /// When the oldest line not yet handed over was made.
     dirty_since: Option<Instant>,
     to_writer: SyncSender<Command>,
+    /// When the writer works (see [`pace`]).
+    pace: Arc<Pace>,
     /// Batches the writer is done with, for another round.
     spent: Receiver<Batch>,
     written: watch::Receiver<u64>,
@@ -126,10 +131,11 @@ impl Trace {
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);
         let (spent_tx, spent) = std::sync::mpsc::sync_channel(BATCHES);
         let writer = Writer::new(file, payloads, written_tx, spent_tx);
-        let scheduling = Scheduling::from_env();
+        let pace = Pace::new(Scheduling::from_env());
+        let writer_pace = Arc::clone(&pace);
         std::thread::Builder::new()
             .name("trace".into())
-            .spawn(move || writer.run(commands, scheduling))?;
+            .spawn(move || writer.run(commands, writer_pace))?;
         Ok(Trace {
             path: path.to_owned(),
             start,
@@ -137,6 +143,7 @@ impl Trace {
             batch: Batch::with_capacity(BATCH),
             dirty_since: None,
             to_writer,
+            pace,
             spent,
             written,
             made: 0,
@@ -146,6 +153,11 @@ impl Trace {
             unreported: 0,
             writer_gone: false,
         })
+    }
+
+    /// Sends the writer `command`, unless its queue is full.
+    fn send(&self, command: Command) -> Result<(), TrySendError<Command>> {
+        self.pace.send(|| self.to_writer.try_send(command))
     }
 
     /// The `seq` of the last line so far.
@@ -188,11 +200,11 @@ impl Trace {
             .unwrap_or_else(|_| Batch::with_capacity(BATCH));
         let batch = std::mem::replace(&mut self.batch, next);
         let lines = batch.len() as u64;
-        match self.to_writer.try_send(Command::Lines(batch)) {
+        match self.send(Command::Lines(batch)) {
             Ok(()) => {
                 self.dropped += std::mem::take(&mut self.unreported);
             }
-            Err(std::sync::mpsc::TrySendError::Full(Command::Lines(mut batch))) => {
+            Err(TrySendError::Full(Command::Lines(mut batch))) => {
                 // The note of an earlier drop, if this batch began with it, is lost with it.
                 let lost = lines - u64::from(self.unreported > 0);
                 self.unreported += lost;
@@ -229,7 +241,7 @@ impl Trace {
             .iter()
             .map(|m| format!("{}:{}", m.position, m.name))
             .collect();
-        let _ = self.to_writer.try_send(Command::Names(names));
+        let _ = self.send(Command::Names(names));
         let start = humantime::format_rfc3339_micros(SystemTime::now()).to_string();
         let mut header = serde_json::json!({
             "v": FORMAT,
@@ -365,10 +377,10 @@ impl Trace {
     pub(crate) fn flush(&mut self) {
         self.hand_over();
         let flushed = self.batch.is_empty()
-            && match self.to_writer.try_send(Command::Flush(None)) {
+            && match self.send(Command::Flush(None)) {
                 Ok(()) => true,
-                Err(std::sync::mpsc::TrySendError::Full(_)) => false,
-                Err(std::sync::mpsc::TrySendError::Disconnected(_)) => {
+                Err(TrySendError::Full(_)) => false,
+                Err(TrySendError::Disconnected(_)) => {
                     self.writer_gone = true;
                     true
                 }
@@ -405,14 +417,12 @@ impl Trace {
         let (done, written) = tokio::sync::oneshot::channel();
         let mut command = Command::Flush(Some(done));
         loop {
-            match self.to_writer.try_send(command) {
+            match self.send(command) {
                 Ok(()) => {
                     let _ = tokio::time::timeout_at(deadline, written).await;
                     return;
                 }
-                Err(std::sync::mpsc::TrySendError::Full(back))
-                    if tokio::time::Instant::now() < deadline =>
-                {
+                Err(TrySendError::Full(back)) if tokio::time::Instant::now() < deadline => {
                     command = back;
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
