@@ -22,16 +22,15 @@
 //! viewer ([`serve`]).
 
 mod flows;
-mod pace;
 mod record;
 mod redact;
 pub(crate) mod serve;
+mod sink;
 pub(crate) mod summary;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, Instant, SystemTime};
 
 use sacp::jsonrpc::Message;
@@ -39,9 +38,8 @@ use sacp::protocol::dialect::Dialect;
 use sacp::protocol::routing::{Hop, Node, RoutingTable};
 use tokio::sync::watch;
 
-use self::pace::{Pace, Scheduling};
 use self::record::Batch;
-use self::writer::{Command, Writer};
+use self::writer::{Command, Scheduling, Writer};
 
 /// The trace format's version (the `v` of the first line).
 pub(crate) const FORMAT: u32 = 2;
@@ -92,8 +90,6 @@ pub(crate) struct Trace {
     /// When the oldest line not yet handed over was made.
     dirty_since: Option<Instant>,
     to_writer: SyncSender<Command>,
-    /// When the writer works (see [`pace`]).
-    pace: Arc<Pace>,
     /// Batches the writer is done with, for another round.
     spent: Receiver<Batch>,
     written: watch::Receiver<u64>,
@@ -131,11 +127,10 @@ impl Trace {
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);
         let (spent_tx, spent) = std::sync::mpsc::sync_channel(BATCHES);
         let writer = Writer::new(file, payloads, written_tx, spent_tx);
-        let pace = Pace::new(Scheduling::from_env());
-        let writer_pace = Arc::clone(&pace);
+        let scheduling = Scheduling::from_env();
         std::thread::Builder::new()
             .name("trace".into())
-            .spawn(move || writer.run(commands, writer_pace))?;
+            .spawn(move || writer.run(commands, scheduling))?;
         Ok(Trace {
             path: path.to_owned(),
             start,
@@ -143,7 +138,6 @@ impl Trace {
             batch: Batch::with_capacity(BATCH),
             dirty_since: None,
             to_writer,
-            pace,
             spent,
             written,
             made: 0,
@@ -153,11 +147,6 @@ impl Trace {
             unreported: 0,
             writer_gone: false,
         })
-    }
-
-    /// Sends the writer `command`, unless its queue is full.
-    fn send(&self, command: Command) -> Result<(), TrySendError<Command>> {
-        self.pace.send(|| self.to_writer.try_send(command))
     }
 
     /// The `seq` of the last line so far.
@@ -200,11 +189,11 @@ impl Trace {
             .unwrap_or_else(|_| Batch::with_capacity(BATCH));
         let batch = std::mem::replace(&mut self.batch, next);
         let lines = batch.len() as u64;
-        match self.send(Command::Lines(batch)) {
+        match self.to_writer.try_send(Command::Lines(batch)) {
             Ok(()) => {
                 self.dropped += std::mem::take(&mut self.unreported);
             }
-            Err(TrySendError::Full(Command::Lines(mut batch))) => {
+            Err(std::sync::mpsc::TrySendError::Full(Command::Lines(mut batch))) => {
                 // The note of an earlier drop, if this batch began with it, is lost with it.
                 let lost = lines - u64::from(self.unreported > 0);
                 self.unreported += lost;
@@ -241,7 +230,7 @@ impl Trace {
             .iter()
             .map(|m| format!("{}:{}", m.position, m.name))
             .collect();
-        let _ = self.send(Command::Names(names));
+        let _ = self.to_writer.try_send(Command::Names(names));
         let start = humantime::format_rfc3339_micros(SystemTime::now()).to_string();
         let mut header = serde_json::json!({
             "v": FORMAT,
@@ -377,10 +366,10 @@ impl Trace {
     pub(crate) fn flush(&mut self) {
         self.hand_over();
         let flushed = self.batch.is_empty()
-            && match self.send(Command::Flush(None)) {
+            && match self.to_writer.try_send(Command::Flush(None)) {
                 Ok(()) => true,
-                Err(TrySendError::Full(_)) => false,
-                Err(TrySendError::Disconnected(_)) => {
+                Err(std::sync::mpsc::TrySendError::Full(_)) => false,
+                Err(std::sync::mpsc::TrySendError::Disconnected(_)) => {
                     self.writer_gone = true;
                     true
                 }
@@ -417,12 +406,14 @@ impl Trace {
         let (done, written) = tokio::sync::oneshot::channel();
         let mut command = Command::Flush(Some(done));
         loop {
-            match self.send(command) {
+            match self.to_writer.try_send(command) {
                 Ok(()) => {
                     let _ = tokio::time::timeout_at(deadline, written).await;
                     return;
                 }
-                Err(TrySendError::Full(back)) if tokio::time::Instant::now() < deadline => {
+                Err(std::sync::mpsc::TrySendError::Full(back))
+                    if tokio::time::Instant::now() < deadline =>
+                {
                     command = back;
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
