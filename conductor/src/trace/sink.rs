@@ -40,7 +40,7 @@ const ALIGN: u64 = 64 * 1024;
 const DIRECT_AT: usize = 512 * 1024;
 
 /// `statfs` magic numbers of the local block file systems written directly.
-const DIRECT_FILE_SYSTEMS: [u64; 4] = [
+const DIRECT_FILE_SYSTEMS: [u32; 4] = [
     0xEF53,      // ext2, ext3, ext4
     0x5846_5342, // XFS
     0x9123_683E, // Btrfs
@@ -73,8 +73,10 @@ pub(super) struct Sink {
 impl Sink {
     pub(super) fn new(file: File) -> Sink {
         let regular = file.metadata().is_ok_and(|m| m.is_file());
-        let local = rustix::fs::fstatfs(&file)
-            .is_ok_and(|fs| DIRECT_FILE_SYSTEMS.contains(&(fs.f_type as u64)));
+        let local = rustix::fs::fstatfs(&file).is_ok_and(|fs| {
+            // `f_type` is signed and of the platform's width: the magic is its low 32 bits.
+            DIRECT_FILE_SYSTEMS.contains(&(fs.f_type as u32))
+        });
         let how = match (regular, local) {
             (false, _) => How::Stream,
             (true, false) => How::Cached,

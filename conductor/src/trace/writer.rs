@@ -185,17 +185,16 @@ impl Writer {
         let fields = self.hops.get(&self.names, m, (method, method_hash), via);
         self.sink.out.extend_from_slice(fields);
         if let Some(id) = m.id(batch) {
-            self.key("id");
+            self.sink.out.extend_from_slice(br#","id":"#);
             self.sink.out.extend_from_slice(id);
         }
         if let Some(session) = session {
             // As it was written between its quotes: nothing to escape.
-            self.key("session");
-            self.sink.out.push(b'"');
+            self.sink.out.extend_from_slice(br#","session":""#);
             self.sink.out.extend_from_slice(session);
             self.sink.out.push(b'"');
         }
-        self.key("size");
+        self.sink.out.extend_from_slice(br#","size":"#);
         push_number(&mut self.sink.out, m.size());
         if let Some((conn, id)) = m.key() {
             self.sink.out.extend_from_slice(br#","pair":""#);
@@ -204,7 +203,7 @@ impl Writer {
             push_number(&mut self.sink.out, id.unsigned_abs());
             self.sink.out.push(b'"');
         }
-        self.key("flow");
+        self.sink.out.extend_from_slice(br#","flow":"#);
         push_number(&mut self.sink.out, flow);
         if let Some(mcp) = m.mcp(batch) {
             self.string_field("mcp", mcp);
