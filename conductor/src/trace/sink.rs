@@ -11,11 +11,12 @@
 //! directly, [`DIRECT_AT`] at a time.
 //!
 //! `O_DIRECT` wants the buffer's address, the file offset and the length aligned to the
-//! device's blocks ([`BLOCK`]). The buffer keeps a few bytes of padding in front so that what
-//! is made starts on a block; writes start on a block of the file. A flush (lines due in the
-//! file now, for a viewer or a reader) writes the whole blocks directly and the last partial
-//! block through the cache; that block stays in the buffer and is written again, directly,
-//! once it is whole. Only on a regular file of a local block file system (ext2/3/4, XFS,
+//! device's blocks ([`BLOCK`]). The buffer keeps a few bytes of padding in front so that the
+//! blocks of the file are blocks in memory too. A flush (lines due in the file now, for a
+//! viewer or a reader) writes the whole blocks directly and the rest through the cache, and
+//! the next write finishes that block through the cache too: no block is written both ways (a
+//! direct write over a cached page waits for that page to be written back first). Only on a
+//! regular file of a local block file system (ext2/3/4, XFS,
 //! Btrfs, F2FS): on a network file system every direct write waits for the server. Anything
 //! else (a pipe, a device, tmpfs, NFS), or a direct write the file system refuses, is written
 //! through the cache as before.
@@ -86,14 +87,16 @@ impl Sink {
             How::Direct => DIRECT_AT + 2 * BLOCK + 16 * 1024,
             How::Stream | How::Cached => WRITE_AT + 16 * 1024,
         };
-        Sink {
+        let mut sink = Sink {
             file,
             how,
             direct_set: false,
             out: Vec::with_capacity(capacity),
             pad: 0,
             offset: 0,
-        }
+        };
+        sink.align();
+        sink
     }
 
     fn made(&self) -> usize {
@@ -103,10 +106,7 @@ impl Sink {
     /// A line was made: writes out what is due.
     pub(super) fn line_made(&mut self) {
         match self.how {
-            How::Direct if self.made() >= DIRECT_AT => {
-                let whole = self.made() - self.made() % BLOCK;
-                self.write_direct(whole);
-            }
+            How::Direct if self.made() >= DIRECT_AT => self.write_blocks(),
             How::Stream | How::Cached if self.made() >= WRITE_AT => {
                 // Up to the last block boundary the buffer reaches.
                 let end = self.offset + self.made() as u64;
@@ -119,28 +119,16 @@ impl Sink {
     /// Into the file with everything made.
     pub(super) fn flush(&mut self) {
         if self.how == How::Direct {
-            let whole = self.made() - self.made() % BLOCK;
-            if whole > 0 {
-                self.write_direct(whole);
-            }
+            self.write_blocks();
         }
-        if self.how == How::Direct {
-            // The last partial block through the cache, kept to be written again whole.
-            if self.made() > 0 {
-                self.set_direct(false);
-                let tail = &self.out[self.pad..];
-                if let Err(e) = self.file.write_all_at(tail, self.offset) {
-                    tracing::warn!("cannot write the trace file: {e}");
-                }
-            }
-        } else {
-            self.write_cached(self.made());
-        }
+        // The rest (a partial block, when direct) through the cache.
+        self.write_cached(self.made());
         if self.out.capacity() > 4 * DIRECT_AT.max(WRITE_AT) {
             // A large payload made it grow: let it go.
             self.out.drain(..self.pad);
             self.pad = 0;
             self.out.shrink_to(DIRECT_AT.max(WRITE_AT) + 16 * 1024);
+            self.align();
         }
     }
 
@@ -161,39 +149,69 @@ impl Sink {
         self.consumed(n);
     }
 
-    /// Writes the first `n` bytes made (whole blocks) around the cache; the rest stays. A
-    /// file system that refuses is written through the cache from then on.
-    fn write_direct(&mut self, n: usize) {
+    /// Writes what is made up to the last block boundary of the file it reaches: the rest of
+    /// a block a flush began through the cache, then whole blocks around it. A file system
+    /// that refuses a direct write is written through the cache from then on.
+    fn write_blocks(&mut self) {
+        let block = BLOCK as u64;
+        let end = self.offset + self.made() as u64;
+        let last = end - end % block;
+        if last <= self.offset {
+            return;
+        }
+        let upto = (last - self.offset) as usize;
+        let head = ((block - self.offset % block) % block) as usize;
         self.align();
-        if !self.set_direct(true) {
-            self.how = How::Cached;
-            return self.write_cached(n);
-        }
-        let bytes = &self.out[self.pad..self.pad + n];
-        match self.file.write_all_at(bytes, self.offset) {
-            Ok(()) => self.consumed(n),
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
-                tracing::debug!("the trace file takes no direct writes: {e}");
-                self.how = How::Cached;
-                self.write_cached(n);
-            }
-            Err(e) => {
+        if head > 0 {
+            self.set_direct(false);
+            let bytes = &self.out[self.pad..self.pad + head];
+            if let Err(e) = self.file.write_all_at(bytes, self.offset) {
                 tracing::warn!("cannot write the trace file: {e}");
-                self.consumed(n);
             }
         }
+        if upto > head {
+            let at = self.offset + head as u64;
+            let blocks = self.pad + head..self.pad + upto;
+            let refused = !self.set_direct(true)
+                || match self.file.write_all_at(&self.out[blocks.clone()], at) {
+                    Ok(()) => false,
+                    Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+                        tracing::debug!("the trace file takes no direct writes: {e}");
+                        true
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot write the trace file: {e}");
+                        false
+                    }
+                };
+            if refused {
+                self.how = How::Cached;
+                self.set_direct(false);
+                if let Err(e) = self.file.write_all_at(&self.out[blocks], at) {
+                    tracing::warn!("cannot write the trace file: {e}");
+                }
+            }
+        }
+        self.consumed(upto);
     }
 
     fn consumed(&mut self, n: usize) {
         self.offset += n as u64;
         self.out.drain(self.pad..self.pad + n);
+        // What is left is at most a block or so: moving it is cheap now.
+        self.align();
     }
 
-    /// Moves what is made so that it starts on a block in memory (the buffer may have been
-    /// reallocated since).
+    /// Direct: keeps what is made where its blocks of the file are blocks in memory (the
+    /// address of `out[pad]` equals `offset` modulo [`BLOCK`]), moving it when the buffer
+    /// was reallocated or the file offset left a block boundary.
     fn align(&mut self) {
+        if self.how != How::Direct {
+            return;
+        }
         loop {
-            let want = self.out.as_ptr().align_offset(BLOCK);
+            let to_boundary = self.out.as_ptr().align_offset(BLOCK);
+            let want = (self.offset as usize % BLOCK + to_boundary) % BLOCK;
             if want == self.pad {
                 return;
             }
@@ -237,40 +255,50 @@ impl Sink {
 
 #[cfg(test)]
 mod tests {
-    use super::{BLOCK, DIRECT_AT, Sink};
+    use super::{BLOCK, DIRECT_AT, How, Sink};
 
-    /// Lines of every length, made and flushed at odd moments, reach the file whole and in
-    /// order, whichever way it is written.
+    /// Lines of every length, made and flushed at odd moments (and a flush right after one
+    /// that wrote nothing), reach the file whole and in order: directly on the temporary
+    /// directory's file system when it takes that, through the cache on tmpfs.
     #[test]
     fn every_byte_reaches_the_file_once_and_in_order() {
-        let path = std::env::temp_dir().join(format!("sacp-sink-{}.jsonl", std::process::id()));
-        let file = std::fs::File::create(&path).expect("create");
-        let mut sink = Sink::new(file);
-        let mut expected = Vec::new();
-        for i in 0..40_000usize {
-            let line = format!("{{\"seq\":{i},\"pad\":\"{}\"}}\n", "x".repeat(i % 300));
-            sink.out.extend_from_slice(line.as_bytes());
-            expected.extend_from_slice(line.as_bytes());
-            sink.line_made();
-            if i % 997 == 0 {
-                sink.flush();
-                assert_eq!(
-                    std::fs::read(&path).expect("read"),
-                    expected,
-                    "after line {i}"
-                );
-            }
-            if i == 20_000 {
-                // A large payload makes the buffer grow (and move).
-                let big = format!("{{\"payload\":\"{}\"}}\n", "y".repeat(5 * DIRECT_AT + 17));
-                sink.out.extend_from_slice(big.as_bytes());
-                expected.extend_from_slice(big.as_bytes());
-                sink.line_made();
-            }
+        let name = format!("sacp-sink-{}.jsonl", std::process::id());
+        let mut dirs = vec![std::env::temp_dir()];
+        if std::path::Path::new("/dev/shm").is_dir() {
+            dirs.push("/dev/shm".into());
         }
-        sink.flush();
-        assert_eq!(std::fs::read(&path).expect("read"), expected);
-        assert!(sink.pad < BLOCK);
-        let _ = std::fs::remove_file(&path);
+        for dir in dirs {
+            let path = dir.join(&name);
+            let file = std::fs::File::create(&path).expect("create");
+            let mut sink = Sink::new(file);
+            let how = sink.how;
+            let mut expected = Vec::new();
+            for i in 0..40_000usize {
+                let line = format!("{{\"seq\":{i},\"pad\":\"{}\"}}\n", "x".repeat(i % 300));
+                sink.out.extend_from_slice(line.as_bytes());
+                expected.extend_from_slice(line.as_bytes());
+                sink.line_made();
+                if i % 997 == 0 || i % 997 == 1 {
+                    sink.flush();
+                    let file = std::fs::read(&path).expect("read");
+                    assert!(file == expected, "{how:?} in {dir:?}: after line {i}");
+                }
+                if i == 20_000 {
+                    // A large payload makes the buffer grow (and move).
+                    let big = format!("{{\"payload\":\"{}\"}}\n", "y".repeat(5 * DIRECT_AT + 17));
+                    sink.out.extend_from_slice(big.as_bytes());
+                    expected.extend_from_slice(big.as_bytes());
+                    sink.line_made();
+                }
+            }
+            sink.flush();
+            assert!(
+                std::fs::read(&path).expect("read") == expected,
+                "{how:?} in {dir:?}"
+            );
+            assert!(sink.pad < BLOCK);
+            assert_eq!(how == How::Direct, sink.how == How::Direct, "{dir:?}");
+            let _ = std::fs::remove_file(&path);
+        }
     }
 }
