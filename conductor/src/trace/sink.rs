@@ -7,7 +7,8 @@
 //! copied into a cached page and written back by the kernel later; with `O_DIRECT` the device
 //! reads the writer's buffer itself. On this project's VM, writing 512 MiB (and syncing it)
 //! took 20–27 ticks of CPU through the cache in 64 KiB writes, 20–22 with `O_DIRECT` in
-//! 64 KiB writes, 6–7 in 512 KiB writes and 5–9 in 1 MiB ones: so whole blocks go out
+//! 64 KiB writes, 6–7 in 512 KiB writes and 5–9 in 1 MiB ones: so, with
+//! `SACP_TRACE_DIRECT=1` (see [`direct_from_env`] for why not by default), whole blocks go out
 //! directly, [`DIRECT_AT`] at a time.
 //!
 //! `O_DIRECT` wants the buffer's address, the file offset and the length aligned to the
@@ -58,6 +59,17 @@ enum How {
     Direct,
 }
 
+/// Whether a trace file may be written directly: `SACP_TRACE_DIRECT=1`. Not by default: in the
+/// chain bench's trace rounds (N = 3, three runs of 6 generations) direct writes took the
+/// idle machine from 0.92x to 0.942–0.951x of the untraced throughput, but beside two busy
+/// loops from 0.897–0.975x (five runs, four at 0.9x or more) to 0.850–0.868x, and the traced chain's CPU per
+/// update from 1.09–1.16x to 1.14–1.23x its untraced one: on this VM each direct write is a
+/// device notification and an interrupt the busy cores pay for, where writeback batches them.
+/// A chain traced beside a build is the case a trace must not make worse.
+pub(super) fn direct_from_env() -> bool {
+    std::env::var("SACP_TRACE_DIRECT").is_ok_and(|v| v.trim() == "1")
+}
+
 #[derive(Debug)]
 pub(super) struct Sink {
     file: File,
@@ -72,13 +84,14 @@ pub(super) struct Sink {
 }
 
 impl Sink {
-    pub(super) fn new(file: File) -> Sink {
+    /// A sink for `file`: direct writes only when `direct` (see [`direct_from_env`]).
+    pub(super) fn new(file: File, direct: bool) -> Sink {
         let regular = file.metadata().is_ok_and(|m| m.is_file());
         let local = rustix::fs::fstatfs(&file).is_ok_and(|fs| {
             // `f_type` is signed and of the platform's width: the magic is its low 32 bits.
             DIRECT_FILE_SYSTEMS.contains(&(fs.f_type as u32))
         });
-        let how = match (regular, local) {
+        let how = match (regular, local && direct) {
             (false, _) => How::Stream,
             (true, false) => How::Cached,
             (true, true) => How::Direct,
@@ -270,7 +283,7 @@ mod tests {
         for dir in dirs {
             let path = dir.join(&name);
             let file = std::fs::File::create(&path).expect("create");
-            let mut sink = Sink::new(file);
+            let mut sink = Sink::new(file, true);
             let how = sink.how;
             let mut expected = Vec::new();
             for i in 0..40_000usize {

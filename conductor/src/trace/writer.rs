@@ -57,7 +57,7 @@ impl Writer {
     ) -> Writer {
         Writer {
             payloads,
-            sink: Sink::new(file),
+            sink: Sink::new(file, super::sink::direct_from_env()),
             seq: 0,
             wall_start: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
