@@ -96,20 +96,25 @@ impl Sink {
             (true, false) => How::Cached,
             (true, true) => How::Direct,
         };
-        let capacity = match how {
-            How::Direct => DIRECT_AT + 2 * BLOCK + 16 * 1024,
-            How::Stream | How::Cached => WRITE_AT + 16 * 1024,
-        };
         let mut sink = Sink {
             file,
             how,
             direct_set: false,
-            out: Vec::with_capacity(capacity),
+            out: Vec::new(),
             pad: 0,
             offset: 0,
         };
+        sink.out.reserve(sink.usual_capacity());
         sink.align();
         sink
+    }
+
+    /// What the buffer holds at most, but for a large payload.
+    fn usual_capacity(&self) -> usize {
+        match self.how {
+            How::Direct => DIRECT_AT + 2 * BLOCK + 16 * 1024,
+            How::Stream | How::Cached => WRITE_AT + 16 * 1024,
+        }
     }
 
     fn made(&self) -> usize {
@@ -136,11 +141,12 @@ impl Sink {
         }
         // The rest (a partial block, when direct) through the cache.
         self.write_cached(self.made());
-        if self.out.capacity() > 4 * DIRECT_AT.max(WRITE_AT) {
+        let usual = self.usual_capacity();
+        if self.out.capacity() > 4 * usual {
             // A large payload made it grow: let it go.
             self.out.drain(..self.pad);
             self.pad = 0;
-            self.out.shrink_to(DIRECT_AT.max(WRITE_AT) + 16 * 1024);
+            self.out.shrink_to(usual);
             self.align();
         }
     }
