@@ -62,10 +62,11 @@ enum How {
 /// Whether a trace file may be written directly: `SACP_TRACE_DIRECT=1`. Not by default: in the
 /// chain bench's trace rounds (N = 3, three runs of 6 generations) direct writes took the
 /// idle machine from 0.92x to 0.942–0.951x of the untraced throughput, but beside two busy
-/// loops from 0.897–0.975x (five runs, four at 0.9x or more) to 0.850–0.868x, and the traced chain's CPU per
-/// update from 1.09–1.16x to 1.14–1.23x its untraced one: on this VM each direct write is a
-/// device notification and an interrupt the busy cores pay for, where writeback batches them.
-/// A chain traced beside a build is the case a trace must not make worse.
+/// loops from 0.897–0.975x (five runs, four at 0.9x or more) to 0.850–0.868x, and the traced
+/// chain's CPU per update from 1.09–1.16x to 1.14–1.23x its untraced one: on this VM each
+/// direct write is a device notification and an interrupt the busy cores pay for, where
+/// writeback batches them. A chain traced beside a build is the case a trace must not make
+/// worse.
 pub(super) fn direct_from_env() -> bool {
     std::env::var("SACP_TRACE_DIRECT").is_ok_and(|v| v.trim() == "1")
 }
