@@ -8,8 +8,10 @@ use crate::common::*;
 async fn the_trace_has_a_line_per_message_per_hop() {
     let dir = std::env::temp_dir().join(format!("sacp-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for payloads in [false, true] {
-        let file = dir.join(format!("trace-{payloads}.jsonl"));
+    // And once with direct writes (`SACP_TRACE_DIRECT=1`: around the page cache where the
+    // temporary directory's file system allows it, through the cache elsewhere).
+    for (payloads, direct) in [(false, false), (true, false), (false, true)] {
+        let file = dir.join(format!("trace-{payloads}-{direct}.jsonl"));
         let mut args = vec![
             "agent".to_owned(),
             "--trace".to_owned(),
@@ -19,7 +21,12 @@ async fn the_trace_has_a_line_per_message_per_hop() {
             args.push("--trace-payloads".to_owned());
         }
         args.extend([passthrough(), agent()]);
-        let mut editor = Editor::start(conductor(), &args);
+        let env: &[(&str, &str)] = if direct {
+            &[("SACP_TRACE_DIRECT", "1")]
+        } else {
+            &[]
+        };
+        let mut editor = Editor::start_with(conductor(), &args, env, true);
         let session = editor.open_session().await;
         editor.prompt(&session, "stream 3").await;
         editor.close_stdin();
