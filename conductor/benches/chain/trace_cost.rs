@@ -13,26 +13,45 @@ use crate::{BenchEditor, IN_FLIGHT, MANY_SESSIONS, UPDATES_PER_PROMPT};
 const GENERATIONS: usize = 12;
 const ROUNDS: usize = 12;
 
-/// Where the trace rounds run: on an idle machine or beside [`BUSY_LOOPS`] busy loops, and
-/// with which scheduling of the trace writer (`SACP_TRACE_WRITER`; the conductor's default
-/// when `None`).
+/// Where the trace rounds run: on an idle machine or beside [`BUSY_LOOPS`] busy loops, with
+/// which scheduling of the trace writer (`SACP_TRACE_WRITER`) and how the file is written
+/// (`SACP_TRACE_DIRECT`: `Some(true)` around the page cache); the conductor's default when
+/// `None`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Setting {
     pub(crate) busy: bool,
     pub(crate) writer: Option<&'static str>,
+    pub(crate) direct: Option<bool>,
 }
 
 impl Setting {
     fn describe(&self) -> String {
         format!(
-            "{}, trace writer {}",
+            "{}, trace writer {}{}",
             if self.busy {
                 "beside two busy loops"
             } else {
                 "idle machine"
             },
-            self.writer.unwrap_or("as by default")
+            self.writer.unwrap_or("as by default"),
+            match self.direct {
+                None => "",
+                Some(true) => ", file written directly",
+                Some(false) => ", file written through the page cache",
+            }
         )
+    }
+
+    /// The traced conductor's environment.
+    fn envs(&self) -> Vec<(&'static str, &'static str)> {
+        let mut envs = Vec::new();
+        if let Some(class) = self.writer {
+            envs.push(("SACP_TRACE_WRITER", class));
+        }
+        if let Some(direct) = self.direct {
+            envs.push(("SACP_TRACE_DIRECT", if direct { "1" } else { "0" }));
+        }
+        envs
     }
 }
 
@@ -177,11 +196,7 @@ pub(crate) async fn trace_cost(
         dropped: 0,
         written: 0,
     };
-    let envs: Vec<(&str, &str)> = setting
-        .writer
-        .map(|class| ("SACP_TRACE_WRITER", class))
-        .into_iter()
-        .collect();
+    let envs = setting.envs();
     let busy = setting.busy.then(|| BusyLoops::start(BUSY_LOOPS));
     for generation in 0..generations() {
         let mut chains: [Option<(BenchEditor, Vec<String>)>; 3] = Default::default();

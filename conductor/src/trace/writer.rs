@@ -43,7 +43,6 @@ pub(super) struct Writer {
     names: Vec<String>,
     hops: HopFields,
     flows: Flows,
-    written: watch::Sender<u64>,
     /// Batches go back to the loop here.
     spent: SyncSender<Batch>,
 }
@@ -54,10 +53,11 @@ impl Writer {
         payloads: bool,
         written: watch::Sender<u64>,
         spent: SyncSender<Batch>,
+        scheduling: Scheduling,
     ) -> Writer {
         Writer {
             payloads,
-            sink: Sink::new(file, super::sink::direct_from_env()),
+            sink: Sink::new(file, super::sink::direct_from_env(), written, scheduling),
             seq: 0,
             wall_start: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
@@ -67,7 +67,6 @@ impl Writer {
             names: Vec::new(),
             hops: HopFields::default(),
             flows: Flows::default(),
-            written,
             spent,
         }
     }
@@ -100,22 +99,11 @@ impl Writer {
                         let _ = self.spent.try_send(batch);
                     }
                 }
-                Command::Flush(done) => {
-                    self.write_out();
-                    self.written.send_replace(self.seq);
-                    if let Some(done) = done {
-                        let _ = done.send(());
-                    }
-                }
+                // Said done (and to the viewer) by the file's thread once it is in the file.
+                Command::Flush(done) => self.sink.flush(self.seq, done),
             }
         }
-        self.write_out();
-        self.written.send_replace(self.seq);
-    }
-
-    /// Into the file with what is made.
-    fn write_out(&mut self) {
-        self.sink.flush();
+        self.sink.flush(self.seq, None);
     }
 
     /// Starts a line: `{"seq":…,"t":…,"time":…,"type":kind`.
@@ -285,8 +273,8 @@ impl Scheduling {
         }
     }
 
-    /// Applies itself to the calling thread (the writer).
-    fn apply(self) {
+    /// Applies itself to the calling thread (the writer, and the file's).
+    pub(super) fn apply(self) {
         use thread_priority::NormalThreadSchedulePolicy::{Batch, Idle};
         let (policy, nice) = match self {
             Scheduling::Normal => return,
