@@ -15,9 +15,9 @@
 //!   `stderr` (one line a component wrote), `dialect` (a proxy's, once found), `mode` (the
 //!   conductor runs as a proxy).
 //!
-//! Every line has `seq` (from 0), `t` (seconds since the conductor started, monotonic) and
-//! `time` (wall clock, RFC 3339). The file is created `0600`: it holds prompts and files.
-//! Lines are buffered and written whenever the conductor has nothing else to do, at least every
+//! Every line has `seq` (from 0) and `t` (seconds since the trace started, monotonic): a
+//! line's wall time is the first line's `start` plus its `t`. The file is created `0600`: it
+//! holds prompts and files. Lines are buffered and written whenever the conductor has nothing else to do, at least every
 //! [`FLUSH_EVERY`] while it is busy, and at the end; [`Trace::written`] says how far, for the
 //! viewer ([`serve`]).
 
@@ -85,6 +85,8 @@ const BATCHES: usize = 16;
 pub(crate) struct Trace {
     path: PathBuf,
     start: Instant,
+    /// The wall clock at `start`: the first line's `start`.
+    wall_start: SystemTime,
     payloads: bool,
     batch: Batch,
     /// When the oldest line not yet handed over was made.
@@ -122,7 +124,7 @@ impl Trace {
         if file.metadata()?.is_file() {
             file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         }
-        let start = Instant::now();
+        let (start, wall_start) = (Instant::now(), SystemTime::now());
         let (written_tx, written) = watch::channel(0);
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);
         let (spent_tx, spent) = std::sync::mpsc::sync_channel(BATCHES);
@@ -134,6 +136,7 @@ impl Trace {
         Ok(Trace {
             path: path.to_owned(),
             start,
+            wall_start,
             payloads,
             batch: Batch::with_capacity(BATCH),
             dirty_since: None,
@@ -231,7 +234,7 @@ impl Trace {
             .map(|m| format!("{}:{}", m.position, m.name))
             .collect();
         let _ = self.to_writer.try_send(Command::Names(names));
-        let start = humantime::format_rfc3339_micros(SystemTime::now()).to_string();
+        let start = humantime::format_rfc3339_micros(self.wall_start).to_string();
         let mut header = serde_json::json!({
             "v": FORMAT,
             "conductor": env!("CARGO_PKG_VERSION"),

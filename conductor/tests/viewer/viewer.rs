@@ -129,17 +129,21 @@ async fn lanes_come_in_chain_order_before_the_first_prompt_and_rows_within_250_m
     let session = chain.editor.open_session().await;
     chain.editor.prompt(&session, "stream 20").await;
     caught_up(&browser, &chain.file).await;
-    // Every message row reached the page within 250 ms of the conductor recording it.
+    // Every message row reached the page within 250 ms of the conductor recording it (at the
+    // first line's `start` plus its `t`).
+    let first = std::fs::read_to_string(&chain.file).expect("the trace file");
+    let first: Value = serde_json::from_str(first.lines().next().expect("a first line")).unwrap();
+    let start = humantime::parse_rfc3339(first["start"].as_str().unwrap())
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
     let lags: Vec<i64> = rows(&browser)
         .await
         .iter()
         .filter(|r| r["type"] == "message")
         .map(|r| {
-            let recorded = humantime::parse_rfc3339(r["time"].as_str().unwrap()).unwrap();
-            let recorded = recorded
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_millis() as i64;
+            let t = Duration::from_secs_f64(r["t"].as_f64().unwrap());
+            let recorded = (start + t).as_millis() as i64;
             r["arrived"].as_i64().unwrap() - recorded
         })
         .collect();
