@@ -128,8 +128,8 @@ impl Trace {
         let (written_tx, written) = watch::channel(0);
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);
         let (spent_tx, spent) = std::sync::mpsc::sync_channel(BATCHES);
+        let writer = Writer::new(file, payloads, written_tx, spent_tx);
         let scheduling = Scheduling::from_env();
-        let writer = Writer::new(file, payloads, written_tx, spent_tx, scheduling);
         std::thread::Builder::new()
             .name("trace".into())
             .spawn(move || writer.run(commands, scheduling))?;

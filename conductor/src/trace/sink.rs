@@ -25,23 +25,21 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::sync::mpsc::{Receiver, SyncSender};
-
-use tokio::sync::watch;
-
-use super::writer::Scheduling;
 
 /// The alignment `O_DIRECT` needs: the largest logical block size of common devices.
 const BLOCK: usize = 4096;
 
-/// Through the cache or into a pipe: when the buffer holds this much, it is handed to the
-/// file's thread (what fills whole [`BLOCK`]s of a regular file).
+/// Through the cache: when the buffer holds this much, what fills whole [`ALIGN`] blocks of
+/// the file is written out.
 const WRITE_AT: usize = 128 * 1024;
 
-/// Directly: when the buffer holds this much, its whole blocks are handed to the file's
-/// thread. On this project's VM, writing 512 MiB directly took 20–22 ticks of CPU in 64 KiB
-/// writes, 6–7 in 512 KiB and 5–9 in 1 MiB ones.
-const DIRECT_AT: usize = 1024 * 1024;
+/// Writes through the cache (but a flush's) end on a multiple of this in the file. The page
+/// cache takes whole blocks for much less CPU: on this project's VM, `dd` wrote 512 MiB to
+/// ext4 in 193 ms of CPU in 64 KiB blocks, and in 272 ms in blocks of 65,000 bytes.
+const ALIGN: u64 = 64 * 1024;
+
+/// Directly: when the buffer holds this much, its whole blocks are written out.
+const DIRECT_AT: usize = 512 * 1024;
 
 /// `statfs` magic numbers of the local block file systems written directly.
 const DIRECT_FILE_SYSTEMS: [u32; 4] = [
@@ -73,56 +71,22 @@ pub(super) fn direct_from_env() -> bool {
     std::env::var("SACP_TRACE_DIRECT").is_ok_and(|v| v.trim() == "1")
 }
 
-/// The file's side: what the file's thread is asked to do, in order.
-#[derive(Debug)]
-enum Job {
-    /// Write `buf[start..start + len]` at `offset` (see [`FileThread::write`]).
-    Write {
-        buf: Vec<u8>,
-        start: usize,
-        len: usize,
-        offset: u64,
-    },
-    /// Everything before is in the file: the first `seq` lines.
-    Done {
-        seq: u64,
-        done: Option<tokio::sync::oneshot::Sender<()>>,
-    },
-}
-
-/// The writer's side: the buffer it makes lines in, and the file's thread that writes the
-/// filled ones. A write (through the page cache or around it, or into a pipe nobody reads)
-/// never holds up the making of lines while a spare buffer is left: [`BUFFERS`] of them.
 #[derive(Debug)]
 pub(super) struct Sink {
+    file: File,
     how: How,
-    /// The lines made and not yet handed to the file's thread: `out[pad..]`. The writer
-    /// appends to it.
+    /// `O_DIRECT` is set on the descriptor now.
+    direct_set: bool,
+    /// The lines made and not yet written: `out[pad..]`. The writer appends to it.
     pub(super) out: Vec<u8>,
     pad: usize,
     /// Where `out[pad]` goes in the file.
     offset: u64,
-    /// To the file's thread (`None` once it is gone: what is made then is let go).
-    jobs: Option<SyncSender<Job>>,
-    /// Buffers the file's thread is done with.
-    free: Receiver<Vec<u8>>,
-    /// Buffers made so far (at most [`BUFFERS`]).
-    buffers: usize,
 }
 
-/// How many buffers a sink has: one being filled, the others being written or waiting.
-const BUFFERS: usize = 3;
-
 impl Sink {
-    /// A sink for `file`: direct writes only when `direct` (see [`direct_from_env`]). The
-    /// file's thread, scheduled like the writer, says in `written` how many lines are in the
-    /// file.
-    pub(super) fn new(
-        file: File,
-        direct: bool,
-        written: watch::Sender<u64>,
-        scheduling: Scheduling,
-    ) -> Sink {
+    /// A sink for `file`: direct writes only when `direct` (see [`direct_from_env`]).
+    pub(super) fn new(file: File, direct: bool) -> Sink {
         let regular = file.metadata().is_ok_and(|m| m.is_file());
         let local = rustix::fs::fstatfs(&file).is_ok_and(|fs| {
             // `f_type` is signed and of the platform's width: the magic is its low 32 bits.
@@ -133,126 +97,129 @@ impl Sink {
             (true, false) => How::Cached,
             (true, true) => How::Direct,
         };
-        let (jobs, queue) = std::sync::mpsc::sync_channel(BUFFERS);
-        let (freed, free) = std::sync::mpsc::sync_channel(BUFFERS);
-        let thread = FileThread {
+        let mut sink = Sink {
             file,
             how,
             direct_set: false,
-            written,
-            freed,
-        };
-        let spawned = std::thread::Builder::new()
-            .name("trace-file".into())
-            .spawn(move || {
-                scheduling.apply();
-                thread.run(queue)
-            });
-        let jobs = match spawned {
-            Ok(_) => Some(jobs),
-            Err(e) => {
-                tracing::warn!("cannot start the trace file's thread: {e}");
-                None
-            }
-        };
-        let mut sink = Sink {
-            how,
-            out: Vec::with_capacity(usual_capacity(how)),
+            out: Vec::new(),
             pad: 0,
             offset: 0,
-            jobs,
-            free,
-            buffers: 1,
         };
+        sink.out.reserve(sink.usual_capacity());
         sink.align();
         sink
+    }
+
+    /// What the buffer holds at most, but for a large payload.
+    fn usual_capacity(&self) -> usize {
+        match self.how {
+            How::Direct => DIRECT_AT + 2 * BLOCK + 16 * 1024,
+            How::Stream | How::Cached => WRITE_AT + 16 * 1024,
+        }
     }
 
     fn made(&self) -> usize {
         self.out.len() - self.pad
     }
 
-    /// A line was made: hands over what is due.
+    /// A line was made: writes out what is due.
     pub(super) fn line_made(&mut self) {
-        let at = match self.how {
-            How::Direct => DIRECT_AT,
-            How::Stream | How::Cached => WRITE_AT,
-        };
-        if self.made() < at {
-            return;
-        }
-        let len = match self.how {
-            How::Stream => self.made(),
-            // Up to the last block boundary of the file the buffer reaches: the rest of that
-            // block waits for its other lines.
-            How::Cached | How::Direct => {
+        match self.how {
+            How::Direct if self.made() >= DIRECT_AT => self.write_blocks(),
+            How::Stream | How::Cached if self.made() >= WRITE_AT => {
+                // Up to the last block boundary the buffer reaches.
                 let end = self.offset + self.made() as u64;
-                (end - end % BLOCK as u64 - self.offset) as usize
+                self.write_cached((end - end % ALIGN - self.offset) as usize);
             }
-        };
-        self.hand_over(len);
+            _ => {}
+        }
     }
 
-    /// Hands everything made to the file's thread, then tells `done` (and the viewer, by
-    /// `written`) once the first `seq` lines are in the file. Returns at once.
-    pub(super) fn flush(&mut self, seq: u64, done: Option<tokio::sync::oneshot::Sender<()>>) {
-        self.hand_over(self.made());
-        self.send(Job::Done { seq, done });
+    /// Into the file with everything made.
+    pub(super) fn flush(&mut self) {
+        if self.how == How::Direct {
+            self.write_blocks();
+        }
+        // The rest (a partial block, when direct) through the cache.
+        self.write_cached(self.made());
+        let usual = self.usual_capacity();
+        if self.out.capacity() > 4 * usual {
+            // A large payload made it grow: let it go.
+            self.out.drain(..self.pad);
+            self.pad = 0;
+            self.out.shrink_to(usual);
+            self.align();
+        }
     }
 
-    /// Hands the first `len` bytes made to the file's thread; the rest moves to the front of
-    /// another buffer (a block at most, but after a flush).
-    fn hand_over(&mut self, len: usize) {
-        if len == 0 {
+    /// Writes the first `n` bytes made through the cache; the rest stays.
+    fn write_cached(&mut self, n: usize) {
+        if n == 0 {
             return;
         }
-        let mut full = self.spare();
-        std::mem::swap(&mut self.out, &mut full);
-        let (start, offset) = (self.pad, self.offset);
-        self.pad = 0;
-        self.offset += len as u64;
-        self.align();
-        self.out.extend_from_slice(&full[start + len..]);
-        full.truncate(start + len);
-        self.send(Job::Write {
-            buf: full,
-            start,
-            len,
-            offset,
-        });
-    }
-
-    /// An empty buffer: one the file's thread is done with, a new one while fewer than
-    /// [`BUFFERS`] exist, or else the next one it is done with (the file is behind: the
-    /// writer waits, and the loop drops lines rather than wait for it).
-    fn spare(&mut self) -> Vec<u8> {
-        let usual = usual_capacity(self.how);
-        let buf = match self.free.try_recv() {
-            Ok(buf) => Some(buf),
-            Err(_) if self.buffers < BUFFERS || self.jobs.is_none() => None,
-            Err(_) => self.free.recv().ok(),
+        self.set_direct(false);
+        let bytes = &self.out[self.pad..self.pad + n];
+        let written = match self.how {
+            How::Stream => self.file.write_all(bytes),
+            How::Cached | How::Direct => self.file.write_all_at(bytes, self.offset),
         };
-        match buf {
-            // A buffer a large payload made grow is let go.
-            Some(mut buf) if buf.capacity() <= 4 * usual => {
-                buf.clear();
-                buf
-            }
-            Some(_) => Vec::with_capacity(usual),
-            None => {
-                self.buffers += 1;
-                Vec::with_capacity(usual)
-            }
+        if let Err(e) = written {
+            tracing::warn!("cannot write the trace file: {e}");
         }
+        self.consumed(n);
     }
 
-    fn send(&mut self, job: Job) {
-        if let Some(jobs) = &self.jobs
-            && jobs.send(job).is_err()
-        {
-            tracing::warn!("the trace file's thread stopped: lines are lost");
-            self.jobs = None;
+    /// Writes what is made up to the last block boundary of the file it reaches: the rest of
+    /// a block a flush began through the cache, then whole blocks around it. A file system
+    /// that refuses a direct write is written through the cache from then on.
+    fn write_blocks(&mut self) {
+        let block = BLOCK as u64;
+        let end = self.offset + self.made() as u64;
+        let last = end - end % block;
+        if last <= self.offset {
+            return;
         }
+        let upto = (last - self.offset) as usize;
+        let head = ((block - self.offset % block) % block) as usize;
+        self.align();
+        if head > 0 {
+            self.set_direct(false);
+            let bytes = &self.out[self.pad..self.pad + head];
+            if let Err(e) = self.file.write_all_at(bytes, self.offset) {
+                tracing::warn!("cannot write the trace file: {e}");
+            }
+        }
+        if upto > head {
+            let at = self.offset + head as u64;
+            let blocks = self.pad + head..self.pad + upto;
+            let refused = !self.set_direct(true)
+                || match self.file.write_all_at(&self.out[blocks.clone()], at) {
+                    Ok(()) => false,
+                    Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+                        tracing::debug!("the trace file takes no direct writes: {e}");
+                        true
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot write the trace file: {e}");
+                        false
+                    }
+                };
+            if refused {
+                self.how = How::Cached;
+                self.set_direct(false);
+                if let Err(e) = self.file.write_all_at(&self.out[blocks], at) {
+                    tracing::warn!("cannot write the trace file: {e}");
+                }
+            }
+        }
+        self.consumed(upto);
+    }
+
+    fn consumed(&mut self, n: usize) {
+        self.offset += n as u64;
+        self.out.drain(self.pad..self.pad + n);
+        // What is left is at most a block or so: moving it is cheap now.
+        self.align();
     }
 
     /// Direct: keeps what is made where its blocks of the file are blocks in memory (the
@@ -276,104 +243,6 @@ impl Sink {
                 self.out.drain(..self.pad - want);
             }
             self.pad = want;
-        }
-    }
-}
-
-/// What a buffer holds at most, but for a large payload.
-fn usual_capacity(how: How) -> usize {
-    match how {
-        How::Direct => DIRECT_AT + 2 * BLOCK + 16 * 1024,
-        How::Stream | How::Cached => WRITE_AT + BLOCK + 16 * 1024,
-    }
-}
-
-/// The thread that writes a trace file: the only one that touches it.
-struct FileThread {
-    file: File,
-    how: How,
-    /// `O_DIRECT` is set on the descriptor now.
-    direct_set: bool,
-    written: watch::Sender<u64>,
-    /// Buffers go back to the writer here.
-    freed: SyncSender<Vec<u8>>,
-}
-
-impl FileThread {
-    fn run(mut self, jobs: Receiver<Job>) {
-        for job in jobs {
-            match job {
-                Job::Write {
-                    buf,
-                    start,
-                    len,
-                    offset,
-                } => {
-                    self.write(&buf[start..start + len], offset);
-                    // The writer makes another one when none is back.
-                    let _ = self.freed.try_send(buf);
-                }
-                Job::Done { seq, done } => {
-                    self.written.send_replace(seq);
-                    if let Some(done) = done {
-                        let _ = done.send(());
-                    }
-                }
-            }
-        }
-    }
-
-    /// Writes `bytes` at `offset`: in sequence to a pipe or a device; through the cache to a
-    /// regular file; directly, the whole blocks of the file it covers (its memory is aligned
-    /// like the file, see [`Sink::align`]), with the rest of a block a flush began through
-    /// the cache before them, and a flush's partial block after them, through the cache
-    /// too. A file system that refuses a direct write is written through the cache from
-    /// then on.
-    fn write(&mut self, bytes: &[u8], offset: u64) {
-        if self.how != How::Direct {
-            let written = match self.how {
-                How::Stream => self.file.write_all(bytes),
-                How::Cached | How::Direct => self.file.write_all_at(bytes, offset),
-            };
-            if let Err(e) = written {
-                tracing::warn!("cannot write the trace file: {e}");
-            }
-            return;
-        }
-        let block = BLOCK as u64;
-        let head = (((block - offset % block) % block) as usize).min(bytes.len());
-        let blocks = (bytes.len() - head) / BLOCK * BLOCK;
-        self.cached(&bytes[..head], offset);
-        let at = offset + head as u64;
-        let whole = &bytes[head..head + blocks];
-        if !whole.is_empty() {
-            let refused = !self.set_direct(true)
-                || match self.file.write_all_at(whole, at) {
-                    Ok(()) => false,
-                    Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
-                        tracing::debug!("the trace file takes no direct writes: {e}");
-                        true
-                    }
-                    Err(e) => {
-                        tracing::warn!("cannot write the trace file: {e}");
-                        false
-                    }
-                };
-            if refused {
-                self.how = How::Cached;
-                self.cached(whole, at);
-            }
-        }
-        self.cached(&bytes[head + blocks..], at + blocks as u64);
-    }
-
-    fn cached(&mut self, bytes: &[u8], offset: u64) {
-        if bytes.is_empty() {
-            return;
-        }
-        self.set_direct(false);
-        if let Err(e) = self.file.write_all_at(bytes, offset) {
-            tracing::warn!("cannot write the trace file: {e}");
         }
     }
 
@@ -406,17 +275,7 @@ impl FileThread {
 
 #[cfg(test)]
 mod tests {
-    use super::{BLOCK, DIRECT_AT, Sink};
-    use crate::trace::writer::Scheduling;
-
-    /// Flushes `sink` and waits until the file has it all.
-    fn flushed(sink: &mut Sink, seq: u64) {
-        let (done, written) = tokio::sync::oneshot::channel();
-        sink.flush(seq, Some(done));
-        written
-            .blocking_recv()
-            .expect("the file's thread says done");
-    }
+    use super::{BLOCK, DIRECT_AT, How, Sink};
 
     /// Lines of every length, made and flushed at odd moments (and a flush right after one
     /// that wrote nothing), reach the file whole and in order: directly on the temporary
@@ -431,8 +290,7 @@ mod tests {
         for dir in dirs {
             let path = dir.join(&name);
             let file = std::fs::File::create(&path).expect("create");
-            let (written, seen) = tokio::sync::watch::channel(0);
-            let mut sink = Sink::new(file, true, written, Scheduling::DEFAULT);
+            let mut sink = Sink::new(file, true);
             let how = sink.how;
             let mut expected = Vec::new();
             for i in 0..40_000usize {
@@ -441,8 +299,7 @@ mod tests {
                 expected.extend_from_slice(line.as_bytes());
                 sink.line_made();
                 if i % 997 == 0 || i % 997 == 1 {
-                    flushed(&mut sink, i as u64);
-                    assert_eq!(*seen.borrow(), i as u64);
+                    sink.flush();
                     let file = std::fs::read(&path).expect("read");
                     assert!(file == expected, "{how:?} in {dir:?}: after line {i}");
                 }
@@ -454,12 +311,13 @@ mod tests {
                     sink.line_made();
                 }
             }
-            flushed(&mut sink, 40_000);
+            sink.flush();
             assert!(
                 std::fs::read(&path).expect("read") == expected,
                 "{how:?} in {dir:?}"
             );
-            assert!(sink.pad < BLOCK && sink.buffers <= super::BUFFERS);
+            assert!(sink.pad < BLOCK);
+            assert_eq!(how == How::Direct, sink.how == How::Direct, "{dir:?}");
             let _ = std::fs::remove_file(&path);
         }
     }

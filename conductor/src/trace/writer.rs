@@ -39,6 +39,7 @@ pub(super) struct Writer {
     names: Vec<String>,
     hops: HopFields,
     flows: Flows,
+    written: watch::Sender<u64>,
     /// Batches go back to the loop here.
     spent: SyncSender<Batch>,
 }
@@ -49,16 +50,16 @@ impl Writer {
         payloads: bool,
         written: watch::Sender<u64>,
         spent: SyncSender<Batch>,
-        scheduling: Scheduling,
     ) -> Writer {
         Writer {
             payloads,
-            sink: Sink::new(file, super::sink::direct_from_env(), written, scheduling),
+            sink: Sink::new(file, super::sink::direct_from_env()),
             seq: 0,
             times: (None, Vec::with_capacity(32)),
             names: Vec::new(),
             hops: HopFields::default(),
             flows: Flows::default(),
+            written,
             spent,
         }
     }
@@ -91,11 +92,22 @@ impl Writer {
                         let _ = self.spent.try_send(batch);
                     }
                 }
-                // Said done (and to the viewer) by the file's thread once it is in the file.
-                Command::Flush(done) => self.sink.flush(self.seq, done),
+                Command::Flush(done) => {
+                    self.write_out();
+                    self.written.send_replace(self.seq);
+                    if let Some(done) = done {
+                        let _ = done.send(());
+                    }
+                }
             }
         }
-        self.sink.flush(self.seq, None);
+        self.write_out();
+        self.written.send_replace(self.seq);
+    }
+
+    /// Into the file with what is made.
+    fn write_out(&mut self) {
+        self.sink.flush();
     }
 
     /// Starts a line: `{"seq":…,"t":…,"type":kind`.
@@ -253,8 +265,8 @@ impl Scheduling {
         }
     }
 
-    /// Applies itself to the calling thread (the writer, and the file's).
-    pub(super) fn apply(self) {
+    /// Applies itself to the calling thread (the writer).
+    fn apply(self) {
         use thread_priority::NormalThreadSchedulePolicy::{Batch, Idle};
         let (policy, nice) = match self {
             Scheduling::Normal => return,
