@@ -38,9 +38,9 @@
 //! swings from row to row do not blur; the second untraced chain is the control, what the
 //! noise alone gives. The rounds run on the idle machine, and again beside two busy loops
 //! the bench starts and stops itself (`writers=idle,nice=10,normal` runs them with each of
-//! these schedulings of the trace writer, `SACP_TRACE_WRITER`; `files=cached,direct` with the
-//! file written through the page cache and around it, `SACP_TRACE_DIRECT`); each reports how many
-//! trace lines the writer dropped. `generations=K` sets how many generations of chains the
+//! these schedulings of the trace writer, `SACP_TRACE_WRITER`; `files=cached,direct` with
+//! the file written through the page cache and around it, `SACP_TRACE_DIRECT`); each reports
+//! how many trace lines the writer dropped. `generations=K` sets how many generations of chains the
 //! rounds start. `only=traced` runs that alone (with `direct` and the traced row). A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
 //! its type, each chunk rewritten, written losslessly), the cost of typed handling.
 //! A last row runs N = 3 pass-through proxies *inside* the conductor's process
@@ -265,7 +265,14 @@ async fn run(scale: f64) {
         // `files=cached,direct`: the file written through the page cache, then around it.
         let files: Vec<Option<bool>> =
             match std::env::args().find_map(|a| a.strip_prefix("files=").map(str::to_owned)) {
-                Some(list) => list.split(',').map(|f| Some(f == "direct")).collect(),
+                Some(list) => list
+                    .split(',')
+                    .map(|f| match f {
+                        "direct" => Some(true),
+                        "cached" => Some(false),
+                        other => panic!("files={other}: each is `cached` or `direct`"),
+                    })
+                    .collect(),
                 None => vec![None],
             };
         let mut settings = Vec::new();

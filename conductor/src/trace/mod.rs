@@ -17,9 +17,9 @@
 //!
 //! Every line has `seq` (from 0) and `t` (seconds since the trace started, monotonic): a
 //! line's wall time is the first line's `start` plus its `t`. The file is created `0600`: it
-//! holds prompts and files. Lines are buffered and written whenever the conductor has nothing else to do, at least every
-//! [`FLUSH_EVERY`] while it is busy, and at the end; [`Trace::written`] says how far, for the
-//! viewer ([`serve`]).
+//! holds prompts and files. Lines are buffered and written whenever the conductor has nothing
+//! else to do, at least every [`FLUSH_EVERY`] while it is busy, and at the end;
+//! [`Trace::written`] says how far, for the viewer ([`serve`]).
 
 mod flows;
 mod record;

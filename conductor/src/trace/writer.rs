@@ -118,8 +118,9 @@ impl Writer {
         self.sink.out.push(b'"');
     }
 
-    /// Starts a line with what every line has first: `{"seq":…,"t":…`. (Its wall time is the
-    /// first line's `start` plus `t`: format 2 wrote it on every line, 38 of its ~260 bytes.)
+    /// Starts a line with what every line has first: `{"seq":…,"t":…`. Its wall time is the
+    /// first line's `start` plus `t`, so it is not written again (on every line it took 38 of
+    /// ~260 bytes).
     fn stamp(&mut self, t: Duration) {
         self.sink.out.extend_from_slice(b"{\"seq\":");
         push_number(&mut self.sink.out, self.seq);
