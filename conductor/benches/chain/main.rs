@@ -254,27 +254,25 @@ async fn run(scale: f64) {
     if wanted("N = 3 traced") {
         // `writers=idle,nice=10,normal`: each of these schedulings of the trace writer, on
         // the idle machine and beside the busy loops; else the conductor's default.
-        let writers: Vec<Option<&'static str>> =
-            match std::env::args().find_map(|a| a.strip_prefix("writers=").map(str::to_owned)) {
-                Some(list) => list
-                    .split(',')
-                    .map(|w| Some(&*Box::leak(w.to_owned().into_boxed_str())))
-                    .collect(),
-                None => vec![None],
-            };
+        let writers: Vec<Option<&'static str>> = match arg("writers") {
+            Some(list) => list
+                .split(',')
+                .map(|w| Some(&*Box::leak(w.to_owned().into_boxed_str())))
+                .collect(),
+            None => vec![None],
+        };
         // `files=cached,direct`: the file written through the page cache, then around it.
-        let files: Vec<Option<bool>> =
-            match std::env::args().find_map(|a| a.strip_prefix("files=").map(str::to_owned)) {
-                Some(list) => list
-                    .split(',')
-                    .map(|f| match f {
-                        "direct" => Some(true),
-                        "cached" => Some(false),
-                        other => panic!("files={other}: each is `cached` or `direct`"),
-                    })
-                    .collect(),
-                None => vec![None],
-            };
+        let files: Vec<Option<bool>> = match arg("files") {
+            Some(list) => list
+                .split(',')
+                .map(|f| match f {
+                    "direct" => Some(true),
+                    "cached" => Some(false),
+                    other => panic!("files={other}: each is `cached` or `direct`"),
+                })
+                .collect(),
+            None => vec![None],
+        };
         let mut settings = Vec::new();
         for writer in writers {
             for &direct in &files {
@@ -513,12 +511,15 @@ fn ratios(a: &Figures, b: &Figures) -> String {
     )
 }
 
-/// Whether the row `name` is measured: all of them, unless `only=WORD,...` names some (by a
-/// part of their name); `direct` always is.
+/// The value of `key=value` on the command line.
+pub(crate) fn arg(key: &str) -> Option<String> {
+    std::env::args().find_map(|a| Some(a.strip_prefix(key)?.strip_prefix('=')?.to_owned()))
+}
+
 /// Whether the row `name` runs: every row without `only=`; with it, the rows that contain one
 /// of its comma-separated parts, or that are one ending in `$` (`only=N = 3$,WebSocket`).
 fn wanted(name: &str) -> bool {
-    match std::env::args().find_map(|a| a.strip_prefix("only=").map(str::to_owned)) {
+    match arg("only") {
         None => true,
         Some(only) => only.split(',').any(|part| match part.strip_suffix('$') {
             Some(exact) => name == exact,
@@ -529,8 +530,8 @@ fn wanted(name: &str) -> bool {
 
 /// How many times to run every chain (`runs=K` on the command line), 1 by default.
 fn runs() -> usize {
-    std::env::args()
-        .find_map(|a| a.strip_prefix("runs=")?.parse().ok())
+    arg("runs")
+        .and_then(|runs| runs.parse().ok())
         .unwrap_or(1)
         .max(1)
 }

@@ -270,8 +270,8 @@ pub(crate) async fn trace_cost(
 
 /// How many generations of chains to measure (`generations=K` on the command line).
 fn generations() -> usize {
-    std::env::args()
-        .find_map(|a| a.strip_prefix("generations=")?.parse().ok())
+    crate::arg("generations")
+        .and_then(|k| k.parse().ok())
         .unwrap_or(GENERATIONS)
         .max(2)
 }

@@ -24,13 +24,14 @@
 mod flows;
 mod record;
 mod redact;
+mod scheduling;
 pub(crate) mod serve;
 mod sink;
 pub(crate) mod summary;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant, SystemTime};
 
 use sacp::jsonrpc::Message;
@@ -39,7 +40,8 @@ use sacp::protocol::routing::{Hop, Node, RoutingTable};
 use tokio::sync::watch;
 
 use self::record::Batch;
-use self::writer::{Command, Scheduling, Writer};
+use self::scheduling::Scheduling;
+use self::writer::{Command, Writer};
 
 /// The trace format's version (the `v` of the first line).
 pub(crate) const FORMAT: u32 = 2;
@@ -196,7 +198,7 @@ impl Trace {
             Ok(()) => {
                 self.dropped += std::mem::take(&mut self.unreported);
             }
-            Err(std::sync::mpsc::TrySendError::Full(Command::Lines(mut batch))) => {
+            Err(TrySendError::Full(Command::Lines(mut batch))) => {
                 // The note of an earlier drop, if this batch began with it, is lost with it.
                 let lost = lines - u64::from(self.unreported > 0);
                 self.unreported += lost;
@@ -371,8 +373,8 @@ impl Trace {
         let flushed = self.batch.is_empty()
             && match self.to_writer.try_send(Command::Flush(None)) {
                 Ok(()) => true,
-                Err(std::sync::mpsc::TrySendError::Full(_)) => false,
-                Err(std::sync::mpsc::TrySendError::Disconnected(_)) => {
+                Err(TrySendError::Full(_)) => false,
+                Err(TrySendError::Disconnected(_)) => {
                     self.writer_gone = true;
                     true
                 }
@@ -414,9 +416,7 @@ impl Trace {
                     let _ = tokio::time::timeout_at(deadline, written).await;
                     return;
                 }
-                Err(std::sync::mpsc::TrySendError::Full(back))
-                    if tokio::time::Instant::now() < deadline =>
-                {
+                Err(TrySendError::Full(back)) if tokio::time::Instant::now() < deadline => {
                     command = back;
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use super::flows::Flows;
 use super::record::{Batch, Line, MessageLine};
 use super::redact;
+use super::scheduling::Scheduling;
 use super::sink::Sink;
 
 /// What the event loop tells the writer.
@@ -205,95 +206,6 @@ impl Writer {
     }
 }
 
-/// How the writer thread is scheduled against the chain: `SACP_TRACE_WRITER` = `idle`
-/// (`SCHED_IDLE`: it runs only on a core nothing else wants), `batch` (`SCHED_BATCH`, the
-/// default; `batch=N` at nice N), `nice` (nice 19, or `nice=N`), or `normal` (as the
-/// conductor's other threads). The routing loop never waits for the
-/// writer whichever it is: when the writer falls behind, lines are dropped and the file says
-/// so (see [`super::Trace`]); the class decides how much CPU the trace may take from a busy
-/// machine, and so how much of it is dropped there. See the chain bench's trace rounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scheduling {
-    Idle,
-    /// `SCHED_BATCH` at this nice value: a fair share of the CPU, as a normal thread, but
-    /// its wake-ups never preempt a running thread of the chain.
-    Batch(i32),
-    Nice(i32),
-    Normal,
-}
-
-impl Scheduling {
-    /// The default, unless `SACP_TRACE_WRITER` says otherwise: `SCHED_BATCH` at nice 0.
-    /// Measured with the chain bench's trace rounds (N = 3, 2 cores, traced / untraced
-    /// throughput; lines dropped): `SCHED_IDLE` 0.952x idle, but beside two busy loops it gets
-    /// so little CPU that 81% of the lines are dropped; nice 10 0.935x idle and none dropped
-    /// beside busy loops, but with the viewer's browser rendering a 100k-update turn on the
-    /// same machine it dropped 80% of them. In one run of 6 generations each: plain 0.896x
-    /// idle and 0.926x beside busy loops, `SCHED_BATCH` 0.921x and 0.957x, batch at nice 10
-    /// 0.933x and 0.860x; none dropped a line. `SCHED_BATCH` keeps the plain thread's fair
-    /// share (so a complete trace on a busy machine) but its wake-ups never preempt a running
-    /// process of the chain. A trace with holes exactly when the machine is busy is worth less
-    /// to the user debugging a chain than a few percent of throughput.
-    pub(super) const DEFAULT: Scheduling = Scheduling::Batch(0);
-
-    pub(super) fn from_env() -> Scheduling {
-        match std::env::var("SACP_TRACE_WRITER") {
-            Ok(value) => Scheduling::parse(&value).unwrap_or_else(|| {
-                tracing::warn!(
-                    "SACP_TRACE_WRITER={value:?} is not idle, batch, batch=N, nice, nice=N or normal: \
-                     the trace writer is scheduled as by default"
-                );
-                Scheduling::DEFAULT
-            }),
-            Err(_) => Scheduling::DEFAULT,
-        }
-    }
-
-    fn parse(value: &str) -> Option<Scheduling> {
-        match value.trim() {
-            "idle" => Some(Scheduling::Idle),
-            "nice" => Some(Scheduling::Nice(19)),
-            "normal" => Some(Scheduling::Normal),
-            "batch" => Some(Scheduling::Batch(0)),
-            other if other.starts_with("batch=") => {
-                let n: i32 = other.strip_prefix("batch=")?.parse().ok()?;
-                (0..=19).contains(&n).then_some(Scheduling::Batch(n))
-            }
-            other => {
-                let n: i32 = other.strip_prefix("nice=")?.parse().ok()?;
-                (0..=19).contains(&n).then_some(Scheduling::Nice(n))
-            }
-        }
-    }
-
-    /// Applies itself to the calling thread (the writer).
-    fn apply(self) {
-        use thread_priority::NormalThreadSchedulePolicy::{Batch, Idle};
-        let (policy, nice) = match self {
-            Scheduling::Normal => return,
-            Scheduling::Idle => (Some((Idle, "SCHED_IDLE")), 19),
-            Scheduling::Batch(n) => (Some((Batch, "SCHED_BATCH")), n),
-            Scheduling::Nice(n) => (None, n),
-        };
-        if let Some((policy, name)) = policy {
-            use thread_priority::{
-                ThreadPriority, ThreadSchedulePolicy, set_thread_priority_and_policy,
-                thread_native_id,
-            };
-            let policy = ThreadSchedulePolicy::Normal(policy);
-            if let Err(e) =
-                set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
-            {
-                tracing::debug!("cannot run the trace writer under {name}: {e:?}");
-            }
-        }
-        // On Linux the nice value is the thread's own: `None` is the calling thread.
-        if let Err(e) = rustix::process::setpriority_process(None, nice) {
-            tracing::debug!("cannot lower the trace writer's priority: {e}");
-        }
-    }
-}
-
 /// Appends `text` as a JSON string: copied between quotes when nothing in it needs escaping,
 /// as almost every method and name does.
 fn push_string(out: &mut Vec<u8>, text: &[u8]) {
@@ -421,26 +333,5 @@ fn hop_number(m: &MessageLine) -> Option<usize> {
         (Some(a), None) if matches!(to, Node::Successor) => Some(a + 1),
         (None, Some(b)) if matches!(from, Node::Successor) => Some(b + 1),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Scheduling;
-
-    #[test]
-    fn every_scheduling_has_a_name() {
-        for (name, scheduling) in [
-            ("idle", Scheduling::Idle),
-            ("batch", Scheduling::Batch(0)),
-            ("batch=10", Scheduling::Batch(10)),
-            ("nice", Scheduling::Nice(19)),
-            ("nice=5", Scheduling::Nice(5)),
-            ("normal", Scheduling::Normal),
-        ] {
-            assert_eq!(Scheduling::parse(name), Some(scheduling), "{name}");
-        }
-        assert_eq!(Scheduling::parse("batch=20"), None);
-        assert_eq!(Scheduling::parse("fast"), None);
     }
 }
