@@ -20,6 +20,17 @@ struct Served {
     file: std::path::PathBuf,
 }
 
+/// The trace file goes with the test (the 100k-update one is ~90 MB), and its directory with
+/// the last of them.
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+        if let Some(dir) = self.file.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
 async fn serve(name: &str, components: &[String]) -> Served {
     let dir = std::env::temp_dir().join(format!("sacp-viewer-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
