@@ -40,9 +40,10 @@
 //! the bench starts and stops itself (`writers=idle,nice=10,normal` runs them with each of
 //! these schedulings of the trace writer, `SACP_TRACE_WRITER`; `files=cached,direct` with
 //! the file written through the page cache and around it, `SACP_TRACE_DIRECT`); each reports
-//! how many trace lines the writer dropped. `generations=K` sets how many generations of chains the
-//! rounds start. `only=traced` runs that alone (with `direct` and the traced row). A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read into
-//! its type, each chunk rewritten, written losslessly), the cost of typed handling.
+//! how many trace lines the writer dropped. `generations=K` sets how many generations of
+//! chains the rounds start. `only=traced` runs that alone (with `direct` and the traced row).
+//! A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read
+//! into its type, each chunk rewritten, written losslessly), the cost of typed handling.
 //! A last row runs N = 3 pass-through proxies *inside* the conductor's process
 //! (`examples/one_binary.rs`, `Chain::proxy`) with the agent as a process. The table ends with
 //! the performance goals (N = 3 against direct) met or not.

@@ -3,8 +3,9 @@
 //!
 //! - `GET /?token=…`: the page (`page.html`: plain HTML, CSS and JS, served from the binary);
 //! - `GET /events?token=…[&from=SEQ]`: the trace as server-sent events, each up to
-//!   [`BATCH_LINES`] lines of it (one `data:` line each), its `id` the `seq` of its last line; a reconnecting
-//!   `EventSource` sends that back as `Last-Event-ID` and resumes right after it, without gaps;
+//!   [`BATCH_LINES`] lines ([`BATCH_BYTES`] bytes) of it (one `data:` line each), its `id`
+//!   the `seq` of its last line; a reconnecting `EventSource` sends that back as
+//!   `Last-Event-ID` and resumes right after it, without gaps;
 //! - `GET /trace.jsonl?token=…`: the file as it is now; `GET /export.html?token=…`: the page
 //!   with the trace in it, one file that works offline.
 //!
