@@ -31,6 +31,8 @@ pub(crate) mod summary;
 mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -107,6 +109,8 @@ pub(crate) struct Trace {
     /// Lines dropped whose note is still to reach the file (it leads the current batch).
     unreported: u64,
     writer_gone: bool,
+    /// Batches handed over that the writer has not taken yet.
+    waiting: Arc<AtomicUsize>,
 }
 
 impl Trace {
@@ -130,7 +134,8 @@ impl Trace {
         let (written_tx, written) = watch::channel(0);
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);
         let (spent_tx, spent) = std::sync::mpsc::sync_channel(BATCHES);
-        let writer = Writer::new(file, payloads, written_tx, spent_tx);
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let writer = Writer::new(file, payloads, written_tx, spent_tx, waiting.clone());
         let scheduling = Scheduling::from_env();
         std::thread::Builder::new()
             .name("trace".into())
@@ -151,6 +156,7 @@ impl Trace {
             dropped: 0,
             unreported: 0,
             writer_gone: false,
+            waiting,
         })
     }
 
@@ -194,7 +200,13 @@ impl Trace {
             .unwrap_or_else(|_| Batch::with_capacity(BATCH));
         let batch = std::mem::replace(&mut self.batch, next);
         let lines = batch.len() as u64;
-        match self.to_writer.try_send(Command::Lines(batch)) {
+        // Counted before it is sent: the writer may take it at once.
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let sent = self.to_writer.try_send(Command::Lines(batch));
+        if sent.is_err() {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+        match sent {
             Ok(()) => {
                 self.dropped += std::mem::take(&mut self.unreported);
             }
@@ -423,5 +435,36 @@ impl Trace {
                 Err(_) => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::Trace;
+
+    /// The count of batches waiting for the writer (which tells it whether to give way) is
+    /// back at zero once everything is written, and every line is in the file or counted as
+    /// dropped: no batch is counted twice or missed, whether it was sent or dropped.
+    #[tokio::test]
+    async fn every_batch_handed_over_is_counted_once() {
+        let path =
+            std::env::temp_dir().join(format!("sacp-trace-waiting-{}.jsonl", std::process::id()));
+        let mut trace = Trace::create(&path, false).expect("create the trace");
+        const LINES: u64 = 50_000;
+        for i in 0..LINES {
+            trace.stderr(1, "agent", &format!("line {i}"));
+            if i % 7_000 == 0 {
+                trace.flush();
+            }
+        }
+        trace.finish().await;
+        assert_eq!(trace.waiting.load(Ordering::Relaxed), 0);
+        let text = std::fs::read_to_string(&path).expect("read the trace");
+        let _ = std::fs::remove_file(&path);
+        let notes = text.matches(r#""type":"dropped""#).count() as u64;
+        let stderr = text.lines().count() as u64 - notes;
+        assert_eq!(stderr + trace.dropped(), LINES, "{notes} drop notes");
     }
 }

@@ -1,8 +1,10 @@
 //! How the trace's writer thread is scheduled against the chain (`SACP_TRACE_WRITER`).
 
-/// How the writer thread is scheduled against the chain: `SACP_TRACE_WRITER` = `idle`
-/// (`SCHED_IDLE`: it runs only on a core nothing else wants), `batch` (`SCHED_BATCH`, the
-/// default; `batch=N` at nice N), `nice` (nice 19, or `nice=N`), or `normal` (as the
+/// How the writer thread is scheduled against the chain: `SACP_TRACE_WRITER` = `yield` (the
+/// default: `SCHED_BATCH`, giving way to the chain while it keeps up; `yield=E` or `yield=E:U`
+/// gives way every E lines while fewer than U batches wait, 128 and 4 by default), `batch`
+/// (`SCHED_BATCH` without giving way; `batch=N` at nice N), `idle` (`SCHED_IDLE`: it runs
+/// only on a core nothing else wants), `nice` (nice 19, or `nice=N`), or `normal` (as the
 /// conductor's other threads). The routing loop never waits for the writer whichever it is:
 /// when the writer falls behind, lines are dropped and the file says so (see
 /// [`super::Trace`]); the class decides how much CPU the trace may take from a busy machine,
@@ -13,30 +15,52 @@ pub(super) enum Scheduling {
     /// `SCHED_BATCH` at this nice value: a fair share of the CPU, as a normal thread, but
     /// its wake-ups never preempt a running thread of the chain.
     Batch(i32),
+    /// `SCHED_BATCH` at nice 0, giving way to other threads (see [`GiveWay`]).
+    Yielding(GiveWay),
     Nice(i32),
     Normal,
 }
 
+/// When the writer gives up its core (`sched_yield`): every `every` lines it makes, as long as
+/// fewer than `until` batches wait for it. A thread of the chain woken on the writer's core
+/// then runs at once, instead of after the writer's time slice (up to milliseconds: the
+/// scheduler protects a running thread's slice from wake-ups); once the writer is behind, it
+/// keeps the core for its fair share until it has caught up, so that it drops no lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct GiveWay {
+    pub(super) every: usize,
+    pub(super) until: usize,
+}
+
+impl GiveWay {
+    const DEFAULT: GiveWay = GiveWay {
+        every: 128,
+        until: 4,
+    };
+}
+
 impl Scheduling {
-    /// The default, unless `SACP_TRACE_WRITER` says otherwise: `SCHED_BATCH` at nice 0.
-    /// Measured with the chain bench's trace rounds (N = 3, 2 cores, traced / untraced
-    /// throughput; lines dropped): `SCHED_IDLE` 0.952x idle, but beside two busy loops it gets
-    /// so little CPU that 81% of the lines are dropped; nice 10 0.935x idle and none dropped
-    /// beside busy loops, but with the viewer's browser rendering a 100k-update turn on the
-    /// same machine it dropped 80% of them. In one run of 6 generations each: plain 0.896x
-    /// idle and 0.926x beside busy loops, `SCHED_BATCH` 0.921x and 0.957x, batch at nice 10
-    /// 0.933x and 0.860x; none dropped a line. `SCHED_BATCH` keeps the plain thread's fair
-    /// share (so a complete trace on a busy machine) but its wake-ups never preempt a running
-    /// process of the chain. A trace with holes exactly when the machine is busy is worth less
-    /// to the user debugging a chain than a few percent of throughput.
-    pub(super) const DEFAULT: Scheduling = Scheduling::Batch(0);
+    /// The default, unless `SACP_TRACE_WRITER` says otherwise: `SCHED_BATCH`, giving way
+    /// every 128 lines while fewer than 4 batches wait. Measured with the chain bench's trace
+    /// rounds (N = 3, 2 cores, traced / untraced throughput; lines dropped): `SCHED_IDLE`
+    /// 0.952x idle, but beside two busy loops it gets so little CPU that 81% of the lines are
+    /// dropped; nice 10 0.935x idle and none dropped beside busy loops, but with the viewer's
+    /// browser rendering a 100k-update turn on the same machine it dropped 80% of them. In one
+    /// run of 6 generations each: plain 0.896x idle and 0.926x beside busy loops, `SCHED_BATCH`
+    /// 0.921x and 0.957x, batch at nice 10 0.933x and 0.860x; none dropped a line. Giving way
+    /// (8 generations each, same CPU per update as `SCHED_BATCH`): 0.952–0.959x idle in three
+    /// runs against 0.921x for `SCHED_BATCH` in the same run, none dropped while it gave way
+    /// until 4 batches waited (1.2% dropped beside busy loops when it gave way however far
+    /// behind it was). A trace with holes exactly when the machine is busy is worth less to the
+    /// user debugging a chain than a few percent of throughput.
+    pub(super) const DEFAULT: Scheduling = Scheduling::Yielding(GiveWay::DEFAULT);
 
     pub(super) fn from_env() -> Scheduling {
         match std::env::var("SACP_TRACE_WRITER") {
             Ok(value) => Scheduling::parse(&value).unwrap_or_else(|| {
                 tracing::warn!(
-                    "SACP_TRACE_WRITER={value:?} is not idle, batch, batch=N, nice, nice=N or normal: \
-                     the trace writer is scheduled as by default"
+                    "SACP_TRACE_WRITER={value:?} is not yield, yield=E[:U], batch, batch=N, idle, \
+                     nice, nice=N or normal: the trace writer is scheduled as by default"
                 );
                 Scheduling::DEFAULT
             }),
@@ -50,6 +74,15 @@ impl Scheduling {
             "nice" => Some(Scheduling::Nice(19)),
             "normal" => Some(Scheduling::Normal),
             "batch" => Some(Scheduling::Batch(0)),
+            "yield" => Some(Scheduling::Yielding(GiveWay::DEFAULT)),
+            other if other.starts_with("yield=") => {
+                let rest = other.strip_prefix("yield=")?;
+                let (every, until) = match rest.split_once(':') {
+                    Some((every, until)) => (every.parse().ok()?, until.parse().ok()?),
+                    None => (rest.parse().ok()?, GiveWay::DEFAULT.until),
+                };
+                (every > 0).then_some(Scheduling::Yielding(GiveWay { every, until }))
+            }
             other if other.starts_with("batch=") => {
                 let n: i32 = other.strip_prefix("batch=")?.parse().ok()?;
                 (0..=19).contains(&n).then_some(Scheduling::Batch(n))
@@ -61,6 +94,14 @@ impl Scheduling {
         }
     }
 
+    /// When the writer gives way, if it does.
+    pub(super) fn give_way(self) -> Option<GiveWay> {
+        match self {
+            Scheduling::Yielding(give_way) => Some(give_way),
+            _ => None,
+        }
+    }
+
     /// Applies itself to the calling thread (the writer).
     pub(super) fn apply(self) {
         use thread_priority::NormalThreadSchedulePolicy::{Batch, Idle};
@@ -68,6 +109,7 @@ impl Scheduling {
             Scheduling::Normal => return,
             Scheduling::Idle => (Some((Idle, "SCHED_IDLE")), 19),
             Scheduling::Batch(n) => (Some((Batch, "SCHED_BATCH")), n),
+            Scheduling::Yielding(_) => (Some((Batch, "SCHED_BATCH")), 0),
             Scheduling::Nice(n) => (None, n),
         };
         if let Some((policy, name)) = policy {
@@ -91,13 +133,28 @@ impl Scheduling {
 
 #[cfg(test)]
 mod tests {
-    use super::Scheduling;
+    use super::{GiveWay, Scheduling};
 
     #[test]
     fn every_scheduling_has_a_name() {
         for (name, scheduling) in [
             ("idle", Scheduling::Idle),
             ("batch", Scheduling::Batch(0)),
+            ("yield", Scheduling::DEFAULT),
+            (
+                "yield=64",
+                Scheduling::Yielding(GiveWay {
+                    every: 64,
+                    until: 4,
+                }),
+            ),
+            (
+                "yield=64:2",
+                Scheduling::Yielding(GiveWay {
+                    every: 64,
+                    until: 2,
+                }),
+            ),
             ("batch=10", Scheduling::Batch(10)),
             ("nice", Scheduling::Nice(19)),
             ("nice=5", Scheduling::Nice(5)),
@@ -107,5 +164,7 @@ mod tests {
         }
         assert_eq!(Scheduling::parse("batch=20"), None);
         assert_eq!(Scheduling::parse("fast"), None);
+        assert_eq!(Scheduling::parse("yield=0"), None);
+        assert_eq!(Scheduling::parse("yield=64:"), None);
     }
 }

@@ -2,6 +2,8 @@
 //! [`super::record`]), writes them, and hands the batches back.
 
 use std::fs::File;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 
@@ -43,6 +45,9 @@ pub(super) struct Writer {
     written: watch::Sender<u64>,
     /// Batches go back to the loop here.
     spent: SyncSender<Batch>,
+    /// Batches the loop handed over and this thread has not taken yet (see
+    /// [`GiveWay`](super::scheduling::GiveWay)).
+    waiting: Arc<AtomicUsize>,
 }
 
 impl Writer {
@@ -51,6 +56,7 @@ impl Writer {
         payloads: bool,
         written: watch::Sender<u64>,
         spent: SyncSender<Batch>,
+        waiting: Arc<AtomicUsize>,
     ) -> Writer {
         Writer {
             payloads,
@@ -62,11 +68,13 @@ impl Writer {
             flows: Flows::default(),
             written,
             spent,
+            waiting,
         }
     }
 
     pub(super) fn run(mut self, commands: Receiver<Command>, scheduling: Scheduling) {
         scheduling.apply();
+        let mut give_way = scheduling.give_way().map(|give_way| (give_way, 0));
         for command in commands {
             match command {
                 Command::Names(names) => {
@@ -77,7 +85,17 @@ impl Writer {
                         .collect();
                 }
                 Command::Lines(mut batch) => {
+                    self.waiting.fetch_sub(1, Ordering::Relaxed);
                     for line in &batch.lines {
+                        if let Some((give_way, made)) = &mut give_way {
+                            *made += 1;
+                            if *made == give_way.every {
+                                *made = 0;
+                                if self.waiting.load(Ordering::Relaxed) < give_way.until {
+                                    std::thread::yield_now();
+                                }
+                            }
+                        }
                         match *line {
                             Line::Message(message) => self.message(&batch, &message),
                             Line::Event { t, kind, fields } => {
