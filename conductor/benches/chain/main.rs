@@ -40,7 +40,8 @@
 //! the bench starts and stops itself (`writers=idle,nice=10,normal` runs them with each of
 //! these schedulings of the trace writer, `SACP_TRACE_WRITER`; `files=cached,direct` with
 //! the file written through the page cache and around it, `SACP_TRACE_DIRECT`); each reports
-//! how many trace lines the writer dropped. `generations=K` sets how many generations of
+//! how many trace lines the writer dropped (`machine=idle` or `machine=busy` runs only those
+//! rounds). `generations=K` sets how many generations of
 //! chains the rounds start. `only=traced` runs that alone (with `direct` and the traced row).
 //! A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read
 //! into its type, each chunk rewritten, written losslessly), the cost of typed handling.
@@ -274,10 +275,18 @@ async fn run(scale: f64) {
                 .collect(),
             None => vec![None],
         };
+        // `machine=idle` or `machine=busy`: only the rounds on the idle machine, or beside the
+        // busy loops.
+        let machines: Vec<bool> = match arg("machine").as_deref() {
+            None => vec![false, true],
+            Some("idle") => vec![false],
+            Some("busy") => vec![true],
+            Some(other) => panic!("machine={other}: it is `idle` or `busy`"),
+        };
         let mut settings = Vec::new();
         for writer in writers {
             for &direct in &files {
-                for busy in [false, true] {
+                for &busy in &machines {
                     settings.push(Setting {
                         busy,
                         writer,
