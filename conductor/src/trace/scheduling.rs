@@ -25,7 +25,8 @@ pub(super) enum Scheduling {
 /// fewer than `until` batches wait for it. A thread of the chain woken on the writer's core
 /// then runs at once, instead of after the writer's time slice (up to milliseconds: the
 /// scheduler protects a running thread's slice from wake-ups); once the writer is behind, it
-/// keeps the core for its fair share until it has caught up, so that it drops no lines.
+/// keeps the core for its fair share until it has caught up, as without giving way, so that a
+/// busy machine costs the trace no more lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct GiveWay {
     pub(super) every: usize,
@@ -48,11 +49,12 @@ impl Scheduling {
     /// browser rendering a 100k-update turn on the same machine it dropped 80% of them. In one
     /// run of 6 generations each: plain 0.896x idle and 0.926x beside busy loops, `SCHED_BATCH`
     /// 0.921x and 0.957x, batch at nice 10 0.933x and 0.860x; none dropped a line. Giving way
-    /// (8 generations each, same CPU per update as `SCHED_BATCH`): 0.952–0.959x idle in three
-    /// runs against 0.921x for `SCHED_BATCH` in the same run, none dropped while it gave way
-    /// until 4 batches waited (1.2% dropped beside busy loops when it gave way however far
-    /// behind it was). A trace with holes exactly when the machine is busy is worth less to the
-    /// user debugging a chain than a few percent of throughput.
+    /// (same CPU per update as `SCHED_BATCH`): 0.952–0.960x idle in four measurements over
+    /// three runs, against 0.921x for `SCHED_BATCH` in the first; beside busy loops alike
+    /// within the rounds' noise (0.840–0.924x, `SCHED_BATCH` 0.819–0.914x), none dropped
+    /// while it gave way only until 4 batches waited (1.2% when it gave way however far behind
+    /// it was). A trace with holes exactly when the machine is busy is worth less to the user
+    /// debugging a chain than a few percent of throughput.
     pub(super) const DEFAULT: Scheduling = Scheduling::Yielding(GiveWay::DEFAULT);
 
     pub(super) fn from_env() -> Scheduling {
