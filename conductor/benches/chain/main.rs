@@ -41,8 +41,8 @@
 //! these schedulings of the trace writer, `SACP_TRACE_WRITER`; `files=cached,direct` with
 //! the file written through the page cache and around it, `SACP_TRACE_DIRECT`); each reports
 //! how many trace lines the writer dropped (`machine=idle` or `machine=busy` runs only those
-//! rounds). `generations=K` sets how many generations of
-//! chains the rounds start. `only=traced` runs that alone (with `direct` and the traced row).
+//! rounds). `generations=K` sets how many generations of chains the rounds start.
+//! `only=traced` runs that alone (with `direct` and the traced row).
 //! A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read
 //! into its type, each chunk rewritten, written losslessly), the cost of typed handling.
 //! A last row runs N = 3 pass-through proxies *inside* the conductor's process

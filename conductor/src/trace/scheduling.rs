@@ -1,5 +1,7 @@
 //! How the trace's writer thread is scheduled against the chain (`SACP_TRACE_WRITER`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// How the writer thread is scheduled against the chain: `SACP_TRACE_WRITER` = `yield` (the
 /// default: `SCHED_BATCH`, giving way to the chain while it keeps up; `yield=E` or `yield=E:U`
 /// gives way every E lines while fewer than U batches wait, 128 and 4 by default), `batch`
@@ -38,6 +40,27 @@ impl GiveWay {
         every: 128,
         until: 4,
     };
+}
+
+/// A [`GiveWay`] at work in the writer: it counts the lines made.
+#[derive(Debug)]
+pub(super) struct Giving {
+    way: GiveWay,
+    made: usize,
+}
+
+impl Giving {
+    /// A line is about to be made, with `waiting` batches waiting for the writer: gives way
+    /// when it is time to.
+    pub(super) fn line(&mut self, waiting: &AtomicUsize) {
+        self.made += 1;
+        if self.made == self.way.every {
+            self.made = 0;
+            if waiting.load(Ordering::Relaxed) < self.way.until {
+                std::thread::yield_now();
+            }
+        }
+    }
 }
 
 impl Scheduling {
@@ -96,10 +119,10 @@ impl Scheduling {
         }
     }
 
-    /// When the writer gives way, if it does.
-    pub(super) fn give_way(self) -> Option<GiveWay> {
+    /// How the writer gives way, if it does.
+    pub(super) fn giving(self) -> Option<Giving> {
         match self {
-            Scheduling::Yielding(give_way) => Some(give_way),
+            Scheduling::Yielding(way) => Some(Giving { way, made: 0 }),
             _ => None,
         }
     }

@@ -74,7 +74,7 @@ impl Writer {
 
     pub(super) fn run(mut self, commands: Receiver<Command>, scheduling: Scheduling) {
         scheduling.apply();
-        let mut give_way = scheduling.give_way().map(|give_way| (give_way, 0));
+        let mut giving = scheduling.giving();
         for command in commands {
             match command {
                 Command::Names(names) => {
@@ -87,14 +87,8 @@ impl Writer {
                 Command::Lines(mut batch) => {
                     self.waiting.fetch_sub(1, Ordering::Relaxed);
                     for line in &batch.lines {
-                        if let Some((give_way, made)) = &mut give_way {
-                            *made += 1;
-                            if *made == give_way.every {
-                                *made = 0;
-                                if self.waiting.load(Ordering::Relaxed) < give_way.until {
-                                    std::thread::yield_now();
-                                }
-                            }
+                        if let Some(giving) = &mut giving {
+                            giving.line(&self.waiting);
                         }
                         match *line {
                             Line::Message(message) => self.message(&batch, &message),
