@@ -97,6 +97,17 @@ pub fn usage(pid: u32) -> Option<(u64, u64)> {
     Some((nanos, count("syscr:")? + count("syscw:")?))
 }
 
+/// CPU time (ns, from its `schedstat`) of a process's main thread so far: the conductor's event
+/// loop, without the threads beside it (the trace's writer, the stderr readers).
+pub fn main_thread_ns(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat"))
+        .ok()?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The scale a benchmark was asked for (`cargo bench ... -- 0.1`), 1 by default.
 pub fn scale() -> f64 {
     std::env::args()

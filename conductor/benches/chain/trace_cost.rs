@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::measure::{Counts, stream, throughput};
-use crate::processes::{process_tree, usage};
+use crate::processes::{main_thread_ns, process_tree, usage};
 use crate::{BenchEditor, IN_FLIGHT, MANY_SESSIONS, UPDATES_PER_PROMPT};
 
 /// The cost of `--trace` is measured in this many generations of chains (`generations=K` on
@@ -137,9 +137,10 @@ const ORDERS: [[usize; 3]; 6] = [
 #[derive(Debug, Default, Clone, Copy)]
 struct Slices {
     updates_1: f64,
-    /// CPU ns of the conductor (all its threads), and of it and its components, while
-    /// streaming on 1 session.
+    /// CPU ns of the conductor (all its threads), of its event loop (its main thread), and of
+    /// it and its components, while streaming on 1 session.
     conductor_ns: f64,
+    loop_ns: f64,
     tree_ns: f64,
 }
 
@@ -226,7 +227,8 @@ pub(crate) async fn trace_cost(
                         .filter_map(|(pid, _)| usage(*pid))
                         .map(|u| u.0)
                         .sum();
-                    (conductor, conductor + components)
+                    let event_loop = main_thread_ns(editor.pid()).unwrap_or(0);
+                    (conductor, conductor + components, event_loop)
                 };
                 let start = Instant::now();
                 throughput(editor, &sessions[..IN_FLIGHT], prompts).await;
@@ -241,6 +243,7 @@ pub(crate) async fn trace_cost(
                 sums.updates_1 += updates;
                 sums.conductor_ns += (after.0 - before.0) as f64;
                 sums.tree_ns += (after.1 - before.1) as f64;
+                sums.loop_ns += (after.2 - before.2) as f64;
                 rates[which][1] = updates / secs;
 
                 let start = Instant::now();
@@ -333,6 +336,7 @@ impl TraceCost {
         let [u, t, c] = &self.sums;
         let untraced = |ns: fn(&Slices) -> f64| (ns(u) + ns(c)) / 1e3 / (u.updates_1 + c.updates_1);
         let tree_untraced = untraced(|s| s.tree_ns);
+        let loop_untraced = untraced(|s| s.loop_ns);
         println!(
             "\nThe cost of --trace at N = 3, {} ({} generations of chains, {} interleaved rounds \
              each; traced / untraced, as the geometric mean of the rounds' ratios; the control \
@@ -341,7 +345,8 @@ impl TraceCost {
              - updates/s, 1 session {}\n\
              - updates/s, 256 sessions {}\n\
              - CPU per update, 1 session: the conductor (all its threads) {:.2} µs untraced, \
-             {:.2} µs traced; it and its components {:.2} µs, {:.2} µs ({:.3}x)\n\
+             {:.2} µs traced; its event loop alone {:.2} µs, {:.2} µs ({:.3}x); it and its \
+             components {:.2} µs, {:.2} µs ({:.3}x)\n\
              - trace lines dropped (the writer behind): {} of {} ({:.2}%)",
             self.setting.describe(),
             self.generations.len(),
@@ -351,6 +356,9 @@ impl TraceCost {
             figure(2),
             untraced(|s| s.conductor_ns),
             per_update(t.conductor_ns, t),
+            loop_untraced,
+            per_update(t.loop_ns, t),
+            per_update(t.loop_ns, t) / loop_untraced,
             tree_untraced,
             per_update(t.tree_ns, t),
             per_update(t.tree_ns, t) / tree_untraced,
