@@ -18,11 +18,18 @@ const [mode, target, ...rest] = process.argv.slice(2);
 const headers = process.env.ACP_TOKEN ? { Authorization: `Bearer ${process.env.ACP_TOKEN}` } : {};
 let child;
 let stream;
+let deleted;
 if (mode === "stdio") {
   child = spawn(target, rest, { stdio: ["pipe", "pipe", "inherit"] });
   stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 } else if (mode === "http") {
-  stream = createHttpStream(target, { headers });
+  // The DELETE that ends the connection, once sent (see the end).
+  const tracked = (input, init) => {
+    const response = globalThis.fetch(input, init);
+    if (init?.method === "DELETE") deleted = response;
+    return response;
+  };
+  stream = createHttpStream(target, { headers, fetch: tracked });
 } else if (mode === "ws") {
   stream = createWebSocketStream(target, { headers, WebSocket });
 } else {
@@ -76,4 +83,12 @@ await client()
     await turn;
   });
 if (child) child.stdin.end();
+// `connectWith` ends an HTTP transport without waiting for its DELETE: wait for it (2 s at
+// most), or exiting now could cut it off, and the server would keep the connection (and its
+// chain) until it went idle.
+if (mode === "http") {
+  const until = Date.now() + 2000;
+  while (!deleted && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+  await deleted?.catch(() => {});
+}
 process.exit(0);
