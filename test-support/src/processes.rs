@@ -85,8 +85,7 @@ pub fn usage(pid: u32) -> Option<(u64, u64)> {
     let nanos = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-        .filter_map(|schedstat| schedstat.split(' ').next()?.parse::<u64>().ok())
+        .filter_map(|task| run_ns(&task.path()))
         .sum();
     let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
     let count = |key: &str| {
@@ -100,7 +99,12 @@ pub fn usage(pid: u32) -> Option<(u64, u64)> {
 /// CPU time (ns, from its `schedstat`) of a process's main thread so far: the conductor's event
 /// loop, without the threads beside it (the trace's writer, the stderr readers).
 pub fn main_thread_ns(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat"))
+    run_ns(std::path::Path::new(&format!("/proc/{pid}/task/{pid}")))
+}
+
+/// The CPU time (ns) a thread ran so far: the first field of its `schedstat`.
+fn run_ns(task: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(task.join("schedstat"))
         .ok()?
         .split(' ')
         .next()?
