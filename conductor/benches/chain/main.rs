@@ -39,7 +39,8 @@
 //! noise alone gives. The rounds run on the idle machine, and again beside two busy loops
 //! the bench starts and stops itself (`writers=idle,nice=10,normal` runs them with each of
 //! these schedulings of the trace writer, `SACP_TRACE_WRITER`; `files=cached,direct` with
-//! the file written through the page cache and around it, `SACP_TRACE_DIRECT`); each reports
+//! the file written through the page cache and around it, `SACP_TRACE_DIRECT`; `defers=off,10`
+//! with each deferral of the writer's work, `SACP_TRACE_DEFER`); each reports
 //! how many trace lines the writer dropped (`machine=idle` or `machine=busy` runs only those
 //! rounds). `generations=K` sets how many generations of chains the rounds start.
 //! `only=traced` runs that alone (with `direct` and the traced row).
@@ -283,15 +284,27 @@ async fn run(scale: f64) {
             Some("busy") => vec![true],
             Some(other) => panic!("machine={other}: it is `idle` or `busy`"),
         };
+        // `defers=off,10:20000:24`: each of these deferrals of the writer's work
+        // (`SACP_TRACE_DEFER`).
+        let defers: Vec<Option<&'static str>> = match arg("defers") {
+            Some(list) => list
+                .split(',')
+                .map(|d| Some(&*Box::leak(d.to_owned().into_boxed_str())))
+                .collect(),
+            None => vec![None],
+        };
         let mut settings = Vec::new();
         for writer in writers {
-            for &direct in &files {
-                for &busy in &machines {
-                    settings.push(Setting {
-                        busy,
-                        writer,
-                        direct,
-                    });
+            for &defer in &defers {
+                for &direct in &files {
+                    for &busy in &machines {
+                        settings.push(Setting {
+                            busy,
+                            writer,
+                            defer,
+                            direct,
+                        });
+                    }
                 }
             }
         }

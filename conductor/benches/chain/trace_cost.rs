@@ -2,7 +2,7 @@
 //! with busy loops beside the chain.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::measure::{Counts, stream, throughput};
 use crate::processes::{main_thread_ns, process_tree, usage};
@@ -14,26 +14,30 @@ const GENERATIONS: usize = 12;
 const ROUNDS: usize = 12;
 
 /// Where the trace rounds run: on an idle machine or beside [`BUSY_LOOPS`] busy loops, with
-/// which scheduling of the trace writer (`SACP_TRACE_WRITER`) and how the file is written
-/// (`SACP_TRACE_DIRECT`: `Some(true)` around the page cache); the conductor's default when
-/// `None`.
+/// which scheduling of the trace writer (`SACP_TRACE_WRITER`), when it defers its work
+/// (`SACP_TRACE_DEFER`) and how the file is written (`SACP_TRACE_DIRECT`: `Some(true)` around
+/// the page cache); the conductor's default when `None`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Setting {
     pub(crate) busy: bool,
     pub(crate) writer: Option<&'static str>,
+    pub(crate) defer: Option<&'static str>,
     pub(crate) direct: Option<bool>,
 }
 
 impl Setting {
     fn describe(&self) -> String {
         format!(
-            "{}, trace writer {}{}",
+            "{}, trace writer {}{}{}",
             if self.busy {
                 "beside two busy loops"
             } else {
                 "idle machine"
             },
             self.writer.unwrap_or("as by default"),
+            self.defer
+                .map(|d| format!(", deferring {d}"))
+                .unwrap_or_default(),
             match self.direct {
                 None => "",
                 Some(true) => ", file written directly",
@@ -47,6 +51,9 @@ impl Setting {
         let mut envs = Vec::new();
         if let Some(class) = self.writer {
             envs.push(("SACP_TRACE_WRITER", class));
+        }
+        if let Some(defer) = self.defer {
+            envs.push(("SACP_TRACE_DEFER", defer));
         }
         if let Some(direct) = self.direct {
             envs.push(("SACP_TRACE_DIRECT", if direct { "1" } else { "0" }));
@@ -142,6 +149,12 @@ struct Slices {
     conductor_ns: f64,
     loop_ns: f64,
     tree_ns: f64,
+    /// CPU ns of the conductor from the start of that stream until it had settled after it
+    /// (see [`settle`]): with what it put off until the stream ended.
+    settled_ns: f64,
+    /// How long the conductor took to settle after each part, summed, and how many parts.
+    settle_secs: f64,
+    parts: f64,
 }
 
 /// The cost of `--trace` at N = 3: each chain's sums, and for each generation the rates
@@ -219,7 +232,6 @@ pub(crate) async fn trace_cost(
             let mut rates = [[0.0; 3]; 3];
             for which in ORDERS[round % ORDERS.len()] {
                 let (editor, sessions) = &chains[which];
-                let sums = &mut cost.sums[which];
                 let cpu = || {
                     let conductor = usage(editor.pid()).map_or(0, |u| u.0);
                     let components: u64 = process_tree(editor.pid())
@@ -230,25 +242,35 @@ pub(crate) async fn trace_cost(
                     let event_loop = main_thread_ns(editor.pid()).unwrap_or(0);
                     (conductor, conductor + components, event_loop)
                 };
+                // After each part, until the conductor is done with it (see `settle`).
+                let mut settling = Duration::ZERO;
                 let start = Instant::now();
                 throughput(editor, &sessions[..IN_FLIGHT], prompts).await;
                 let done = prompts.div_ceil(IN_FLIGHT) as f64 * IN_FLIGHT as f64;
                 rates[which][0] = done / start.elapsed().as_secs_f64();
+                settling += settle(editor.pid()).await;
 
                 let before = cpu();
                 let start = Instant::now();
                 stream(editor, &sessions[..1], streamed).await;
                 let secs = start.elapsed().as_secs_f64();
                 let after = cpu();
+                settling += settle(editor.pid()).await;
+                let settled = cpu();
+                let sums = &mut cost.sums[which];
                 sums.updates_1 += updates;
                 sums.conductor_ns += (after.0 - before.0) as f64;
                 sums.tree_ns += (after.1 - before.1) as f64;
                 sums.loop_ns += (after.2 - before.2) as f64;
+                sums.settled_ns += (settled.0 - before.0) as f64;
                 rates[which][1] = updates / secs;
 
                 let start = Instant::now();
                 stream(editor, sessions, streamed).await;
                 rates[which][2] = updates / start.elapsed().as_secs_f64();
+                settling += settle(editor.pid()).await;
+                sums.settle_secs += settling.as_secs_f64();
+                sums.parts += 3.0;
             }
             rounds.push(rates);
         }
@@ -269,6 +291,40 @@ pub(crate) async fn trace_cost(
     }
     drop(busy);
     cost
+}
+
+/// How long a conductor is given after a part of a round before its CPU is watched (see
+/// [`settle`]): two windows of the trace writer's deferral (`SACP_TRACE_DEFER`, 10 ms by
+/// default) and a margin.
+const SETTLE: Duration = Duration::from_millis(25);
+/// How often its CPU is read then, and how much of it (ns) a poll may see for the
+/// conductor to be still: 2% of a core.
+const SETTLE_POLL: Duration = Duration::from_millis(5);
+const STILL_NS: u64 = 100_000;
+
+/// Waits until the conductor `pid` is done with the part just measured: [`SETTLE`], then
+/// until its CPU stands still over two polls (two seconds at most). A traced conductor's
+/// writer may put off the lines of a burst until the burst is over (`SACP_TRACE_DEFER`); the
+/// rounds run their chains one after the other, so without the wait that work would fall in
+/// the next chain's measure and flatter the traced one. Every chain waits alike; how long the
+/// wait took, and the CPU spent in it, are reported.
+async fn settle(pid: u32) -> Duration {
+    let start = Instant::now();
+    tokio::time::sleep(SETTLE).await;
+    let cpu = || usage(pid).map_or(0, |u| u.0);
+    let mut last = cpu();
+    let mut still = 0;
+    while still < 2 && start.elapsed() < Duration::from_secs(2) {
+        tokio::time::sleep(SETTLE_POLL).await;
+        let now = cpu();
+        still = if now.saturating_sub(last) < STILL_NS {
+            still + 1
+        } else {
+            0
+        };
+        last = now;
+    }
+    start.elapsed()
 }
 
 /// How many generations of chains to measure (`generations=K` on the command line).
@@ -342,6 +398,8 @@ impl TraceCost {
         // own figures do not show.
         let components_untraced = untraced(|s| s.tree_ns - s.conductor_ns);
         let components_traced = per_update(t.tree_ns - t.conductor_ns, t);
+        let settled_untraced = untraced(|s| s.settled_ns);
+        let settle_untraced = 1e3 * (u.settle_secs + c.settle_secs) / (u.parts + c.parts).max(1.0);
         println!(
             "\nThe cost of --trace at N = 3, {} ({} generations of chains, {} interleaved rounds \
              each; traced / untraced, as the geometric mean of the rounds' ratios; the control \
@@ -353,6 +411,10 @@ impl TraceCost {
              {:.2} µs traced; its event loop alone {:.2} µs, {:.2} µs ({:.3}x); its \
              components alone {:.2} µs, {:.2} µs ({:.3}x); it and its components {:.2} µs, \
              {:.2} µs ({:.3}x)\n\
+             - the conductor's CPU per update from the start of the stream until it settled \
+             after it (with what its trace writer put off): {:.2} µs untraced, {:.2} µs traced \
+             ({:.3}x), it and its components {:.3}x; it settled {:.1} ms after a part \
+             untraced, {:.1} ms traced (at least {} ms)\n\
              - trace lines dropped (the writer behind): {} of {} ({:.2}%)",
             self.setting.describe(),
             self.generations.len(),
@@ -371,6 +433,14 @@ impl TraceCost {
             tree_untraced,
             per_update(t.tree_ns, t),
             per_update(t.tree_ns, t) / tree_untraced,
+            settled_untraced,
+            per_update(t.settled_ns, t),
+            per_update(t.settled_ns, t) / settled_untraced,
+            per_update(t.tree_ns - t.conductor_ns + t.settled_ns, t)
+                / untraced(|s| s.tree_ns - s.conductor_ns + s.settled_ns),
+            settle_untraced,
+            1e3 * t.settle_secs / t.parts.max(1.0),
+            SETTLE.as_millis(),
             self.dropped,
             self.dropped + self.written,
             100.0 * self.dropped as f64 / (self.dropped + self.written).max(1) as f64,
