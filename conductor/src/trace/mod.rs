@@ -17,11 +17,13 @@
 //!
 //! Every line has `seq` (from 0) and `t` (seconds since the trace started, monotonic): a
 //! line's wall time is the first line's `start` plus its `t`. The file is created `0600`: it
-//! holds prompts and files. Lines are buffered and written whenever the conductor has nothing
-//! else to do, at least every [`FLUSH_EVERY`] while it is busy, and at the end;
-//! [`Trace::written`] says how far, for the viewer ([`serve`]).
+//! holds prompts and files. Lines are handed to the writer whenever the conductor has nothing
+//! else to do, at least every [`FLUSH_EVERY`] while it is busy, and at the end; while the chain
+//! streams hard the writer puts them off until the stream slows down (see [`pace`]).
+//! [`Trace::written`] says how far the file is, for the viewer ([`serve`]).
 
 mod flows;
+mod pace;
 mod record;
 mod redact;
 mod scheduling;
@@ -32,7 +34,7 @@ mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -76,11 +78,16 @@ pub(crate) struct Member {
 const BATCH: usize = 1024;
 /// How much text a batch gathers before it is handed over.
 const BATCH_TEXT: usize = 32 * 1024;
-/// How many batches may wait for the writer (at most ~240 KiB each); past them, the loop
-/// drops what it makes until the writer has room again. A busy stream fills one a
-/// millisecond: 16 ride out the few milliseconds a scheduler may leave the writer out (4
-/// dropped 2–4% of a continuous 300,000-update turn on an idle 2-core machine; 16 none).
-const BATCHES: usize = 16;
+/// How many batches may wait for the writer (~140 KiB each, more with payloads); past them,
+/// the loop drops what it makes until the writer has room again. A busy stream fills one a
+/// millisecond. The writer leaves up to [`pace::Defer::until`] of them waiting while the
+/// chain streams hard (see [`pace`]); the rest ride out the few milliseconds a scheduler may
+/// leave the writer out (16 dropped none of a continuous 300,000-update turn on an idle
+/// 2-core machine, 4 dropped 2–4% of it).
+const BATCHES: usize = 48;
+/// How many written batches are kept for the loop to fill again: past them, the loop
+/// allocates a new one (one a few hundred lines).
+const KEPT_BATCHES: usize = 16;
 
 /// An open trace: the event loop's side. Lines are made and written by a thread of their own
 /// (the loop only copies a few fields out of each message it routes, see [`record`]), so
@@ -111,6 +118,8 @@ pub(crate) struct Trace {
     writer_gone: bool,
     /// Batches handed over that the writer has not taken yet.
     waiting: Arc<AtomicUsize>,
+    /// `made`, for the writer to see how fast the chain goes (see [`pace`]).
+    made_shared: Arc<AtomicU64>,
 }
 
 impl Trace {
@@ -133,9 +142,18 @@ impl Trace {
         let (start, wall_start) = (Instant::now(), SystemTime::now());
         let (written_tx, written) = watch::channel(0);
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);
-        let (spent_tx, spent) = std::sync::mpsc::sync_channel(BATCHES);
+        let (spent_tx, spent) = std::sync::mpsc::sync_channel(KEPT_BATCHES);
         let waiting = Arc::new(AtomicUsize::new(0));
-        let writer = Writer::new(file, payloads, written_tx, spent_tx, waiting.clone());
+        let made_shared = Arc::new(AtomicU64::new(0));
+        let pace = pace::Defer::from_env().map(pace::Pace::new);
+        let writer = Writer::new(
+            file,
+            payloads,
+            written_tx,
+            spent_tx,
+            waiting.clone(),
+            (made_shared.clone(), pace),
+        );
         let scheduling = Scheduling::from_env();
         std::thread::Builder::new()
             .name("trace".into())
@@ -157,6 +175,7 @@ impl Trace {
             unreported: 0,
             writer_gone: false,
             waiting,
+            made_shared,
         })
     }
 
@@ -178,6 +197,7 @@ impl Trace {
     /// Counts the line just put in the batch, and hands the batch over when full.
     fn pushed(&mut self) {
         self.made += 1;
+        self.made_shared.store(self.made, Ordering::Relaxed);
         if self.dirty_since.is_none() {
             self.dirty_since = Some(Instant::now());
         }

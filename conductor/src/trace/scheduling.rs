@@ -82,6 +82,8 @@ impl Scheduling {
     /// and `SCHED_IDLE` (which dropped 66% of the lines) 0.938x, with the event loop 10–11%
     /// dearer in both. So about two thirds of the default's loss there is the writer competing
     /// for the cores (and the components working harder for a slower chain), a third the loop.
+    /// What took it there is the writer leaving a burst's lines until the burst is over (see
+    /// [`super::pace`]).
     pub(super) const DEFAULT: Scheduling = Scheduling::Yielding(GiveWay::DEFAULT);
 
     pub(super) fn from_env() -> Scheduling {

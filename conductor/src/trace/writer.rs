@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use sacp::protocol::routing::{Dir, Node};
 use tokio::sync::watch;
 
 use super::flows::Flows;
+use super::pace::Pace;
 use super::record::{Batch, Line, MessageLine};
 use super::redact;
 use super::scheduling::Scheduling;
@@ -48,6 +49,9 @@ pub(super) struct Writer {
     /// Batches the loop handed over and this thread has not taken yet (see
     /// [`GiveWay`](super::scheduling::GiveWay)).
     waiting: Arc<AtomicUsize>,
+    /// The lines the loop made so far, and when to make them (see [`super::pace`]).
+    made: Arc<AtomicU64>,
+    pace: Option<Pace>,
 }
 
 impl Writer {
@@ -57,6 +61,7 @@ impl Writer {
         written: watch::Sender<u64>,
         spent: SyncSender<Batch>,
         waiting: Arc<AtomicUsize>,
+        (made, pace): (Arc<AtomicU64>, Option<Pace>),
     ) -> Writer {
         Writer {
             payloads,
@@ -69,6 +74,8 @@ impl Writer {
             written,
             spent,
             waiting,
+            made,
+            pace,
         }
     }
 
@@ -86,6 +93,9 @@ impl Writer {
                 }
                 Command::Lines(mut batch) => {
                     self.waiting.fetch_sub(1, Ordering::Relaxed);
+                    if let Some(pace) = &mut self.pace {
+                        pace.defer(&self.made, || self.waiting.load(Ordering::Relaxed));
+                    }
                     for line in &batch.lines {
                         if let Some(giving) = &mut giving {
                             giving.line(&self.waiting);
