@@ -305,9 +305,9 @@ const STILL_NS: u64 = 100_000;
 /// Waits until the conductor `pid` is done with the part just measured: [`SETTLE`], then
 /// until its CPU stands still over two polls (two seconds at most). A traced conductor's
 /// writer may put off the lines of a burst until the burst is over (`SACP_TRACE_DEFER`); the
-/// rounds run their chains one after the other, so without the wait that work would fall in
-/// the next chain's measure and flatter the traced one. Every chain waits alike; how long the
-/// wait took, and the CPU spent in it, are reported.
+/// rounds run their parts back to back, so without the wait that work would fall in the next
+/// part's measure: the traced chain's own or, by the round's order, an untraced one's. Every
+/// chain waits alike; how long the wait took, and the CPU spent in it, are reported.
 async fn settle(pid: u32) -> Duration {
     let start = Instant::now();
     tokio::time::sleep(SETTLE).await;
