@@ -257,13 +257,7 @@ async fn run(scale: f64) {
     if wanted("N = 3 traced") {
         // `writers=idle,nice=10,normal`: each of these schedulings of the trace writer, on
         // the idle machine and beside the busy loops; else the conductor's default.
-        let writers: Vec<Option<&'static str>> = match arg("writers") {
-            Some(list) => list
-                .split(',')
-                .map(|w| Some(&*Box::leak(w.to_owned().into_boxed_str())))
-                .collect(),
-            None => vec![None],
-        };
+        let writers = values("writers");
         // `files=cached,direct`: the file written through the page cache, then around it.
         let files: Vec<Option<bool>> = match arg("files") {
             Some(list) => list
@@ -286,13 +280,7 @@ async fn run(scale: f64) {
         };
         // `defers=off,10:20000:24`: each of these deferrals of the writer's work
         // (`SACP_TRACE_DEFER`).
-        let defers: Vec<Option<&'static str>> = match arg("defers") {
-            Some(list) => list
-                .split(',')
-                .map(|d| Some(&*Box::leak(d.to_owned().into_boxed_str())))
-                .collect(),
-            None => vec![None],
-        };
+        let defers = values("defers");
         let mut settings = Vec::new();
         for writer in writers {
             for &defer in &defers {
@@ -537,6 +525,18 @@ fn ratios(a: &Figures, b: &Figures) -> String {
 /// The value of `key=value` on the command line.
 pub(crate) fn arg(key: &str) -> Option<String> {
     std::env::args().find_map(|a| Some(a.strip_prefix(key)?.strip_prefix('=')?.to_owned()))
+}
+
+/// `name=a,b,…` on the command line: each value, for an environment variable of the
+/// conductor; the conductor's default (`None`) without it.
+fn values(name: &str) -> Vec<Option<&'static str>> {
+    match arg(name) {
+        Some(list) => list
+            .split(',')
+            .map(|v| Some(&*Box::leak(v.to_owned().into_boxed_str())))
+            .collect(),
+        None => vec![None],
+    }
 }
 
 /// Whether the row `name` runs: every row without `only=`; with it, the rows that contain one

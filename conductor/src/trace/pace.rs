@@ -150,16 +150,18 @@ mod tests {
         }
     }
 
+    /// 10,000 lines a second over 20 ms, up to 4 batches.
+    const TESTED: Defer = Defer {
+        window: Duration::from_millis(20),
+        rate: 10_000,
+        until: 4,
+    };
+
     /// The rate is measured once a window has passed, over the time since it was last.
     #[test]
     fn the_rate_is_measured_over_a_window() {
-        let defer = Defer {
-            window: Duration::from_millis(20),
-            rate: 10_000,
-            until: 4,
-        };
         let made = AtomicU64::new(0);
-        let mut pace = Pace::new(defer);
+        let mut pace = Pace::new(TESTED);
         // Within the window: as last measured (not streaming).
         made.store(1_000_000, Ordering::Relaxed);
         assert!(!pace.streaming(&made));
@@ -178,13 +180,8 @@ mod tests {
     /// fewer batches than `until` wait.
     #[test]
     fn the_writer_waits_out_a_burst() {
-        let defer = Defer {
-            window: Duration::from_millis(20),
-            rate: 10_000,
-            until: 4,
-        };
         let made = AtomicU64::new(0);
-        let mut pace = Pace::new(defer);
+        let mut pace = Pace::new(TESTED);
         pace.at -= Duration::from_millis(20);
         made.store(1_000_000, Ordering::Relaxed);
         // Enough batches waiting: no wait, however fast the loop.
