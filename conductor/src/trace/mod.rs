@@ -106,8 +106,9 @@ pub(crate) struct Trace {
     /// Batches the writer is done with, for another round.
     spent: Receiver<Batch>,
     written: watch::Receiver<u64>,
-    /// Lines made so far.
-    made: u64,
+    /// Lines made so far: written by the loop alone, read by the writer to see how fast the
+    /// chain goes (see [`pace`]).
+    made: Arc<AtomicU64>,
     /// The dialects said so far, by position - 1.
     dialects: Vec<Option<Dialect>>,
     mode_said: bool,
@@ -118,8 +119,6 @@ pub(crate) struct Trace {
     writer_gone: bool,
     /// Batches handed over that the writer has not taken yet.
     waiting: Arc<AtomicUsize>,
-    /// `made`, for the writer to see how fast the chain goes (see [`pace`]).
-    made_shared: Arc<AtomicU64>,
 }
 
 impl Trace {
@@ -144,7 +143,7 @@ impl Trace {
         let (to_writer, commands) = std::sync::mpsc::sync_channel(BATCHES);
         let (spent_tx, spent) = std::sync::mpsc::sync_channel(KEPT_BATCHES);
         let waiting = Arc::new(AtomicUsize::new(0));
-        let made_shared = Arc::new(AtomicU64::new(0));
+        let made = Arc::new(AtomicU64::new(0));
         let pace = pace::Defer::from_env().map(pace::Pace::new);
         let writer = Writer::new(
             file,
@@ -152,7 +151,7 @@ impl Trace {
             written_tx,
             spent_tx,
             waiting.clone(),
-            (made_shared.clone(), pace),
+            (made.clone(), pace),
         );
         let scheduling = Scheduling::from_env();
         std::thread::Builder::new()
@@ -168,20 +167,19 @@ impl Trace {
             to_writer,
             spent,
             written,
-            made: 0,
+            made,
             dialects: Vec::new(),
             mode_said: false,
             dropped: 0,
             unreported: 0,
             writer_gone: false,
             waiting,
-            made_shared,
         })
     }
 
     /// The `seq` of the last line so far.
     pub(crate) fn last_seq(&self) -> u64 {
-        self.made.saturating_sub(1)
+        self.made.load(Ordering::Relaxed).saturating_sub(1)
     }
 
     /// The file.
@@ -194,10 +192,16 @@ impl Trace {
         self.written.clone()
     }
 
+    /// Counts a line made. Only this thread writes the count: a load and a store, not a
+    /// locked add.
+    fn count_line(&self) {
+        let made = self.made.load(Ordering::Relaxed) + 1;
+        self.made.store(made, Ordering::Relaxed);
+    }
+
     /// Counts the line just put in the batch, and hands the batch over when full.
     fn pushed(&mut self) {
-        self.made += 1;
-        self.made_shared.store(self.made, Ordering::Relaxed);
+        self.count_line();
         if self.dirty_since.is_none() {
             self.dirty_since = Some(Instant::now());
         }
@@ -242,7 +246,7 @@ impl Trace {
                     &serde_json::json!({ "lines": self.unreported }),
                 );
                 self.batch = batch;
-                self.made += 1;
+                self.count_line();
             }
             Err(_) => {
                 if !std::mem::replace(&mut self.writer_gone, true) {
