@@ -240,18 +240,7 @@ fn main() {
             dir.join("test-agent").to_string_lossy().into_owned()
         }
     };
-    let _loops: Vec<std::process::Child> = if busy {
-        (0..2)
-            .map(|_| {
-                std::process::Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
-                    .spawn()
-                    .expect("a busy loop")
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let _loops = busy.then(|| processes::BusyLoops::start(2));
     processes::block_on(async move {
         let mut server = Command::new(&agent)
             .args(["--listen", "127.0.0.1:0", "--token", TOKEN])

@@ -128,3 +128,32 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .expect("a runtime")
         .block_on(future)
 }
+
+/// Processes that keep a core each busy (`sh -c 'while :; do :; done'`) until dropped: a
+/// build beside the chain, for a benchmark's figures on a busy machine.
+#[derive(Debug)]
+pub struct BusyLoops(Vec<std::process::Child>);
+
+impl BusyLoops {
+    pub fn start(n: usize) -> BusyLoops {
+        BusyLoops(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("a busy loop")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! their session on `SIGTERM`; what the editor sent just before it left still arrives; the error
 //! for what it left unanswered names the editor.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -102,7 +102,6 @@ async fn a_cancel_sent_just_before_the_editor_leaves_reaches_the_agent_through_p
         message.contains("the editor closed its connection"),
         "{answer}"
     );
-    let started = Instant::now();
     let (code, _) = editor.exit().await;
     assert_eq!(code, Some(0), "{}", editor.stderr());
     assert!(
@@ -112,6 +111,5 @@ async fn a_cancel_sent_just_before_the_editor_leaves_reaches_the_agent_through_p
         "the cancel never reached the agent:\n{}",
         editor.stderr()
     );
-    assert!(started.elapsed() < Duration::from_secs(3));
     editor.assert_no_process_left().await;
 }

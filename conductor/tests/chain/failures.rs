@@ -211,8 +211,7 @@ async fn a_terminated_conductor_ends_the_chain_and_leaves_no_process() {
         .args(["-TERM", &pid.to_string()])
         .status()
         .unwrap();
-    let (code, took) = editor.exit().await;
+    let (code, _) = editor.exit().await;
     assert_eq!(code, Some(128 + 15), "{}", editor.stderr());
-    assert!(took.as_millis() < 1000, "took {took:?}");
     editor.assert_no_process_left().await;
 }

@@ -117,9 +117,8 @@ async fn requests_piped_in_before_stdin_closes_are_answered() {
         answers[1]["result"]["sessionId"], "session-1",
         "{answers:?}"
     );
-    let (code, took) = editor.exit().await;
+    let (code, _) = editor.exit().await;
     assert_eq!(code, Some(0));
-    assert!(took < Duration::from_secs(2), "{took:?}");
     editor.assert_no_process_left().await;
 }
 

@@ -6,6 +6,8 @@
 
 /// The workspace's test set-up, and the conductor this test binary was built with.
 mod common {
+    pub(crate) use sacp_test_support::browser::Browser;
+    pub(crate) use sacp_test_support::viewer::*;
     pub(crate) use sacp_test_support::*;
 
     pub(crate) fn conductor() -> &'static str {
@@ -13,5 +15,4 @@ mod common {
     }
 }
 
-mod browser;
 mod viewer;

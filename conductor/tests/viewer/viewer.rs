@@ -1,59 +1,12 @@
 //! The viewer, as a user sees it in a browser.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use crate::browser::Browser;
 use crate::common::*;
 
 /// One browser at a time (the machine has two cores).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-const PATIENT: Duration = Duration::from_secs(30);
-
-/// A chain with `--serve` and a trace file, and the viewer's URL.
-struct Served {
-    editor: Editor,
-    url: String,
-    file: std::path::PathBuf,
-}
-
-/// The trace file goes with the test (the 100k-update one is ~90 MB), and its directory with
-/// the last of them.
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.file);
-        if let Some(dir) = self.file.parent() {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-}
-
-async fn serve(name: &str, components: &[String]) -> Served {
-    let dir = std::env::temp_dir().join(format!("sacp-viewer-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}.jsonl"));
-    let mut args = vec![
-        "agent".to_owned(),
-        "--serve".to_owned(),
-        "--trace".to_owned(),
-        file.to_string_lossy().into_owned(),
-    ];
-    args.extend_from_slice(components);
-    let editor = Editor::start(conductor(), &args);
-    let url = until("the viewer's URL on stderr", PATIENT, || {
-        let stderr = editor.stderr();
-        let line = stderr.lines().find(|l| l.contains("trace viewer: "));
-        match line.and_then(|l| l.split("trace viewer: ").nth(1)) {
-            Some(url) => Ok(url.trim().to_owned()),
-            None => Err(stderr),
-        }
-    })
-    .await;
-    Served { editor, url, file }
-}
 
 /// The browser (one at a time: hold the guard), a chain named `name` of `components` with
 /// `--serve`, and its page open; `None` where there is no browser.
@@ -63,59 +16,13 @@ async fn open(
 ) -> Option<(tokio::sync::MutexGuard<'static, ()>, Browser, Served)> {
     let one = ONE_AT_A_TIME.lock().await;
     let browser = Browser::start().await?;
-    let chain = serve(name, components).await;
+    let chain = serve(conductor(), name, components).await;
     browser.goto(&chain.url).await;
     Some((one, browser, chain))
 }
 
-/// The page's rows so far, as the page holds them.
-async fn rows(browser: &Browser) -> Vec<Value> {
-    browser
-        .js(
-            "return sacpViewer.rows.map(r => Object.assign({}, r, {payloadText: undefined}));",
-            json!([]),
-        )
-        .await
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Waits until the trace file has stopped growing (the conductor is idle: it writes within
-/// 20 ms) and the page has every line of it.
-async fn caught_up(browser: &Browser, file: &std::path::Path) -> u64 {
-    let deadline = std::time::Instant::now() + PATIENT;
-    let mut size = None;
-    loop {
-        let now = std::fs::metadata(file).unwrap().len();
-        if size != Some(now) {
-            size = Some(now);
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the trace never settled"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
-        }
-        let text = std::fs::read_to_string(file).unwrap();
-        // The last whole line: the writer may be in the middle of the next one.
-        let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
-        let last: Value = serde_json::from_str(whole.lines().last().unwrap()).unwrap();
-        let last = last["seq"].as_u64().unwrap();
-        let seen = browser.js("return sacpViewer.lastSeq;", json!([])).await;
-        if seen.as_u64() == Some(last) {
-            return last;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the page stopped at {seen}, the file is at {last}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
-async fn lanes_come_in_chain_order_before_the_first_prompt_and_rows_within_250_ms() {
+async fn lanes_come_in_chain_order_before_the_first_prompt_and_rows_arrive_as_they_happen() {
     let Some((_one, browser, mut chain)) =
         open("lanes", &[passthrough(), passthrough(), agent()]).await
     else {
@@ -140,38 +47,14 @@ async fn lanes_come_in_chain_order_before_the_first_prompt_and_rows_within_250_m
     let session = chain.editor.open_session().await;
     chain.editor.prompt(&session, "stream 20").await;
     caught_up(&browser, &chain.file).await;
-    // Every message row reached the page within 250 ms of the conductor recording it (at the
-    // first line's `start` plus its `t`).
-    let first = std::fs::read_to_string(&chain.file).expect("the trace file");
-    let first: Value = serde_json::from_str(first.lines().next().expect("a first line")).unwrap();
-    let start = humantime::parse_rfc3339(first["start"].as_str().unwrap())
-        .unwrap()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    let lags: Vec<i64> = rows(&browser)
-        .await
-        .iter()
-        .filter(|r| r["type"] == "message")
-        .map(|r| {
-            let t = Duration::from_secs_f64(r["t"].as_f64().unwrap());
-            let recorded = (start + t).as_millis() as i64;
-            r["arrived"].as_i64().unwrap() - recorded
-        })
-        .collect();
+    // Every message row reached the page live, pushed to it (its arrival time is the page's
+    // own); how soon is the viewer benchmark's figure, not a test's.
+    let lags = arrival_lags(&browser, &chain.file).await;
     assert!(lags.len() > 50, "{lags:?}");
-    let worst = lags.iter().max().unwrap();
-    assert!(
-        *worst <= 250,
-        "a row took {worst} ms to reach the page: {lags:?}"
-    );
     eprintln!(
-        "viewer: {} message rows, worst delay {worst} ms, median {} ms",
+        "viewer: {} message rows, worst delay {} ms",
         lags.len(),
-        {
-            let mut sorted = lags.clone();
-            sorted.sort();
-            sorted[sorted.len() / 2]
-        }
+        lags.iter().max().unwrap()
     );
     // Rows are drawn in the lanes' frame: the last one is the prompt's answer to the editor.
     let last = browser
@@ -191,9 +74,66 @@ async fn lanes_come_in_chain_order_before_the_first_prompt_and_rows_within_250_m
     chain.editor.exit().await;
 }
 
+/// Looks at every message row of the page, scrolled into the rows' view in turn (hit tests see
+/// only what is on screen), and gives for each: its arrow's ends and its lanes' centres, what a
+/// hit test finds at the arrow's middle and just past its head (`true`: the arrow itself),
+/// whether its label stays above the arrow and whether the label ends inside its row. Also
+/// whether the rows scroll sideways. Sizes come from the page's own boxes (the rows' client
+/// area, not the scroller's border box), so neither the fonts nor the scrollbars' width of a
+/// Chromium version change what is checked.
+const ARROWS: &str = r#"
+const lanes = {};
+for (const l of document.querySelectorAll('[data-testid=lane]')) {
+  const r = l.getBoundingClientRect(); lanes[l.dataset.lane] = r.left + r.width / 2;
+}
+const sc = document.getElementById('scroller');
+const seen = new Map();
+const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+(async () => {
+  for (let top = 0; ; top += Math.max(sc.clientHeight / 2, 28)) {
+    sc.scrollTop = top; sc.dispatchEvent(new Event('scroll')); await frame();
+    const box = sc.getBoundingClientRect();
+    const viewTop = box.top + sc.clientTop, viewBottom = viewTop + sc.clientHeight;
+    for (const row of document.querySelectorAll('[data-testid=row]')) {
+      const a = row.querySelector('[data-testid=arrow]');
+      const r = a && a.getBoundingClientRect();
+      if (!a || seen.has(row.dataset.seq) || r.top < viewTop + 8 || r.bottom > viewBottom - 8) continue;
+      const y = r.top + r.height / 2;
+      const right = a.classList.contains('right');
+      const tip = right ? r.right + 4 : r.left - 4;
+      const at = (x) => {
+        const e = document.elementFromPoint(x, y);
+        return e === a || (e ? (e.className || e.tagName + (e.id ? '#' + e.id : '')) : 'nothing');
+      };
+      const label = row.querySelector('.label').getBoundingClientRect();
+      const track = row.querySelector('.track').getBoundingClientRect();
+      seen.set(row.dataset.seq, {
+        seq: row.dataset.seq, from: a.dataset.from, to: a.dataset.to,
+        start: right ? r.left : r.right, end: right ? r.right : r.left,
+        fromX: lanes[a.dataset.from], toX: lanes[a.dataset.to],
+        middle: at(r.left + r.width / 2), head: at(tip),
+        label: label.bottom <= r.top - 3, labelInside: label.right <= track.right + 0.5,
+      });
+    }
+    if (top + sc.clientHeight >= sc.scrollHeight) break;
+  }
+  done({ arrows: [...seen.values()], sideways: sc.scrollWidth > sc.clientWidth });
+})();
+"#;
+
+/// What [`ARROWS`] finds on the page now.
+async fn arrows(browser: &Browser) -> (Vec<Value>, bool) {
+    let checked = browser.js_async(ARROWS, json!([])).await;
+    let arrows = checked["arrows"].as_array().expect("a list").clone();
+    (arrows, checked["sideways"] == true)
+}
+
 /// Every drawn row's arrow is visible (its middle and its head are the arrow's, not covered by
 /// its label or anything else) and runs from the sender's lane to the receiver's, for a
-/// permission round trip through two proxies (requests and answers both ways).
+/// permission round trip through two proxies (requests and answers both ways); no label runs
+/// out of its row and the rows never scroll sideways. Then the same check on the same page
+/// made wrong on purpose (an arrow covered, labels pushed down onto the arrows, labels let out
+/// of their rows) finds each fault.
 #[tokio::test]
 async fn every_rows_arrow_is_visible_and_points_from_sender_to_receiver() {
     let Some((_one, browser, mut chain)) =
@@ -204,47 +144,13 @@ async fn every_rows_arrow_is_visible_and_points_from_sender_to_receiver() {
     let session = chain.editor.open_session().await;
     chain.editor.prompt(&session, "permission").await;
     caught_up(&browser, &chain.file).await;
-    // Row by row, scrolled into the rows' view (hit tests see only what is on screen).
-    let checked = browser
-        .js_async(
-            "const lanes = {}; \
-             for (const l of document.querySelectorAll('[data-testid=lane]')) { \
-               const r = l.getBoundingClientRect(); lanes[l.dataset.lane] = r.left + r.width / 2; } \
-             const sc = document.getElementById('scroller'); \
-             const seen = new Map(); \
-             const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))); \
-             (async () => { \
-               for (let top = 0; ; top += Math.max(sc.clientHeight / 2, 28)) { \
-                 sc.scrollTop = top; sc.dispatchEvent(new Event('scroll')); await frame(); \
-                 const view = sc.getBoundingClientRect(); \
-                 for (const row of document.querySelectorAll('[data-testid=row]')) { \
-                   const a = row.querySelector('[data-testid=arrow]'); \
-                   const r = a && a.getBoundingClientRect(); \
-                   if (!a || seen.has(row.dataset.seq) || r.top < view.top + 8 || r.bottom > view.bottom - 8) continue; \
-                   const y = r.top + r.height / 2; \
-                   const right = a.classList.contains('right'); \
-                   const tip = right ? r.right + 4 : r.left - 4; \
-                   const at = (x) => { const e = document.elementFromPoint(x, y); \
-                     return e === a || (e ? (e.className || e.tagName) : 'nothing'); }; \
-                   seen.set(row.dataset.seq, { seq: row.dataset.seq, from: a.dataset.from, to: a.dataset.to, \
-                     start: right ? r.left : r.right, end: right ? r.right : r.left, \
-                     fromX: lanes[a.dataset.from], toX: lanes[a.dataset.to], \
-                     middle: at(r.left + r.width / 2), head: at(tip), \
-                     label: row.querySelector('.label').getBoundingClientRect().bottom <= r.top - 3 }); \
-                 } \
-                 if (top + sc.clientHeight >= sc.scrollHeight) break; \
-               } \
-               done([...seen.values()]); \
-             })();",
-            json!([]),
-        )
-        .await;
-    let arrows = checked.as_array().expect("a list");
+    let (checked, sideways) = arrows(&browser).await;
     assert!(
-        arrows.len() >= 12,
-        "a round trip through 2 proxies: {arrows:?}"
+        checked.len() >= 12,
+        "a round trip through 2 proxies: {checked:?}"
     );
-    for a in arrows {
+    assert!(!sideways, "the rows scroll sideways");
+    for a in &checked {
         assert_eq!(a["middle"], true, "the arrow's middle is covered: {a}");
         assert_eq!(
             a["head"], true,
@@ -254,6 +160,7 @@ async fn every_rows_arrow_is_visible_and_points_from_sender_to_receiver() {
             a["label"], true,
             "the label reaches down into the arrow: {a}"
         );
+        assert_eq!(a["labelInside"], true, "the label runs out of its row: {a}");
         let near = |x: &Value, y: &Value| (x.as_f64().unwrap() - y.as_f64().unwrap()).abs() < 3.0;
         assert!(
             near(&a["start"], &a["fromX"]) && near(&a["end"], &a["toX"]),
@@ -261,6 +168,59 @@ async fn every_rows_arrow_is_visible_and_points_from_sender_to_receiver() {
         );
         assert_ne!(a["from"], a["to"], "{a}");
     }
+
+    // The check, against faults put in on purpose. An opaque box over the rows' lower half
+    // (rows are drawn anew as the check scrolls, so the box is the page's, fixed in place):
+    // the arrows under it are found covered, those above it are not.
+    browser
+        .js(
+            "const sc = document.getElementById('scroller').getBoundingClientRect(); \
+             const box = document.createElement('div'); box.id = 'cover'; \
+             Object.assign(box.style, {position: 'fixed', left: `${sc.left}px`, width: `${sc.width}px`, \
+               top: `${sc.top + sc.height / 2}px`, height: `${sc.height / 2}px`, background: '#fff', zIndex: 5}); \
+             document.body.append(box);",
+            json!([]),
+        )
+        .await;
+    let (covered, _) = arrows(&browser).await;
+    let under = |a: &&Value| a["middle"] == "DIV#cover" && a["head"] == "DIV#cover";
+    assert!(
+        covered.iter().any(|a| under(&a)) && covered.iter().any(|a| a["middle"] == true),
+        "the box over half the rows went unseen: {covered:?}"
+    );
+    assert!(
+        covered.iter().all(|a| a["middle"] == true || under(&a)),
+        "{covered:?}"
+    );
+    browser
+        .js("document.getElementById('cover').remove();", json!([]))
+        .await;
+    // Labels pushed down onto the arrows, then labels let out of their rows.
+    let broken = |css: &str| {
+        format!(
+            "const s = document.createElement('style'); s.id = 'broken'; s.textContent = {css:?}; \
+             document.head.append(s);"
+        )
+    };
+    browser
+        .js(&broken(".row .label { top: 12px !important; }"), json!([]))
+        .await;
+    let (low, _) = arrows(&browser).await;
+    assert!(low.iter().all(|a| a["label"] == false), "{low:?}");
+    browser
+        .js("document.getElementById('broken').remove();", json!([]))
+        .await;
+    browser
+        .js(
+            &broken(".row .track { overflow: visible !important; } .row .label { max-width: none !important; }"),
+            json!([]),
+        )
+        .await;
+    let (out, sideways) = arrows(&browser).await;
+    assert!(
+        sideways && out.iter().any(|a| a["labelInside"] == false),
+        "labels out of their rows went unseen: {out:?}"
+    );
     browser.close().await;
     chain.editor.close_stdin();
     chain.editor.exit().await;
@@ -343,8 +303,11 @@ async fn a_permission_round_trip_is_paired_on_every_hop_and_a_prompts_hops_are_l
     chain.editor.exit().await;
 }
 
+/// 100k updates through a proxy are all rows of the page, and row 150,000 is drawn when it is
+/// typed into "go to row". (How long the page's longest main-thread task takes meanwhile, and
+/// the jump, are the viewer benchmark's figures.)
 #[tokio::test]
-async fn a_hundred_thousand_updates_keep_the_page_responsive_and_row_150k_a_jump_away() {
+async fn a_hundred_thousand_updates_are_all_rows_and_row_150k_a_jump_away() {
     let Some((_one, browser, mut chain)) = open("many", &[passthrough(), agent()]).await else {
         return;
     };
@@ -352,14 +315,6 @@ async fn a_hundred_thousand_updates_keep_the_page_responsive_and_row_150k_a_jump
         .until(
             "document.querySelectorAll('[data-testid=lane]').length >= 3",
             PATIENT,
-        )
-        .await;
-    browser
-        .js(
-            "window.longTasks = []; \
-             new PerformanceObserver(list => { for (const e of list.getEntries()) longTasks.push(e.duration); }) \
-               .observe({type: 'longtask', buffered: true});",
-            json!([]),
         )
         .await;
     let session = chain.editor.open_session().await;
@@ -376,39 +331,15 @@ async fn a_hundred_thousand_updates_keep_the_page_responsive_and_row_150k_a_jump
         }
     }
     assert!(last > 200_000, "{last}");
-    let long = browser.js("return longTasks;", json!([])).await;
-    let longest = long
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_f64)
-        .fold(0.0, f64::max);
-    eprintln!(
-        "viewer: {} lines; {} long tasks, the longest {longest:.0} ms",
-        last + 1,
-        long.as_array().unwrap().len()
-    );
-    assert!(longest <= 200.0, "a main-thread task took {longest} ms");
-    // Jump to row 150,000: typed in, drawn.
-    let took = browser
-        .js_async(
-            "const start = performance.now(); \
-             const input = document.querySelector('[data-testid=goto]'); \
-             input.value = '150000'; \
-             input.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'})); \
-             requestAnimationFrame(() => requestAnimationFrame(() => { \
-               const row = document.querySelector('[data-testid=row][data-index=\"150000\"]'); \
-               done(row ? performance.now() - start : -1); \
-             }));",
+    let held = browser
+        .js(
+            "return [sacpViewer.rows.length, sacpViewer.rows.every((r, i) => r.seq === i)];",
             json!([]),
         )
         .await;
-    let took = took.as_f64().unwrap();
-    eprintln!("viewer: jumped to row 150000 in {took:.1} ms");
-    assert!(
-        (0.0..=500.0).contains(&took),
-        "the jump took {took} ms (-1: not drawn)"
-    );
+    assert_eq!(held, json!([last + 1, true]), "the page's rows");
+    let took = jump_to(&browser, 150_000).await;
+    assert!(took.is_some(), "row 150000 was not drawn after the jump");
     browser.close().await;
     chain.editor.close_stdin();
     chain.editor.exit().await;

@@ -1,6 +1,11 @@
 //! A headless Chromium driven over WebDriver (Debian's `chromium` and `chromium-driver`), with
-//! a few calls of the W3C protocol over the HTTP client the tests already have: new session,
-//! navigate, execute script, delete session.
+//! a few calls of the W3C protocol over an HTTP client: new session, navigate, execute script,
+//! delete session. The viewer's browser tests and its benchmark use it.
+//!
+//! A browser says on stderr which Chromium and ChromeDriver it runs, so a test's log shows the
+//! version it ran with. The window has a fixed size and a device scale factor of 1; what the
+//! tests measure on a page they take from the page's own boxes, so a new Chromium's fonts or
+//! scrollbar widths do not change what they check.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -20,7 +25,10 @@ fn programs() -> Option<(PathBuf, PathBuf)> {
     ))
 }
 
-pub(crate) struct Browser {
+/// A headless Chromium with a WebDriver session, and the ChromeDriver that runs it: both go
+/// (the whole process group) when it is closed or dropped.
+#[derive(Debug)]
+pub struct Browser {
     driver: tokio::process::Child,
     http: reqwest::Client,
     session: String,
@@ -30,7 +38,7 @@ pub(crate) struct Browser {
 impl Browser {
     /// A browser, or `None` (said on stderr) where Chromium is not installed. Under CI it must
     /// be: `.ci/run` installs it.
-    pub(crate) async fn start() -> Option<Browser> {
+    pub async fn start() -> Option<Browser> {
         let Some((chromium, chromedriver)) = programs() else {
             let why = "skipped: no /usr/bin/chromium and /usr/bin/chromedriver (install Debian's \
                        `chromium` and `chromium-driver`, as .ci/run does)";
@@ -71,6 +79,7 @@ impl Browser {
                     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                     "--disable-quic", "--no-first-run", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync", "--window-size=1400,900",
+                    "--force-device-scale-factor=1",
                     format!("--user-data-dir={}", profile.display()),
                 ],
             },
@@ -88,6 +97,7 @@ impl Browser {
             .as_str()
             .unwrap_or_else(|| panic!("no WebDriver session: {created}"));
         browser.session = format!("{base}/session/{id}");
+        say_version(&created["capabilities"]);
         Some(browser)
     }
 
@@ -113,7 +123,7 @@ impl Browser {
     }
 
     /// Opens `url`.
-    pub(crate) async fn goto(&self, url: &str) {
+    pub async fn goto(&self, url: &str) {
         self.call(
             "POST",
             &format!("{}/url", self.session),
@@ -123,7 +133,7 @@ impl Browser {
     }
 
     /// Runs `script` (a function body; `arguments` are `args`) in the page: what it returns.
-    pub(crate) async fn js(&self, script: &str, args: Value) -> Value {
+    pub async fn js(&self, script: &str, args: Value) -> Value {
         self.call(
             "POST",
             &format!("{}/execute/sync", self.session),
@@ -133,7 +143,7 @@ impl Browser {
     }
 
     /// Runs `script`, which calls `done(value)` (the last argument) when it is done.
-    pub(crate) async fn js_async(&self, script: &str, args: Value) -> Value {
+    pub async fn js_async(&self, script: &str, args: Value) -> Value {
         let script = format!("const done = arguments[arguments.length - 1];\n{script}");
         self.call(
             "POST",
@@ -144,7 +154,7 @@ impl Browser {
     }
 
     /// Polls `expression` until it is truthy (at most `within`): its value.
-    pub(crate) async fn until(&self, expression: &str, within: Duration) -> Value {
+    pub async fn until(&self, expression: &str, within: Duration) -> Value {
         let deadline = Instant::now() + within;
         let script = format!("return ({expression});");
         loop {
@@ -167,7 +177,7 @@ impl Browser {
         }
     }
 
-    pub(crate) async fn close(mut self) {
+    pub async fn close(mut self) {
         let _ = tokio::time::timeout(
             Duration::from_secs(10),
             self.http.delete(&self.session).send(),
@@ -187,6 +197,25 @@ impl Browser {
             );
         }
     }
+}
+
+/// Says once a process, on the real stderr (a test's captured output is shown only when it
+/// fails; this line is for every run's log), which Chromium and ChromeDriver the browser is.
+fn say_version(capabilities: &Value) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        use std::io::Write;
+        let unknown = "of an unknown version";
+        let line = format!(
+            "browser: Chromium {} (ChromeDriver {})\n",
+            capabilities["browserVersion"].as_str().unwrap_or(unknown),
+            capabilities["chrome"]["chromedriverVersion"]
+                .as_str()
+                .and_then(|v| v.split(' ').next())
+                .unwrap_or(unknown),
+        );
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    });
 }
 
 impl Drop for Browser {
