@@ -53,9 +53,7 @@ async fn run_entry(entry: &Value) {
         "{:#?}",
         editor.transcript
     );
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(5))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 //! process: the same ordering, handshake, failures and end as process chains.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use sacp::acp::{
     ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionNotification,
@@ -135,13 +134,7 @@ async fn in_process_proxies_keep_every_sessions_updates_in_order() {
         );
     }
     running.editor.close();
-    let start = std::time::Instant::now();
     assert_eq!(ended(running).await, Exit::Clean);
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
 }
 
 #[tokio::test]

@@ -125,9 +125,7 @@ async fn full_turn(args: &[String]) -> (V2Turn, V2Turn) {
     let session = editor.new_session().await;
     let full = v2_turn(&mut editor, &session, "full", None).await;
     let cancelled = v2_turn(&mut editor, &session, "wait", Some("waiting")).await;
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
     (full, cancelled)
 }
 
@@ -200,9 +198,7 @@ async fn a_v1_proxy_brings_a_v2_editor_to_v1_or_to_32022() {
     let session = editor.new_session().await;
     let answer = editor.prompt(&session, "hello").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
     // The v1 hop got the `initialize` v1 writes: `clientInfo`, `clientCapabilities` (what v1
     // defines alike), no v2 fields.
     let to_agent = std::fs::read_to_string(&trace)
@@ -238,9 +234,7 @@ async fn a_v1_proxy_brings_a_v2_editor_to_v1_or_to_32022() {
             json!({"requested": 1, "supported": [2]})
         );
     }
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
 }
 
 /// The hops `method` travelled in a trace file, as `(hop, kind)`.
@@ -303,9 +297,7 @@ async fn a_v2_hop_answers_what_its_version_lacks_and_goes_on() {
                 "idle end_turn"
             ]
         );
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
         // The request went one hop, and its refusal came back on it.
         assert_eq!(
             hops_of(&trace, "session/load"),
@@ -394,9 +386,7 @@ async fn a_v2_agent_answers_versions_and_requests_as_the_draft_says() {
     expect_a_null_id_refused(&mut editor).await;
     let session = editor.new_session().await;
     assert_eq!(session, "session-1");
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
 }
 
 /// Reads until every session of `sessions` has gone idle, its prompt (of id `acks[i]`)
@@ -494,9 +484,7 @@ async fn v2_turns_of_several_sessions_keep_their_order_through_three_proxies_and
         "cancelled",
         "{cancelled:?}"
     );
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
     // The typed proxy's prompt handlers waited for their turns' ends (`cx.idle`).
     let stderr = editor.stderr();
     for (session, stop) in sessions.iter().zip(["end_turn", "end_turn", "cancelled"]) {
@@ -557,9 +545,7 @@ async fn a_v2_agent_gets_a_v2_entry_for_a_proxys_tools_over_the_transport_it_dec
             chunks(&tools),
             [format!("observer: prompts (over {transport})")]
         );
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
     }
 }
 
@@ -602,8 +588,6 @@ async fn a_typed_v2_proxy_changes_only_the_text_it_rewrote() {
         assert!(lines[5].contains(r#""state":"idle""#), "{}", lines[5]);
         let ack = ack.expect("the acknowledgement");
         assert!(ack.contains(r#","futureRes":3}"#), "{ack}");
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
     }
 }

@@ -91,9 +91,7 @@ async fn a_pass_through_of_each_sdk_runs_in_our_chain_found_by_its_refusal() {
         let mut editor = Editor::start(conductor(), &args);
         stream_permission_and_cancel(&mut editor, &proxy).await;
         // Other SDKs' proxies do not exit at the end of stdin: the conductor ends them.
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
         // The trace shows the probe: ours offered, then the proxy's own method.
         let methods = methods_to(&std::fs::read_to_string(&trace).unwrap(), 1);
         assert_eq!(methods[..2], ["initialize", init], "{proxy}: {methods:?}");
@@ -120,9 +118,7 @@ async fn a_declared_dialect_is_offered_at_once() {
         let session = editor.open_session().await;
         let id = editor.send_prompt(&session, "stream 3").await;
         expect_stream(&mut editor, &id, 3, "").await;
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
         let methods = methods_to(&std::fs::read_to_string(&trace).unwrap(), 1);
         assert_eq!(methods[0], init, "{proxy}: {methods:?}");
     }
@@ -140,9 +136,7 @@ async fn mixed_chains_in_both_orders_carry_a_turn_a_permission_and_a_cancel() {
         args.push(agent());
         let mut editor = Editor::start(conductor(), &args);
         stream_permission_and_cancel(&mut editor, &format!("{order:?}")).await;
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
     }
 }
 
@@ -168,9 +162,7 @@ async fn sparkles_tools_reach_the_agent_across_other_sdks_proxies() {
         editor.stderr()
     );
     sparkle_keeps(&mut editor, &session, "they meet").await;
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
 }
 
 #[tokio::test]
@@ -257,9 +249,7 @@ async fn an_rfd_agent_calls_sparkles_tools_through_every_dialect_with_mcp_messag
         editor.stderr()
     );
     sparkle_keeps(&mut editor, &session, "stateless").await;
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
     // The agent saw only what it declared: no `_mcp/*`, no `_proxy/*`; it asked with
     // `mcp/message`.
     let text = std::fs::read_to_string(&trace).unwrap();
@@ -332,9 +322,7 @@ async fn an_editors_own_rfd_mcp_server_reaches_the_agent_through_every_dialect()
             ["edmcp.from_editor: hello from the editor's \"editor-server-1\""],
             "{order:?}"
         );
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
         // What each hop was given: the S11 proxy (position 2) the `acp:` URL, the others the
         // editor's entry.
         let text = std::fs::read_to_string(&trace).unwrap();
@@ -407,9 +395,7 @@ async fn an_agent_on_the_typescript_sdk_calls_our_tools_the_rfds_way() {
         said(&editor),
         ["tools.steps: Method not found: ping (error) [3 progress]"]
     );
-    editor
-        .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-        .await;
+    editor.close_and_expect_a_clean_exit().await;
 }
 
 #[tokio::test]
@@ -445,9 +431,7 @@ async fn an_s11_proxys_mcp_server_reaches_agents_that_speak_ours_or_none() {
                 r#"s11tools.greet: "hello, ada, from sacp 11"{over}"#
             )]
         );
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
     }
 }
 
@@ -550,9 +534,7 @@ async fn an_rfd_agent_calls_an_s11_proxys_tools_through_the_conductors_translato
                 .take(6)
                 .collect::<Vec<_>>()
         );
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
         let _ = std::fs::remove_file(&trace);
     }
 }
@@ -633,9 +615,7 @@ async fn an_editors_own_rfd_server_reaches_agents_that_speak_ours_or_none() {
                 && !asked.iter().any(|l| l.starts_with("asked _mcp")),
             "{asked:#?}"
         );
-        editor
-            .close_and_expect_a_clean_exit_within(std::time::Duration::from_secs(6))
-            .await;
+        editor.close_and_expect_a_clean_exit().await;
     }
 }
 
