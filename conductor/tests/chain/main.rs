@@ -5,6 +5,7 @@ mod answer_order;
 mod bridge;
 mod common;
 mod concurrency;
+mod conformance;
 mod editor_setup;
 mod endings;
 mod failures;

@@ -20,7 +20,10 @@
 //! | `subagent [TITLE]` | starts a subagent: announces a child session `c1`, `c2`, … (numbered per process) with a `subagent_update` on the prompt's session (its `title` TITLE, cancellable; see [`crate::test_agent::SUBAGENT`]), streams `child cN working` in the child, says `started cN`; the child then waits, and a `session/cancel` of the child makes it stream `child cN cancelled` (saying so on stderr) |
 //! | `elicit` | asks the client `elicitation/create` (a form with one `name` field, scoped to the session) and says what came back: `elicitation: accept {"name":…}`, `elicitation: decline`, `elicitation: cancel` |
 //!
-//! Sessions: it lists them (`session/list`), forgets one on `session/close`, and implements
+//! It says who it is in `initialize` (`agentInfo`: `test-agent` and the crate's version).
+//! Sessions: it lists them (`session/list`, only those of the request's `cwd` when it gives
+//! one), forgets one on `session/close` (which answers a prompt of it still in flight
+//! `cancelled`), and implements
 //! `session/load` (the session's history replayed as `session/update`s before the answer),
 //! `session/resume` (no replay) and `session/fork` (a new session with the history of the
 //! one forked), and says so in `initialize` (`loadSession`, `sessionCapabilities.list`,
@@ -55,14 +58,14 @@ pub use self::v2::{FUTURE_V2, TestAgentV2};
 use sacp::acp::{
     AgentCapabilities, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,
     CreateElicitationRequest, CreateElicitationResponseKind, ForkSessionRequest,
-    ForkSessionResponse, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
-    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest,
-    PromptResponse, ProtocolVersion, ReadTextFileRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionForkCapabilities, SessionId, SessionInfo,
-    SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
-    StopReason, TextContent, ToolCallUpdate,
+    ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, PromptRequest, PromptResponse, ProtocolVersion, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionForkCapabilities,
+    SessionId, SessionInfo, SessionListCapabilities, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
 };
 use sacp::agent::Cx;
 use sacp::jsonrpc::RawJson;
@@ -88,6 +91,36 @@ pub struct TestAgent {
     initialize_delay: Option<std::time::Duration>,
     /// It shares its process (see [`TestAgent::in_process`]).
     in_process: bool,
+    /// Each session with a turn in flight, told when it is closed.
+    closing: Closing,
+}
+
+/// Tells the turns of a session that it was closed.
+#[derive(Debug, Default)]
+struct Closing(
+    std::sync::Mutex<std::collections::HashMap<String, tokio::sync::watch::Sender<bool>>>,
+);
+
+impl Closing {
+    fn watch(&self, session: &str) -> tokio::sync::watch::Receiver<bool> {
+        let mut open = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.entry(session.to_owned())
+            .or_insert_with(|| tokio::sync::watch::channel(false).0)
+            .subscribe()
+    }
+
+    fn close(&self, session: &str) {
+        let mut open = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(closed) = open.remove(session) {
+            closed.send_replace(true);
+        }
+    }
 }
 
 impl TestAgent {
@@ -169,8 +202,9 @@ impl TestAgent {
         // ACP v1 is what it speaks, whatever the client asked for: the client decides whether
         // it can go on with that.
         let _ = req;
-        let answer =
-            InitializeResponse::new(ProtocolVersion::from(1)).agent_capabilities(capabilities);
+        let answer = InitializeResponse::new(ProtocolVersion::from(1))
+            .agent_capabilities(capabilities)
+            .agent_info(Implementation::new("test-agent", env!("CARGO_PKG_VERSION")));
         if self.mcp.rfd {
             // `mcpCapabilities.acp` is the RFD's, newer than the pinned schema: written into
             // the answer's JSON, which a typed value keeps when read back (typed is lossless).
@@ -244,23 +278,26 @@ impl TestAgent {
         Ok(ForkSessionResponse::new(fork))
     }
 
-    /// Lists the sessions it has (with the `cwd` each was created in).
+    /// Lists the sessions it has (with the `cwd` each was created in), those of the request's
+    /// `cwd` only when it names one.
     #[on_request]
     async fn list_sessions(
         &self,
-        _req: ListSessionsRequest,
+        req: ListSessionsRequest,
         _cx: &Cx,
     ) -> sacp::Result<ListSessionsResponse> {
         let sessions: Vec<SessionInfo> = self
             .history
             .all()
             .into_iter()
+            .filter(|(_, session)| req.cwd.as_ref().is_none_or(|cwd| *cwd == session.cwd))
             .map(|(id, session)| SessionInfo::new(id, session.cwd))
             .collect();
         Ok(ListSessionsResponse::new(sessions))
     }
 
-    /// Forgets the session.
+    /// Forgets the session; a prompt of it still in flight is answered `cancelled` (the
+    /// runtime has cancelled its turn, as the schema asks of `session/close`).
     #[on_request]
     async fn close_session(
         &self,
@@ -268,11 +305,26 @@ impl TestAgent {
         _cx: &Cx,
     ) -> sacp::Result<CloseSessionResponse> {
         self.history.forget(&req.session_id.0);
+        self.closing.close(&req.session_id.0);
         Ok(CloseSessionResponse::new())
     }
 
+    /// A turn, which the session's `session/close` ends `cancelled` whatever it is doing.
     #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
+        let mut closed = self.closing.watch(&req.session_id.0);
+        tokio::select! {
+            // A turn that ends as the close arrives (`wait`, `sleep`) says so itself.
+            biased;
+            answer = self.turn(req, cx) => answer,
+            _ = closed.wait_for(|closed| *closed) => Ok(PromptResponse::new(StopReason::Cancelled)),
+        }
+    }
+}
+
+impl TestAgent {
+    /// What a prompt does (the module docs' table).
+    async fn turn(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         let session = req.session_id.clone();
         for block in &req.prompt {
             let update = SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone()));
@@ -468,9 +520,7 @@ impl TestAgent {
         }
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
-}
 
-impl TestAgent {
     /// Starts session `id`: its setup, its MCP servers, the history it begins with.
     async fn start(&self, id: &str, cwd: &str, servers: &[McpServer], updates: Vec<SessionUpdate>) {
         let listed = serde_json::to_string(servers).unwrap_or_default();

@@ -106,8 +106,8 @@ pub trait Agent: Send + Sync + 'static {
     /// to the methods that version lacks (see [`crate::protocol::version`]).
     const PROTOCOLS: &'static [u16] = version::SPOKEN;
 
-    /// The agent's name and version, for the `info` of the runtime's own answer to a v2
-    /// `initialize`: `#[sacp::agent]` gives its crate's.
+    /// The agent's name and version, for the runtime's own answer to `initialize` (`info` in
+    /// v2, `agentInfo` in v1): `#[sacp::agent]` gives its crate's.
     const INFO: (&'static str, &'static str) = ("sacp-agent", env!("CARGO_PKG_VERSION"));
 
     /// Whether [`Agent::dispatch`] handles messages of `method` (`from` is always

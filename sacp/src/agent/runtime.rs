@@ -9,8 +9,8 @@ use tokio_util::either::Either;
 use super::turns::Turns;
 use super::{AfterAnswer, Agent, Clients, Cx};
 use crate::acp::{
-    AgentCapabilities, CancelNotification, InitializeRequest, InitializeResponse, PromptRequest,
-    ProtocolVersion, Side,
+    AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
+    InitializeResponse, PromptRequest, ProtocolVersion, Side,
 };
 use crate::jsonrpc::{
     BoxFuture, Connection, Error, Handler, Notification, RawJson, Request, Responder, Work,
@@ -116,6 +116,11 @@ impl<A: Agent> Handler for AgentHandler<A> {
                 return Work::in_turn(Either::Right(work), Side::Client);
             }
         }
+        // Closing a session ends its turn as a `session/cancel` would (the schema: the agent
+        // "must cancel any ongoing work related to the session"), before any handler runs.
+        if request.method == CloseSessionRequest::METHOD {
+            self.turns.cancel(request.params.as_ref());
+        }
         // A turn opens as the prompt arrives, so a `session/cancel` right behind it counts.
         let turn = if request.method == PromptRequest::METHOD {
             self.turns.open_for(request.params.as_ref())
@@ -189,8 +194,10 @@ fn initialize<A: Agent>(params: &RawJson, chosen: u16) -> Result<RawJson, Error>
         return RawJson::to_raw(&answer);
     }
     params.parse::<InitializeRequest>().map_err(invalid)?;
+    let (name, version) = A::INFO;
     let answer = InitializeResponse::new(ProtocolVersion::from(chosen))
-        .agent_capabilities(AgentCapabilities::default());
+        .agent_capabilities(AgentCapabilities::default())
+        .agent_info(Implementation::new(name, version));
     let answer = if A::MCP_OVER_ACP {
         answer.meta(mcp::capability_meta())
     } else {
