@@ -205,7 +205,8 @@ struct AgentArgs {
 
     /// Serves the chain over the network instead of stdin/stdout: ACP's remote transport at
     /// http://ADDR/acp (Streamable HTTP; ws://ADDR/acp for WebSocket), a chain of its own for
-    /// every connection. The URL goes to stdout. Port 0: any free port.
+    /// every connection, whose sessions outlive the connection (a later one takes them back
+    /// with session/load). The URL goes to stdout. Port 0: any free port.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
 
@@ -225,6 +226,47 @@ struct AgentArgs {
     /// With --listen: how many connections (chains) at once (default 256).
     #[arg(long, value_name = "N", requires = "listen")]
     max_connections: Option<usize>,
+
+    /// With --listen: how long a Streamable HTTP connection may go without a request or a
+    /// reader before it is closed (a client that vanished is gone then, and its sessions
+    /// detached).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5m",
+        requires = "listen"
+    )]
+    http_idle_timeout: humantime::Duration,
+
+    /// With --listen: how long a session with no connection attached and nothing new lives
+    /// on before it ends (and its chain, when nothing else keeps it).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30m",
+        requires = "listen"
+    )]
+    detached_timeout: humantime::Duration,
+
+    /// With --listen: how long a request of the agent's for an editor (a permission, a file)
+    /// waits while no connection is attached to its session, before it gets what a refusing
+    /// editor answers.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5m",
+        requires = "listen"
+    )]
+    editor_request_timeout: humantime::Duration,
+
+    /// With --listen: the bytes a session keeps for its clients (what no client took yet, and
+    /// its history for a later session/load); `64MiB`, `512KiB` or plain bytes.
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size, requires = "listen")]
+    session_buffer: usize,
+
+    /// With --listen: the bytes all sessions keep together.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, requires = "listen")]
+    sessions_buffer: usize,
 
     /// A header for every component given as a URL (ws://, wss://, http://, https://), as
     /// 'Name: value' ('Authorization: Bearer …', say). Repeatable.
@@ -281,7 +323,14 @@ impl AgentArgs {
             if let Some(n) = self.max_connections {
                 listen = listen.max_connections(n);
             }
-            listen
+            listen = listen.http_idle_timeout(self.http_idle_timeout.into());
+            listen.sessions(
+                crate::sessions::Limits::default()
+                    .detached_timeout(self.detached_timeout.into())
+                    .ask_timeout(self.editor_request_timeout.into())
+                    .record(self.session_buffer)
+                    .records(self.sessions_buffer),
+            )
         });
         let options = Options {
             trace: self.trace,
@@ -427,7 +476,7 @@ fn route(args: RouteArgs) -> ExitCode {
         Ok(headers) => {
             let remote = headers
                 .into_iter()
-                .fold(crate::sessions::Remote::default(), |r, (name, value)| {
+                .fold(crate::route::Remote::default(), |r, (name, value)| {
                     r.header(name, value)
                 });
             args.ca_file.iter().fold(remote, |r, file| r.ca_file(file))
@@ -447,7 +496,7 @@ fn route(args: RouteArgs) -> ExitCode {
         }
     };
     let launcher = std::env::current_exe().ok();
-    let result = match on_runtime(crate::sessions::run_stdio(config, launcher, remote)) {
+    let result = match on_runtime(crate::route::run_stdio(config, launcher, remote)) {
         Ok(result) => result,
         Err(code) => return code,
     };
@@ -512,6 +561,28 @@ impl Chain {
     pub fn run_as_program(self) -> ExitCode {
         run_as_program(self)
     }
+}
+
+/// A size in bytes: a number, with `KiB`, `MiB` or `GiB` after it or nothing.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (say 64MiB)"))?;
+    let scale: usize = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        other => return Err(format!("unknown unit {other:?} (KiB, MiB or GiB)")),
+    };
+    number
+        .checked_mul(scale)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 #[cfg(test)]

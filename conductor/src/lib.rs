@@ -19,7 +19,7 @@
 //! - `listen.rs`: the chain served over the network, a chain per connection
 //!   ([`serve_listen`]);
 //! - [`router`]: the session router (`conductor route`): one ACP agent for the editor that
-//!   runs each session on a backend of the session's workspace; `sessions.rs` runs it with
+//!   runs each session on a backend of the session's workspace; `route.rs` runs it with
 //!   backends as processes or servers over the network;
 //! - [`cli`]: the `conductor` command line.
 //!
@@ -52,6 +52,7 @@ mod launch;
 mod listen;
 mod lock;
 mod process;
+mod route;
 pub mod router;
 mod sessions;
 pub mod stderr;
@@ -61,3 +62,4 @@ mod versions;
 pub use self::chain::{BridgeMode, Chain, ChainError, Component, InProcess};
 pub use self::conductor::{Exit, Options, run, run_stdio};
 pub use self::listen::{Listen, serve as serve_listen};
+pub use self::sessions::Limits as SessionLimits;

@@ -1,25 +1,28 @@
 //! `conductor agent --listen ADDR`: the chain served over the network (ACP's remote transport,
 //! `spec/REMOTE.md`, both profiles at `http(s)://ADDR/acp`) instead of on stdin/stdout.
 //!
-//! Every ACP connection gets a chain of its own, with its own component processes, exactly as
-//! if an editor had started the conductor: [`crate::run`] with the connection as the editor's
-//! transport. When the connection closes or drops, that chain ends as on stdin's end (the EOF
-//! grace, `SIGTERM`, nothing left behind), and the conductor goes on serving the others. A
+//! Every ACP connection is a client of the session layer (`crate::sessions`): its
+//! `initialize` starts a chain of its own, with its own component processes, exactly as if an
+//! editor had started the conductor ([`crate::run`], with the layer as the chain's editor), and
+//! its sessions live there. A connection that closes or drops detaches from its sessions; they
+//! go on, and any later connection takes one back with `session/load`. A chain ends as on
+//! stdin's end (the EOF grace, `SIGTERM`, nothing left behind) once it has no session and its
+//! connection is gone; a session with no connection ends after the detached timeout. A
 //! `SIGTERM` or `SIGINT` ends every chain and then the conductor.
 //!
-//! `--trace FILE` records each connection's chain in a file of its own, `FILE` with the
-//! connection's id before its extension (`trace.jsonl` → `trace.<id>.jsonl`), the id also in
-//! the file's first line; `--serve` serves each connection's viewer on a free port of its
+//! `--trace FILE` records each chain in a file of its own, `FILE` with the id of the
+//! connection that started it before its extension (`trace.jsonl` → `trace.<id>.jsonl`), the
+//! id also in the file's first line; `--serve` serves each chain's viewer on a free port of its
 //! address's host, its URL on stderr with the connection's id.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use sacp::jsonrpc::remote::{Accepted, Server};
+use sacp::jsonrpc::remote::Server;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::chain::Chain;
 use crate::conductor::{Exit, Options, run};
+use crate::sessions::{Layer, Limits, Starter};
 
 /// How the chain is served over the network (`conductor agent --listen`):
 ///
@@ -39,6 +42,8 @@ pub struct Listen {
     token_file: Option<PathBuf>,
     tls: Option<(PathBuf, PathBuf)>,
     max_connections: Option<usize>,
+    http_idle_timeout: Option<std::time::Duration>,
+    sessions: Limits,
 }
 
 impl Listen {
@@ -50,7 +55,24 @@ impl Listen {
             token_file: None,
             tls: None,
             max_connections: None,
+            http_idle_timeout: None,
+            sessions: Limits::default(),
         }
+    }
+
+    /// How long a Streamable HTTP connection may go without a request or a reader before it
+    /// is closed (default 5 minutes): when a client that vanished counts as gone, and its
+    /// sessions as detached.
+    pub fn http_idle_timeout(mut self, timeout: std::time::Duration) -> Listen {
+        self.http_idle_timeout = Some(timeout);
+        self
+    }
+
+    /// The session layer's bounds and deadlines: how long a session without a connection
+    /// lives on, how much it keeps for its clients.
+    pub fn sessions(mut self, limits: Limits) -> Listen {
+        self.sessions = limits;
+        self
     }
 
     /// The bearer token clients must send is this file's content (trimmed).
@@ -103,6 +125,9 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
     if let Some(n) = listen.max_connections {
         builder = builder.max_connections(n);
     }
+    if let Some(timeout) = listen.http_idle_timeout {
+        builder = builder.idle_timeout(timeout);
+    }
     let server = builder
         .bind(listen.addr.as_str())
         .await
@@ -136,39 +161,57 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
         }
         shutdown.shutdown();
     });
-    let served = Arc::new((chain, options));
+    let layer = Layer::new(listen.sessions, Chains { chain, options });
     server
         .serve(move |connection| {
-            let served = served.clone();
+            let layer = layer.clone();
             async move {
-                let (chain, options) = &*served;
-                one_connection(chain.clone(), options.clone(), connection).await;
+                let id = connection.connection_id().to_owned();
+                tracing::info!(connection = %id, peer = %connection.peer(), profile = ?connection.profile(), "an editor connected");
+                layer.serve(id.clone(), connection).await;
+                tracing::info!(connection = %id, "the editor's connection ended");
             }
         })
         .await
         .map_err(|e| format!("the server on {url} failed: {e}"))
 }
 
-/// One editor's connection: a chain of its own until it ends.
-async fn one_connection(chain: Chain, mut options: Options, connection: Accepted) {
-    let id = connection.connection_id().to_owned();
-    tracing::info!(connection = %id, peer = %connection.peer(), profile = ?connection.profile(), "an editor connected");
-    options.trace = options
-        .trace
-        .as_deref()
-        .map(|path| per_connection(path, &id));
-    options.serve = options
-        .serve
-        .map(|addr| std::net::SocketAddr::new(addr.ip(), 0));
-    options.connection = Some(id.clone());
-    let exit = run(chain, options, connection).await;
-    match &exit {
-        Exit::Clean | Exit::Signalled(_) => {
-            tracing::info!(connection = %id, "the connection's chain ended");
-        }
-        Exit::Ended { why, .. } | Exit::Failed(why) => {
-            tracing::warn!(connection = %id, "the connection's chain failed: {why}");
-        }
+/// Starts a chain for a connection: the served chain, traced to a file of its own.
+struct Chains {
+    chain: Chain,
+    options: Options,
+}
+
+impl Starter for Chains {
+    fn start(
+        &self,
+        client: &str,
+    ) -> (
+        sacp::jsonrpc::Channel,
+        std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    ) {
+        let mut options = self.options.clone();
+        options.trace = options
+            .trace
+            .as_deref()
+            .map(|path| per_connection(path, client));
+        options.serve = options
+            .serve
+            .map(|addr| std::net::SocketAddr::new(addr.ip(), 0));
+        options.connection = Some(client.to_owned());
+        let (ours, theirs) = sacp::jsonrpc::channel();
+        let (chain, id) = (self.chain.clone(), client.to_owned());
+        let life = Box::pin(async move {
+            match run(chain, options, theirs).await {
+                Exit::Clean | Exit::Signalled(_) => {
+                    tracing::info!(connection = %id, "the chain ended");
+                }
+                Exit::Ended { why, .. } | Exit::Failed(why) => {
+                    tracing::warn!(connection = %id, "the chain failed: {why}");
+                }
+            }
+        });
+        (ours, life)
     }
 }
 

@@ -60,7 +60,7 @@ pub(crate) const CHECKS: &[Check] = &[
         // DESIGN.md: data → framing → transports → tables → handler and connection → the
         // connection's reader and writer → the builder that starts them.
         ranks: &[
-            &["error", "id", "hold", "budget"],
+            &["error", "id", "hold", "budget", "member"],
             &["payload"],
             &["message", "typed"],
             &["framing", "transport", "lossless", "pending", "in_flight"],
@@ -84,12 +84,14 @@ pub(crate) const CHECKS: &[Check] = &[
         allowed_group: &[],
         leaves: &["chain"],
         roots: &["cli"],
-        // Descriptions and helpers; a chain's connections, processes, bridges and router;
-        // what records them; the chain's loop; serving it over the network; the command line.
+        // Descriptions and helpers; the session layer; a chain's connections, processes,
+        // bridges and router; what records them and runs the router; the chain's loop;
+        // serving it over the network; the command line.
         ranks: &[
             &["lock", "account", "launch", "stderr", "versions", "chain"],
+            &["sessions"],
             &["endpoint", "process", "in_process", "router", "bridge"],
-            &["trace", "sessions"],
+            &["trace", "route"],
             &["conductor", "fuzzing"],
             &["listen"],
             &["cli"],

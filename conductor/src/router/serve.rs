@@ -8,9 +8,10 @@ use serde_json::json;
 
 use super::backend::Backend;
 use super::ids::{own_of, tag};
-use super::rewrite::{Place, rename_sessions, session_of, translate_paths, with_session};
+use super::rewrite::translate_paths;
 use super::table::Table;
 use super::{Config, Launcher, Workspace};
+use crate::sessions::rewrite::{Place, rename_sessions, session_of, with_session};
 use sacp::jsonrpc::{
     Connection, Error, Handler, Notification, RawJson, Request, Responder, Transport, Work,
 };

@@ -33,7 +33,7 @@ fn uuid_like() -> u64 {
 }
 
 /// `conductor agent --listen 127.0.0.1:0 --listen-token-file … EXTRA… COMPONENTS…`.
-async fn conductor_listening(extra: &[&str], components: &[String]) -> Listening {
+pub(crate) async fn conductor_listening(extra: &[&str], components: &[String]) -> Listening {
     let token = token_file();
     let mut args = vec![
         "agent",
@@ -97,12 +97,16 @@ async fn the_typescript_editor_gets_the_same_chain_over_http_and_websocket_as_ov
     );
 }
 
+/// Two editors get a chain each; one vanishes in the middle of a turn: its session is
+/// detached, not ended, and with `--detached-timeout 2s` its chain is gone (no process left)
+/// within the timeout and the end's graces, while the connected editor's is untouched.
 #[tokio::test]
 async fn two_editors_get_two_chains_and_one_that_vanishes_leaves_nothing_behind() {
     let Some(editor) = ts_remote("editor.mjs") else {
         return;
     };
-    let server = conductor_listening(&[], &[passthrough(), agent()]).await;
+    let server =
+        conductor_listening(&["--detached-timeout", "2s"], &[passthrough(), agent()]).await;
     assert!(
         components_of(&server).is_empty(),
         "no chain before an editor"
@@ -145,7 +149,12 @@ async fn two_editors_get_two_chains_and_one_that_vanishes_leaves_nothing_behind(
         "B vanished"
     );
     let vanished = std::time::Instant::now();
-    until("B's chain gone", Duration::from_secs(5), || {
+    // Detached, not ended: the chain lives on through the timeout.
+    assert!(
+        chain_b.iter().all(|p| running(*p)),
+        "B's chain ended at once"
+    );
+    until("B's chain gone", PATIENCE, || {
         let left: Vec<u32> = chain_b.iter().copied().filter(|p| running(*p)).collect();
         if left.is_empty() {
             Ok(())
@@ -158,6 +167,10 @@ async fn two_editors_get_two_chains_and_one_that_vanishes_leaves_nothing_behind(
         "B's chain was gone {:?} after B vanished",
         vanished.elapsed()
     );
+    assert!(
+        vanished.elapsed() >= Duration::from_secs(2),
+        "gone before the detached timeout"
+    );
     assert!(chain_a.iter().all(|p| running(*p)), "A's chain lives on");
 
     // A goes on, and a new editor gets a chain of its own.
@@ -166,9 +179,9 @@ async fn two_editors_get_two_chains_and_one_that_vanishes_leaves_nothing_behind(
         .unwrap();
     assert_eq!(turn.text(), "chunk 1chunk 2chunk 3");
     assert_eq!(ts_editor(&editor, &["http", &server.url]).await, expected());
-    // That editor's chain ends once the server sees its connection close, which may be a
-    // moment after the editor's process is gone.
-    until("only A's chain left", Duration::from_secs(5), || {
+    // That editor's chain ends once its session, detached when the connection closed, has
+    // had nobody for the timeout.
+    until("only A's chain left", PATIENCE, || {
         let left = components_of(&server);
         if left == chain_a {
             Ok(())

@@ -19,5 +19,6 @@ mod chain;
 mod foreign_conductor;
 mod peers;
 mod remote;
+mod sessions;
 mod unstable;
 mod v2;

@@ -147,7 +147,7 @@ pub(crate) fn ts_remote(script: &str) -> Option<String> {
     npm_peer(
         &READY,
         "ts-remote",
-        &["agent.mjs", "editor.mjs", "server.mjs"],
+        &["agent.mjs", "editor.mjs", "server.mjs", "reattach.mjs"],
         script,
     )
 }

@@ -43,6 +43,7 @@ mod id;
 mod in_flight;
 mod lanes;
 pub mod lossless;
+mod member;
 mod message;
 mod payload;
 mod pending;

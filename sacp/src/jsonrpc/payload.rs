@@ -244,6 +244,30 @@ impl RawJson {
         self.len() == 0
     }
 
+    /// The value of the top-level member `key`, when this is an object that has it as a
+    /// string with no escape in it: read from the text without parsing it (a scan up to the
+    /// member). `None` otherwise, where a caller that must know parses instead.
+    pub fn plain_str(&self, key: &str) -> Option<&str> {
+        let text = self.as_bytes();
+        let span = super::member::plain_string(text, key)?;
+        std::str::from_utf8(&text[span]).ok()
+    }
+
+    /// This object with the value of its top-level member `key` — a string with no escape in
+    /// it ([`RawJson::plain_str`]) — replaced by the string `value`: every other byte as it was,
+    /// nothing parsed. `None` where `key` is not such a member.
+    pub fn with_plain_str(&self, key: &str, value: &str) -> Option<RawJson> {
+        let text = self.as_bytes();
+        let span = super::member::plain_string(text, key)?;
+        let mut quoted = Vec::with_capacity(value.len() + 2);
+        super::id::write_json_string(value, &mut quoted);
+        let mut out = Vec::with_capacity(text.len() + quoted.len());
+        out.extend_from_slice(&text[..span.start - 1]);
+        out.extend_from_slice(&quoted);
+        out.extend_from_slice(&text[span.end + 1..]);
+        Some(RawJson::from_trusted(Bytes::from(out)))
+    }
+
     /// Whether this is the JSON `null`.
     pub fn is_null(&self) -> bool {
         match &self.0 {
@@ -316,6 +340,23 @@ mod tests {
         assert_eq!(raw.as_str(), "{   \"a\": \"x\\ny\"  }");
         assert_eq!(raw.parse::<serde_json::Value>().unwrap()["a"], "x\ny");
         assert_eq!(RawJson::from_string("{").unwrap_err().code, -32602);
+    }
+
+    #[test]
+    fn a_plain_member_is_read_and_replaced_without_touching_the_rest() {
+        let raw = RawJson::from_string(r#"{ "a": [1, {"b":"c"}],  "id" :"s1","z":null}"#).unwrap();
+        assert_eq!(raw.plain_str("id"), Some("s1"));
+        let renamed = raw.with_plain_str("id", "s1@t\"x").unwrap();
+        assert_eq!(
+            renamed.as_str(),
+            r#"{ "a": [1, {"b":"c"}],  "id" :"s1@t\"x","z":null}"#
+        );
+        assert_eq!(
+            renamed.parse::<serde_json::Value>().unwrap()["id"],
+            "s1@t\"x"
+        );
+        assert_eq!(raw.plain_str("a"), None);
+        assert_eq!(raw.with_plain_str("missing", "x"), None);
     }
 
     #[test]

@@ -65,7 +65,7 @@ fn frames(data: Vec<u8>, sizes: Vec<usize>, max: usize) -> Vec<Frame> {
 }
 
 /// Any JSON value (numbers kept to forms that print back the same).
-fn json() -> impl Strategy<Value = Value> {
+pub(super) fn json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),

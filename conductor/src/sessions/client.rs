@@ -1,0 +1,511 @@
+//! A client of the layer: one editor's connection, what it sends, and what it holds — its own
+//! chain (started at its `initialize`) and its attachments to sessions.
+//!
+//! Each message is dealt with in its turn, in arrival order: a request is passed on to its
+//! chain there and then (so that a `session/cancel` sent after a prompt reaches the chain after
+//! it), and its answer awaited in a task of its own. Requests about a session go to that
+//! session's chain, whichever chain it is; the answer comes back through the session (see
+//! `session.rs`), after what the session streamed before it.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use sacp::jsonrpc::{Connection, Error, Handler, Notification, RawJson, Request, Responder, Work};
+use serde_json::{Map, Value};
+
+use super::chain::ChainLink;
+use super::rewrite::{self, Place, session_of, with_session};
+use super::session::{Attachment, From, Session};
+use super::{Layer, not_here, split_id};
+use crate::lock::lock;
+
+/// A session a client is attached to, and its attachment.
+type Held = (Arc<Session>, Arc<Attachment>);
+
+/// One editor's connection to the layer.
+#[derive(Debug)]
+pub(crate) struct Client {
+    /// Its connection's id, for logs and its chain's trace.
+    pub(super) name: String,
+    conn: OnceLock<Connection>,
+    /// Its own chain, from its `initialize` on.
+    chain: Mutex<Option<Arc<ChainLink>>>,
+    /// Whether it speaks ACP v1 (until its `initialize` says otherwise).
+    v1: AtomicBool,
+    /// Its attachments, by the session's id.
+    attachments: Mutex<HashMap<String, Held>>,
+}
+
+impl Client {
+    pub(super) fn new(name: String) -> Arc<Client> {
+        Arc::new(Client {
+            name,
+            conn: OnceLock::new(),
+            chain: Mutex::default(),
+            v1: AtomicBool::new(true),
+            attachments: Mutex::default(),
+        })
+    }
+
+    pub(super) fn set_conn(&self, conn: Connection) {
+        let _ = self.conn.set(conn);
+    }
+
+    pub(super) fn conn(&self) -> Option<&Connection> {
+        self.conn.get()
+    }
+
+    pub(super) fn is_v1(&self) -> bool {
+        self.v1.load(Ordering::Relaxed)
+    }
+
+    /// Its chain, made by `start` if it has none.
+    pub(super) fn chain_or(&self, start: impl FnOnce() -> Arc<ChainLink>) -> Arc<ChainLink> {
+        lock(&self.chain).get_or_insert_with(start).clone()
+    }
+
+    pub(super) fn take_chain(&self) -> Option<Arc<ChainLink>> {
+        lock(&self.chain).take()
+    }
+
+    pub(super) fn attached(&self, session: &Arc<Session>, att: &Arc<Attachment>) {
+        let old =
+            lock(&self.attachments).insert(session.id.clone(), (session.clone(), att.clone()));
+        if let Some((session, att)) = old {
+            session.detach(att.id);
+        }
+    }
+
+    fn attachment_of(&self, id: &str) -> Option<Arc<Attachment>> {
+        lock(&self.attachments).get(id).map(|(_, att)| att.clone())
+    }
+
+    pub(super) fn take_attachments(&self) -> Vec<Held> {
+        lock(&self.attachments)
+            .drain()
+            .map(|(_, pair)| pair)
+            .collect()
+    }
+}
+
+/// What a client sends.
+pub(super) struct ClientSide {
+    layer: Arc<Layer>,
+    client: Arc<Client>,
+}
+
+impl ClientSide {
+    pub(super) fn new(layer: Arc<Layer>, client: Arc<Client>) -> ClientSide {
+        ClientSide { layer, client }
+    }
+}
+
+impl Handler for ClientSide {
+    type Lane = ();
+
+    fn handle_request(
+        &mut self,
+        request: Request,
+        responder: Responder,
+        _cx: &Connection,
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
+        let (layer, client) = (self.layer.clone(), self.client.clone());
+        let work = async move {
+            if let Err(failed) = layer.request(&client, request, responder).await {
+                let (responder, e) = *failed;
+                responder.answer_error(e);
+            }
+        };
+        Work::in_turn(work, ())
+    }
+
+    fn handle_notification(
+        &mut self,
+        notification: Notification,
+        _cx: &Connection,
+    ) -> Work<impl Future<Output = ()> + Send + 'static> {
+        let (layer, client) = (self.layer.clone(), self.client.clone());
+        let work = async move {
+            if let Err(e) = layer.notify(&client, notification).await {
+                tracing::debug!("cannot pass a notification on: {e}");
+            }
+        };
+        Work::in_turn(work, ())
+    }
+}
+
+/// A request not dealt with, and why.
+type Unanswered = Box<(Responder, Error)>;
+
+fn fail(responder: Responder, e: Error) -> Result<(), Unanswered> {
+    Err(Box::new((responder, e)))
+}
+
+impl Layer {
+    /// Passes a client's request on (see the module docs); the answer follows in a task.
+    async fn request(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        request: Request,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        let Request { method, params, .. } = request;
+        match method.as_str() {
+            "initialize" => self.initialize(client, params, responder),
+            "session/new" => self.new_session(client, params, responder),
+            "session/load" | "session/resume" => self.load(client, method, params, responder),
+            "session/list" => {
+                self.list(params, responder);
+                Ok(())
+            }
+            _ => match session_of(params.as_ref()) {
+                Some(id) => {
+                    self.to_session(client, method, params, &id, responder)
+                        .await
+                }
+                None => {
+                    let link = self.own_chain(client);
+                    match link.conn() {
+                        Ok(conn) => conn.request_raw(method, params).relay_to(responder),
+                        Err(e) => return fail(responder, e),
+                    }
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// A client's notification: to its session's chain, or to its own chain.
+    async fn notify(&self, client: &Arc<Client>, notification: Notification) -> Result<(), Error> {
+        let Notification { method, params } = notification;
+        match session_of(params.as_ref()) {
+            Some(id) => {
+                let session = self
+                    .session(&id)
+                    .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
+                let link = self.link_of(&session).ok_or_else(|| not_here(&id))?;
+                let params = with_session(params, &session.own)?;
+                link.conn()?.notify_raw(method, params).await
+            }
+            None => {
+                let link = lock(&client.chain).clone();
+                match link {
+                    Some(link) => link.conn()?.notify_raw(method, params).await,
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// `initialize`: starts the client's chain and passes it on; the chain's answer is the
+    /// client's.
+    fn initialize(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        let link = self.own_chain(client);
+        let pending = match link.conn() {
+            Ok(conn) => conn.request_raw("initialize", params),
+            Err(e) => return fail(responder, e),
+        };
+        let client = client.clone();
+        tokio::spawn(async move {
+            let result = pending.await;
+            if let Ok(answer) = &result {
+                link.set_initialized(answer);
+                let version = answer
+                    .parse::<Map<String, Value>>()
+                    .ok()
+                    .and_then(|a| a.get("protocolVersion").and_then(Value::as_u64));
+                client
+                    .v1
+                    .store(version.is_none_or(|v| v < 2), Ordering::Relaxed);
+            }
+            responder.answer_raw(result);
+        });
+        Ok(())
+    }
+
+    /// `session/new`, on the client's chain; the client is attached to the new session.
+    fn new_session(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        let link = self.own_chain(client);
+        let pending = match link.conn() {
+            Ok(conn) => conn.request_raw("session/new", params),
+            Err(e) => return fail(responder, e),
+        };
+        let (layer, client) = (self.clone(), client.clone());
+        tokio::spawn(async move {
+            let answer = match pending.await {
+                Ok(answer) => answer,
+                Err(e) => return responder.answer_error(e),
+            };
+            let Some(own) = session_of(Some(&answer)) else {
+                return responder.answer_raw(Ok(answer));
+            };
+            let (session, _) = layer.learn(&link, &own, None);
+            session.set_setup(&answer);
+            let renamed =
+                with_session(Some(answer), &session.id).map(|a| a.unwrap_or_else(RawJson::null));
+            match client.attachment_of(&session.id) {
+                // Attached already, by an update the chain sent before its answer.
+                Some(att) => session.answer(att.id, responder, renamed),
+                None => layer.attach(
+                    &client,
+                    &session,
+                    From::Oldest,
+                    responder,
+                    renamed,
+                    From::Oldest,
+                ),
+            }
+        });
+        Ok(())
+    }
+
+    /// Attaches `client` to `session` from `from` on, owing it `result` at `at`.
+    fn attach(
+        &self,
+        client: &Arc<Client>,
+        session: &Arc<Session>,
+        from: From,
+        responder: Responder,
+        result: Result<RawJson, Error>,
+        at: From,
+    ) {
+        let att = match self.attachment(client) {
+            Ok(att) => att,
+            Err(e) => return responder.answer_error(e),
+        };
+        if session.attach(att.clone(), from, Some((responder, result, at))) {
+            client.attached(session, &att);
+            tracing::info!(session = %session.id, client = %client.name, "attached");
+        }
+    }
+
+    /// `session/load` and `session/resume`: of a session live here, the client is attached
+    /// to it (and the layer answers); of one of a chain here that the layer does not hold (an
+    /// id from a `session/list`), or of an id that is not the layer's, the chain is asked.
+    fn load(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        method: String,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        let Some(id) = session_of(params.as_ref()) else {
+            let e = Error::invalid_params(format!("{method} needs a sessionId"));
+            return fail(responder, e);
+        };
+        let replay = method == "session/load";
+        if let Some(session) = self.session(&id) {
+            let answer = load_answer(session.setup());
+            let from = if replay { From::Oldest } else { From::Now };
+            self.attach(client, &session, from, responder, answer, From::Now);
+            return Ok(());
+        }
+        let (link, own) = match split_id(&id) {
+            Some((own, tag)) => match self.chain(tag) {
+                Some(link) => (link, own.to_owned()),
+                None => return fail(responder, not_here(&id)),
+            },
+            None => (self.own_chain(client), id.clone()),
+        };
+        let params = match with_session(params, &own) {
+            Ok(params) => params,
+            Err(e) => return fail(responder, e),
+        };
+        let pending = match link.conn() {
+            Ok(conn) => conn.request_raw(method, params),
+            Err(e) => return fail(responder, e),
+        };
+        // Learned before the chain answers: the history it replays first is the session's.
+        let (session, _) = self.learn(&link, &own, Some(&id));
+        let att = match self.attachment(client) {
+            Ok(att) => att,
+            Err(e) => return fail(responder, e),
+        };
+        if session.attach(att.clone(), From::Oldest, None) {
+            client.attached(&session, &att);
+        }
+        let layer = self.clone();
+        tokio::spawn(async move {
+            match pending.await {
+                Ok(answer) => {
+                    let mut setup = answer.parse::<Map<String, Value>>().unwrap_or_default();
+                    setup.insert("sessionId".into(), Value::String(own));
+                    if let Ok(setup) = RawJson::to_raw(&setup) {
+                        session.set_setup(&setup);
+                    }
+                    session.answer(att.id, responder, Ok(answer));
+                }
+                Err(e) => {
+                    responder.answer_error(e);
+                    layer.remove(&session, &link);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// `session/list`: every live chain's sessions, with the editor's ids.
+    fn list(&self, params: Option<RawJson>, responder: Responder) {
+        let asked: Vec<_> = self
+            .chains()
+            .into_iter()
+            .filter_map(|link| {
+                let pending = link
+                    .conn()
+                    .ok()?
+                    .request_raw("session/list", params.clone());
+                Some((link, pending))
+            })
+            .collect();
+        tokio::spawn(async move {
+            let mut all = Vec::new();
+            for (link, pending) in asked {
+                let Ok(answer) = pending.await else { continue };
+                let renamed = rewrite::rename_sessions(answer, |own, place| {
+                    (place == Place::Listed).then(|| format!("{own}@{}", link.tag))
+                });
+                if let Ok(mut answer) = renamed.and_then(|r| r.parse::<Map<String, Value>>())
+                    && let Some(Value::Array(sessions)) = answer.remove("sessions")
+                {
+                    all.extend(sessions);
+                }
+            }
+            responder.answer_raw(RawJson::to_raw(&serde_json::json!({ "sessions": all })));
+        });
+    }
+
+    /// A request about session `id`, on its chain under the chain's id; the answer through
+    /// the session (a prompt's where its turn ends).
+    async fn to_session(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        method: String,
+        params: Option<RawJson>,
+        id: &str,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        let Some(session) = self.session(id) else {
+            let e = match split_id(id) {
+                Some(_) => not_here(id),
+                None => Error::invalid_params(format!("unknown session {id:?}")),
+            };
+            return fail(responder, e);
+        };
+        let Some(att) = client.attachment_of(id) else {
+            let e = Error::invalid_params(format!(
+                "the session {id} is not open on this connection: take it with session/load first"
+            ));
+            return fail(responder, e);
+        };
+        let Some(link) = self.link_of(&session) else {
+            return fail(responder, not_here(id));
+        };
+        let conn = match link.conn() {
+            Ok(conn) => conn.clone(),
+            Err(e) => return fail(responder, e),
+        };
+        let params = match with_session(params.clone(), &session.own) {
+            Ok(own) => (own, params),
+            Err(e) => return fail(responder, e),
+        };
+        match method.as_str() {
+            "session/prompt" => {
+                // The prompt, as other clients and a later replay see it.
+                for update in user_messages(&session.id, params.1.as_ref()) {
+                    session
+                        .append(super::chain::update_method(), update, Some(att.id))
+                        .await;
+                }
+                let pending = conn.request_raw(method, params.0);
+                let turn = session.begin_turn(att.id, responder);
+                tokio::spawn(async move {
+                    let result = pending.await;
+                    if let Some(asker) = session.take_turn(turn) {
+                        session.turn_ended(Some(asker), result);
+                    }
+                });
+            }
+            "session/close" => {
+                if session.turns_in_flight() {
+                    let cancel = serde_json::json!({"sessionId": session.own});
+                    let _ = conn
+                        .notify_raw("session/cancel", RawJson::to_raw(&cancel).ok())
+                        .await;
+                }
+                let pending = conn.request_raw(method, params.0);
+                let layer = self.clone();
+                tokio::spawn(async move {
+                    let result = pending.await;
+                    // A turn the agent left open ends cancelled, for every client.
+                    for asker in session.take_turns() {
+                        let cancelled =
+                            RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"}));
+                        session.turn_ended(Some(asker), cancelled);
+                    }
+                    let closed = result.is_ok();
+                    session.answer(att.id, responder, result);
+                    if closed {
+                        layer.remove(&session, &link);
+                    }
+                });
+            }
+            _ => {
+                let pending = conn.request_raw(method, params.0);
+                let (layer, client) = (self.clone(), client.clone());
+                tokio::spawn(async move {
+                    let result = pending.await.and_then(|answer| {
+                        layer
+                            .chain_to_editor_for(&link, Some(answer), Some(&client))
+                            .map(|(_, answer)| answer.unwrap_or_else(RawJson::null))
+                    });
+                    session.answer(att.id, responder, result);
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A prompt's content blocks as the `user_message_chunk` updates an agent's own replay gives.
+fn user_messages(session: &str, params: Option<&RawJson>) -> Vec<RawJson> {
+    #[derive(serde::Deserialize)]
+    struct Prompt {
+        prompt: Vec<Box<serde_json::value::RawValue>>,
+    }
+    let Some(prompt) = params.and_then(|p| p.parse::<Prompt>().ok()) else {
+        return Vec::new();
+    };
+    prompt
+        .prompt
+        .into_iter()
+        .filter_map(|block| {
+            let update = serde_json::json!({
+                "sessionId": session,
+                "update": {"sessionUpdate": "user_message_chunk", "content": block},
+            });
+            RawJson::to_raw(&update).ok()
+        })
+        .collect()
+}
+
+/// The layer's answer to a `session/load` of a session it holds: what began the session
+/// (its modes, models, options), without its id.
+fn load_answer(setup: Option<RawJson>) -> Result<RawJson, Error> {
+    let mut answer = setup
+        .and_then(|s| s.parse::<Map<String, Value>>().ok())
+        .unwrap_or_default();
+    answer.remove("sessionId");
+    RawJson::to_raw(&answer)
+}

@@ -1,0 +1,372 @@
+//! The session layer: between editors' connections and chains. Connections attach to
+//! sessions; sessions live in chains; a chain lives as long as its sessions (and the
+//! connection that started it), not as long as the connection that started it alone.
+//!
+//! `conductor agent --listen` stands on it (see `listen.rs`): every network connection is a
+//! client of the layer ([`client`]), and the layer is the editor of every chain
+//! ([`chain::ChainLink`]), a connection's own started at its `initialize`. What a connection
+//! owns stays with it — its JSON-RPC ids, its requests in flight — and what a session owns is
+//! the layer's ([`session::Session`]): its record of what the editor side saw, the clients
+//! attached to it, the answers they are owed, the agent's requests waiting for an editor.
+//!
+//! - **Ids.** The editor knows a session as `own@tag`: the chain's own id, and the chain's
+//!   tag, twelve random hex digits — so that two chains' agents that number their sessions
+//!   alike (`session-1`) never give a client the same id, and an id from another conductor
+//!   never names a session here. Ids are rewritten both ways wherever they travel
+//!   ([`rewrite`]); an update's top-level id by a scan of its text, without a parse.
+//! - **A dropped connection detaches, it does not end.** Its sessions go on: the turn in
+//!   progress, the chain, the agent process. What they stream is kept in their records; the
+//!   requests the agent makes of an editor wait for one ([`ask`]), at most
+//!   [`Limits::ask_timeout`] while no client is attached, then get what an editor that
+//!   refuses would answer. A session with no client and nothing new for
+//!   [`Limits::detached_timeout`] ends; a chain with no session and no client of its own ends
+//!   as a chain ends when its editor leaves (its grace, `SIGTERM`, nothing left).
+//! - **Taking a session back.** `session/load` (or `session/resume`) of a session live here
+//!   attaches the connection to it instead of reaching the agent: the layer answers, after
+//!   replaying the record as the agent's own load would (for `load`; `resume` replays
+//!   nothing), then the live stream follows. A turn the dropped connection started ends for
+//!   the new one (v1) with the layer's `_sacp/turn_ended` notification
+//!   (`{"sessionId", "stopReason"}`, or `{"sessionId", "error"}`), which a client that does
+//!   not know it ignores without missing anything else; the agent's own answer goes to the
+//!   connection that asked, if it is still there. An id of this layer's shape whose chain is
+//!   not here gets `-32002` naming it; any other id is passed to the client's own chain (an
+//!   agent's own saved session).
+//! - **Memory** is bounded in bytes ([`Limits::record`] per session, [`Limits::records`] for
+//!   the layer): see [`session`].
+
+mod ask;
+mod chain;
+mod client;
+mod record;
+pub(crate) mod rewrite;
+mod session;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sacp::jsonrpc::{Error, RawJson};
+
+use self::chain::ChainLink;
+pub(crate) use self::chain::Starter;
+use self::client::Client;
+use self::rewrite::Place;
+use self::session::{Attachment, From, Session, Shared};
+use crate::lock::lock;
+
+/// `-32002`: the session is not held here (ACP's "resource not found").
+pub(crate) const NOT_HERE: i64 = -32002;
+
+/// The session layer's bounds and deadlines.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub(crate) record: usize,
+    pub(crate) records: usize,
+    pub(crate) detached_timeout: Duration,
+    pub(crate) ask_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            record: 32 << 20,
+            records: 256 << 20,
+            detached_timeout: Duration::from_secs(30 * 60),
+            ask_timeout: Duration::from_secs(5 * 60),
+        }
+    }
+}
+
+impl Limits {
+    /// The bytes one session's record may hold (default 32 MiB): what it streamed that no
+    /// client has taken yet, and as much of its history as fits.
+    pub fn record(mut self, bytes: usize) -> Limits {
+        self.record = bytes.max(1);
+        self
+    }
+
+    /// The bytes all sessions' records may hold together (default 256 MiB).
+    pub fn records(mut self, bytes: usize) -> Limits {
+        self.records = bytes.max(1);
+        self
+    }
+
+    /// How long a session with no client attached and nothing new lives on (default 30
+    /// minutes).
+    pub fn detached_timeout(mut self, value: Duration) -> Limits {
+        self.detached_timeout = value;
+        self
+    }
+
+    /// How long a request of the agent's for an editor waits while no client is attached
+    /// (default 5 minutes).
+    pub fn ask_timeout(mut self, value: Duration) -> Limits {
+        self.ask_timeout = value;
+        self
+    }
+}
+
+/// The layer: see the module docs.
+pub(crate) struct Layer {
+    shared: Arc<Shared>,
+    starter: Box<dyn Starter>,
+    /// Every session, by the editor's id.
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Every live chain, by its tag.
+    chains: Mutex<HashMap<String, Arc<ChainLink>>>,
+    /// Ids of clients and attachments.
+    next: AtomicU64,
+}
+
+impl std::fmt::Debug for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Layer")
+            .field("sessions", &lock(&self.sessions).len())
+            .field("chains", &lock(&self.chains).len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Layer {
+    pub(crate) fn new(limits: Limits, starter: impl Starter) -> Arc<Layer> {
+        Arc::new(Layer {
+            shared: Arc::new(Shared::new(limits)),
+            starter: Box::new(starter),
+            sessions: Mutex::default(),
+            chains: Mutex::default(),
+            next: AtomicU64::new(1),
+        })
+    }
+
+    /// Serves one client's connection until it ends; then it detaches from its sessions.
+    pub(crate) async fn serve(
+        self: &Arc<Self>,
+        name: String,
+        transport: impl sacp::jsonrpc::Transport,
+    ) {
+        let client = Client::new(name);
+        let conn = sacp::agent::builder()
+            .name(format!("editor {}", client.name))
+            .spawn(
+                transport,
+                client::ClientSide::new(self.clone(), client.clone()),
+            );
+        client.set_conn(conn.clone());
+        let _ = conn.closed().await;
+        self.client_left(&client);
+    }
+
+    fn next_id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A new attachment of `client`.
+    fn attachment(&self, client: &Client) -> Result<Arc<Attachment>, Error> {
+        let conn = client
+            .conn()
+            .ok_or_else(|| Error::internal_error("the client is not connected"))?;
+        Ok(Attachment::new(
+            self.next_id(),
+            conn.clone(),
+            client.is_v1(),
+        ))
+    }
+
+    /// The chain of `client`, started if it has none.
+    fn own_chain(self: &Arc<Self>, client: &Arc<Client>) -> Arc<ChainLink> {
+        client.chain_or(|| {
+            let link = ChainLink::start(self, &*self.starter, client);
+            lock(&self.chains).insert(link.tag.clone(), link.clone());
+            link
+        })
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).get(id).cloned()
+    }
+
+    fn chain(&self, tag: &str) -> Option<Arc<ChainLink>> {
+        lock(&self.chains).get(tag).cloned()
+    }
+
+    fn chains(&self) -> Vec<Arc<ChainLink>> {
+        lock(&self.chains).values().cloned().collect()
+    }
+
+    /// The session `own` of `link`: the one the layer has, or a new one (named `own@tag`,
+    /// or `editor_id` when given: an id the editor chose), attached to the client that
+    /// started the chain when it is born from the chain's own message. Whether it is new.
+    fn learn(
+        &self,
+        link: &Arc<ChainLink>,
+        own: &str,
+        editor_id: Option<&str>,
+    ) -> (Arc<Session>, bool) {
+        if let Some(session) = link.session(own) {
+            return (session, false);
+        }
+        let id = editor_id.map_or_else(|| format!("{own}@{}", link.tag), str::to_owned);
+        let session = Session::new(id.clone(), own.to_owned(), self.shared.clone());
+        link.insert(&session);
+        lock(&self.sessions).insert(id, session.clone());
+        (session, true)
+    }
+
+    /// A message of `link`'s, with the editor's ids: the session it is about (learned if it
+    /// is new, and then attached to the chain's own client), and its params.
+    fn chain_to_editor(
+        &self,
+        link: &Arc<ChainLink>,
+        params: Option<RawJson>,
+    ) -> Result<(Option<Arc<Session>>, Option<RawJson>), Error> {
+        self.chain_to_editor_for(link, params, None)
+    }
+
+    /// [`Layer::chain_to_editor`], a new session attached to `client` (an answer of the chain's
+    /// to that client: a fork) rather than to the chain's own client.
+    fn chain_to_editor_for(
+        &self,
+        link: &Arc<ChainLink>,
+        params: Option<RawJson>,
+        client: Option<&Arc<Client>>,
+    ) -> Result<(Option<Arc<Session>>, Option<RawJson>), Error> {
+        let Some(params) = params else {
+            return Ok((None, None));
+        };
+        // The fast way: only a top-level id, plain; no other place an id can be.
+        if let Some(own) = params.plain_str("sessionId")
+            && !rewrite::has_other_places(&params)
+        {
+            let own = own.to_owned();
+            let session = self.learn_from_chain(link, &own, client);
+            let renamed = params.with_plain_str("sessionId", &session.id);
+            return Ok((Some(session), renamed));
+        }
+        let mut about: Option<Arc<Session>> = None;
+        let renamed = rewrite::rename_sessions(params, |own, place| match place {
+            Place::Session => {
+                let session = self.learn_from_chain(link, own, client);
+                let id = session.id.clone();
+                about = Some(session);
+                Some(id)
+            }
+            Place::Child => {
+                let child = self.learn_from_chain(link, own, client);
+                Some(child.id.clone())
+            }
+            Place::Peer => link.session(own).map(|s| s.id.clone()),
+            Place::Listed => Some(format!("{own}@{}", link.tag)),
+        })?;
+        Ok((about, Some(renamed)))
+    }
+
+    /// [`Layer::learn`] for an id the chain names: a new session is attached to `client`,
+    /// or else to the chain's own client, from its very first entry.
+    fn learn_from_chain(
+        &self,
+        link: &Arc<ChainLink>,
+        own: &str,
+        client: Option<&Arc<Client>>,
+    ) -> Arc<Session> {
+        let (session, new) = self.learn(link, own, None);
+        if new
+            && let Some(client) = client.cloned().or_else(|| link.origin())
+            && let Ok(att) = self.attachment(&client)
+            && session.attach(att.clone(), From::Oldest, None)
+        {
+            client.attached(&session, &att);
+        }
+        session
+    }
+
+    /// Ends `session`: its clients get what was queued for them, then nothing more; its chain
+    /// ends if nothing else keeps it.
+    fn remove(&self, session: &Arc<Session>, link: &ChainLink) {
+        session.close();
+        {
+            let mut sessions = lock(&self.sessions);
+            if sessions
+                .get(&session.id)
+                .is_some_and(|s| Arc::ptr_eq(s, session))
+            {
+                sessions.remove(&session.id);
+            }
+        }
+        link.remove(session);
+        if link.unused() {
+            tracing::info!(chain = %link.tag, "no session and no client left: ending the chain");
+            link.close();
+        }
+    }
+
+    /// The chain of `session`.
+    fn link_of(&self, session: &Session) -> Option<Arc<ChainLink>> {
+        let (_, tag) = session.id.rsplit_once('@')?;
+        self.chain(tag)
+            .filter(|link| link.session(&session.own).is_some())
+            .or_else(|| {
+                self.chains().into_iter().find(|link| {
+                    link.session(&session.own)
+                        .is_some_and(|s| s.id == session.id)
+                })
+            })
+    }
+
+    /// A client went away: it leaves its sessions (which end after the detached timeout if no
+    /// one takes them up), and its chain ends if it has no session.
+    fn client_left(self: &Arc<Self>, client: &Arc<Client>) {
+        for (session, att) in client.take_attachments() {
+            if session.detach(att.id) && !session.is_closed() {
+                tracing::info!(session = %session.id, "detached: no client left");
+                self.expire_when_idle(session);
+            }
+        }
+        if let Some(link) = client.take_chain() {
+            link.orphan();
+            if link.unused() {
+                link.close();
+            }
+        }
+    }
+
+    fn expire_when_idle(self: &Arc<Self>, session: Arc<Session>) {
+        let layer = Arc::downgrade(self);
+        let timeout = self.shared.limits.detached_timeout;
+        tokio::spawn(async move {
+            if session.idle_for(timeout).await
+                && let Some(layer) = layer.upgrade()
+            {
+                tracing::info!(session = %session.id, "no client for {}: ending it", humantime::format_duration(timeout));
+                match layer.link_of(&session) {
+                    Some(link) => layer.remove(&session, &link),
+                    None => session.close(),
+                }
+            }
+        });
+    }
+
+    /// A chain ended: its sessions with it.
+    fn chain_ended(&self, link: &Arc<ChainLink>) {
+        lock(&self.chains).remove(&link.tag);
+        for session in link.sessions() {
+            self.remove(&session, link);
+        }
+    }
+}
+
+/// Whether `id` is of the shape this layer gives (`own@tag`), and then its parts.
+fn split_id(id: &str) -> Option<(&str, &str)> {
+    let (own, tag) = id.rsplit_once('@')?;
+    let ours = tag.len() == 12 && tag.bytes().all(|b| b.is_ascii_hexdigit());
+    ours.then_some((own, tag))
+}
+
+/// The error for a session that is not held here.
+fn not_here(id: &str) -> Error {
+    Error::new(
+        NOT_HERE,
+        format!("the session {id} is not held by this conductor"),
+    )
+    .with_data(serde_json::json!({"sessionId": id}))
+}

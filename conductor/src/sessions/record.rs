@@ -1,0 +1,238 @@
+//! A session's record: what the editor side of the session saw, in order, kept within a bound
+//! in bytes — the history a returning or late client is replayed, and what the session
+//! streams while no client takes it.
+//!
+//! Every entry has a sequence number; a client's place in the record is the number of the
+//! next entry it is to get. The record forgets from the front only what every attached client
+//! has got and some client got once ("delivered"), and only whole turns while it can (a turn
+//! ends with its [`Entry::TurnEnded`]); what it forgets is counted, so that a replay can say
+//! how much it leaves out. What no client has got is never forgotten: while it fills the
+//! bound, the session's producer waits (see `session.rs`).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use sacp::jsonrpc::RawJson;
+
+use super::ask::Ask;
+
+/// What an entry costs besides its payload (its place in the queue, its method's name).
+const ENTRY_OVERHEAD: usize = 64;
+
+/// One thing the editor side of a session saw.
+#[derive(Debug, Clone)]
+pub(super) enum Entry {
+    /// A notification about the session (`session/update`, or any other naming it), with the
+    /// editor's session ids in it. `echo` is the attachment whose own words it shows (a
+    /// prompt's text as `user_message_chunk`s), which does not get it live.
+    Notification {
+        method: Arc<str>,
+        params: RawJson,
+        echo: Option<u64>,
+    },
+    /// A turn ended: the layer's `_sacp/turn_ended` params for every client but the one that
+    /// asked, which gets the prompt's answer instead (`asker`).
+    TurnEnded { params: RawJson, asker: Option<u64> },
+    /// A request of the agent's for an editor.
+    Ask(Arc<Ask>),
+}
+
+impl Entry {
+    fn size(&self) -> usize {
+        ENTRY_OVERHEAD
+            + match self {
+                Entry::Notification { params, .. } | Entry::TurnEnded { params, .. } => {
+                    params.len()
+                }
+                Entry::Ask(ask) => ask.size(),
+            }
+    }
+
+    /// Whether it may be forgotten once delivered: an ask still waiting for its answer is
+    /// sent again to the next client, so it stays.
+    fn may_go(&self) -> bool {
+        match self {
+            Entry::Ask(ask) => ask.is_answered(),
+            _ => true,
+        }
+    }
+}
+
+/// How much of a session's beginning its record no longer holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct LeftOut {
+    /// Whole turns forgotten.
+    pub(super) turns: u64,
+    /// Entries forgotten (those turns' and, in a turn too long for the bound, its oldest).
+    pub(super) entries: u64,
+}
+
+/// The entries of one session, oldest first.
+#[derive(Debug, Default)]
+pub(super) struct Record {
+    entries: VecDeque<(Entry, usize)>,
+    /// The sequence number of the oldest entry held.
+    first: u64,
+    /// What the entries held take.
+    bytes: usize,
+    left_out: LeftOut,
+}
+
+impl Record {
+    /// The sequence number the next entry gets.
+    pub(super) fn end(&self) -> u64 {
+        self.first + self.entries.len() as u64
+    }
+
+    /// The sequence number of the oldest entry held.
+    pub(super) fn first(&self) -> u64 {
+        self.first
+    }
+
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub(super) fn left_out(&self) -> LeftOut {
+        self.left_out
+    }
+
+    /// Appends `entry`: its sequence number and its size.
+    pub(super) fn push(&mut self, entry: Entry) -> (u64, usize) {
+        let size = entry.size();
+        let seq = self.end();
+        self.entries.push_back((entry, size));
+        self.bytes += size;
+        (seq, size)
+    }
+
+    /// The entries from `seq` on (from the oldest held, if `seq` is older), with their
+    /// sequence numbers.
+    pub(super) fn since(&self, seq: u64) -> impl Iterator<Item = (u64, &Entry)> {
+        let skip = seq.saturating_sub(self.first) as usize;
+        self.entries
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .map(|(i, (entry, _))| (self.first + i as u64, entry))
+    }
+
+    /// Forgets entries older than `below` until the record takes at most `limit` bytes: whole
+    /// turns first, then, when the oldest turn held is still going, its oldest entries. Stops
+    /// at an ask still waiting. Returns the bytes freed.
+    pub(super) fn forget(&mut self, below: u64, limit: usize) -> usize {
+        let before = self.bytes;
+        while self.bytes > limit {
+            let movable = below.saturating_sub(self.first) as usize;
+            let movable = self
+                .entries
+                .iter()
+                .take(movable)
+                .position(|(entry, _)| !entry.may_go())
+                .unwrap_or(movable.min(self.entries.len()));
+            if movable == 0 {
+                break;
+            }
+            // The end of the oldest whole turn within reach, else as much as is needed.
+            let turn = self
+                .entries
+                .iter()
+                .take(movable)
+                .position(|(entry, _)| matches!(entry, Entry::TurnEnded { .. }));
+            let count = match turn {
+                Some(end) => end + 1,
+                None => self.needed(movable, limit),
+            };
+            for _ in 0..count {
+                let Some((entry, size)) = self.entries.pop_front() else {
+                    break;
+                };
+                self.first += 1;
+                self.bytes -= size;
+                self.left_out.entries += 1;
+                if matches!(entry, Entry::TurnEnded { .. }) {
+                    self.left_out.turns += 1;
+                }
+            }
+        }
+        before - self.bytes
+    }
+
+    /// How many of the oldest `within` entries must go to bring the record to `limit`.
+    fn needed(&self, within: usize, limit: usize) -> usize {
+        let mut freed = 0;
+        for (i, (_, size)) in self.entries.iter().take(within).enumerate() {
+            freed += size;
+            if self.bytes - freed <= limit {
+                return i + 1;
+            }
+        }
+        within
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(n: usize) -> Entry {
+        Entry::Notification {
+            method: Arc::from("session/update"),
+            params: RawJson::from_string(format!("{{\"n\":\"{}\"}}", "x".repeat(n))).unwrap(),
+            echo: None,
+        }
+    }
+
+    fn end() -> Entry {
+        Entry::TurnEnded {
+            params: RawJson::from_string("{}").unwrap(),
+            asker: None,
+        }
+    }
+
+    #[test]
+    fn whole_turns_go_first_and_are_counted() {
+        let mut record = Record::default();
+        for _ in 0..3 {
+            record.push(update(100));
+            record.push(update(100));
+            record.push(end());
+        }
+        let full = record.bytes();
+        // Two turns' worth over: the two oldest turns go, whole.
+        let one_turn = full / 3;
+        record.forget(record.end(), full - one_turn - 1);
+        assert_eq!(
+            record.left_out(),
+            LeftOut {
+                turns: 2,
+                entries: 6
+            }
+        );
+        assert_eq!(record.first(), 6);
+        assert_eq!(record.since(0).count(), 3);
+    }
+
+    #[test]
+    fn nothing_newer_than_what_was_delivered_goes() {
+        let mut record = Record::default();
+        for _ in 0..10 {
+            record.push(update(100));
+        }
+        // Only the first four were delivered: a tight limit forgets only them.
+        record.forget(4, 0);
+        assert_eq!(record.first(), 4);
+        assert_eq!(
+            record.left_out(),
+            LeftOut {
+                turns: 0,
+                entries: 4
+            }
+        );
+        // A turn going on: as few of its oldest entries as the limit needs.
+        let held = record.bytes();
+        record.forget(record.end(), held - 1);
+        assert_eq!(record.first(), 5);
+        assert_eq!(record.since(7).next().map(|(seq, _)| seq), Some(7));
+    }
+}

@@ -1,0 +1,666 @@
+//! One session of the layer: its [`Record`], the clients attached to it, the answers they are
+//! owed, and the requests it holds for an editor.
+//!
+//! Everything a client gets of a session goes through one task per attachment, in the
+//! record's order: notifications, the answers to its own requests about the session (each
+//! placed in the record where it belongs: a prompt's answer where its turn ends, a loaded
+//! session's after its replay), and the agent's requests. So an answer never overtakes what
+//! the session streamed before it, and a client that attaches late gets the record from its
+//! oldest entry held, then the live stream, with nothing twice and nothing missing.
+//!
+//! Memory is bounded in bytes per session ([`Limits::record`]) and per layer
+//! ([`Limits::records`]): delivered entries are forgotten, oldest turns first, to stay within
+//! them; undelivered ones are kept, and [`Session::append`] waits for room instead — which is
+//! how a session streaming to nobody slows its agent (the chain's connection stops being
+//! read) and never loses an update.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sacp::jsonrpc::{Connection, Error, RawJson, Responder};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::Limits;
+use super::ask::Ask;
+use super::record::{Entry, LeftOut, Record};
+use crate::lock::lock;
+
+/// The method of the layer's notification that a turn ended (see the module docs of
+/// `sessions`).
+pub(crate) const TURN_ENDED: &str = "_sacp/turn_ended";
+/// The method of the layer's notice that a replay leaves the session's oldest entries out.
+pub(crate) const HISTORY_LEFT_OUT: &str = "_sacp/history_left_out";
+
+/// At most this many entries are taken for a client at once.
+const BATCH: usize = 512;
+
+/// What every session of a layer shares: the limits, and the bytes all records hold.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(super) limits: Limits,
+    total: AtomicUsize,
+    /// Woken whenever a record frees bytes or a client takes entries.
+    room: Notify,
+}
+
+impl Shared {
+    pub(super) fn new(limits: Limits) -> Shared {
+        Shared {
+            limits,
+            total: AtomicUsize::new(0),
+            room: Notify::new(),
+        }
+    }
+
+    /// The bytes all records hold.
+    pub(crate) fn held(&self) -> usize {
+        self.total.load(Ordering::Relaxed)
+    }
+}
+
+/// A client's hold on a session: its connection, and how it is told a turn ended.
+#[derive(Debug)]
+pub(crate) struct Attachment {
+    pub(super) id: u64,
+    pub(super) conn: Connection,
+    /// Whether the client speaks ACP v1: it learns of a turn it did not start ending from the
+    /// layer's `_sacp/turn_ended` (v2 agents say so themselves, with a `state_update`).
+    pub(super) v1: bool,
+    poke: Notify,
+    stop: CancellationToken,
+}
+
+impl Attachment {
+    pub(super) fn new(id: u64, conn: Connection, v1: bool) -> Arc<Attachment> {
+        Arc::new(Attachment {
+            id,
+            conn,
+            v1,
+            poke: Notify::new(),
+            stop: CancellationToken::new(),
+        })
+    }
+}
+
+/// Where an attachment starts in the record.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum From {
+    /// Its oldest entry held: a replay, then the live stream.
+    Oldest,
+    /// What comes next: the live stream only.
+    Now,
+}
+
+/// An answer a client is owed at a place in the record: once it has got every entry before
+/// `at`, before the entry at `at`.
+#[derive(Debug)]
+struct Owed {
+    at: u64,
+    responder: Responder,
+    result: Result<RawJson, Error>,
+}
+
+#[derive(Debug)]
+struct Attached {
+    att: Arc<Attachment>,
+    /// The next entry it gets.
+    cursor: u64,
+    owed: VecDeque<Owed>,
+    /// Told already that the record left out the session's beginning.
+    told_left_out: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    record: Record,
+    /// Entries before this reached a client once.
+    delivered: u64,
+    attached: Vec<Attached>,
+    closed: bool,
+}
+
+/// What the delivery task does for one entry, outside the lock.
+enum Action {
+    Notify(Arc<str>, RawJson),
+    Answer(Responder, Result<RawJson, Error>),
+    Ask(Arc<Ask>),
+}
+
+/// One session: see the module docs.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// The id the editor knows it by.
+    pub(crate) id: String,
+    /// The id its chain knows it by.
+    pub(crate) own: String,
+    shared: Arc<Shared>,
+    state: Mutex<State>,
+    /// The record's end, sent on every append.
+    appended: watch::Sender<u64>,
+    /// How many clients are attached.
+    attached: watch::Sender<usize>,
+    /// The result that began it (`session/new`, `load`, `resume`, `fork`), for a client that
+    /// takes it up with `session/load`.
+    setup: Mutex<Option<RawJson>>,
+    /// The turns in flight: each its number, and the client that asked with its answer.
+    turns: Mutex<Vec<(u64, u64, Responder)>>,
+    next_turn: std::sync::atomic::AtomicU64,
+}
+
+impl Session {
+    pub(super) fn new(id: String, own: String, shared: Arc<Shared>) -> Arc<Session> {
+        Arc::new(Session {
+            id,
+            own,
+            shared,
+            state: Mutex::default(),
+            appended: watch::channel(0).0,
+            attached: watch::channel(0).0,
+            setup: Mutex::default(),
+            turns: Mutex::default(),
+            next_turn: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// A prompt of client `att` went to the agent: its turn's number.
+    pub(super) fn begin_turn(&self, att: u64, responder: Responder) -> u64 {
+        let turn = self.next_turn.fetch_add(1, Ordering::Relaxed);
+        lock(&self.turns).push((turn, att, responder));
+        turn
+    }
+
+    /// The asker of turn `turn`, if the turn has not ended yet.
+    pub(super) fn take_turn(&self, turn: u64) -> Option<(u64, Responder)> {
+        let mut turns = lock(&self.turns);
+        let i = turns.iter().position(|(t, _, _)| *t == turn)?;
+        let (_, att, responder) = turns.remove(i);
+        Some((att, responder))
+    }
+
+    /// The askers of every turn in flight, which end now.
+    pub(super) fn take_turns(&self) -> Vec<(u64, Responder)> {
+        lock(&self.turns)
+            .drain(..)
+            .map(|(_, att, responder)| (att, responder))
+            .collect()
+    }
+
+    pub(super) fn turns_in_flight(&self) -> bool {
+        !lock(&self.turns).is_empty()
+    }
+
+    pub(super) fn set_setup(&self, result: &RawJson) {
+        let mut setup = lock(&self.setup);
+        if setup.is_none() {
+            *setup = Some(result.clone());
+        }
+    }
+
+    pub(super) fn setup(&self) -> Option<RawJson> {
+        lock(&self.setup).clone()
+    }
+
+    /// How many clients are attached.
+    pub(crate) fn attached(&self) -> usize {
+        *self.attached.borrow()
+    }
+
+    /// Attaches a client from `from` on, and starts its delivery. `first` is an answer it is
+    /// owed (`session/new`'s, a load's): before everything it gets (`From::Oldest`), or after
+    /// the record as it is now (`From::Now`: after a load's replay). Whether it could attach
+    /// (not to a closed session).
+    pub(super) fn attach(
+        self: &Arc<Self>,
+        att: Arc<Attachment>,
+        from: From,
+        first: Option<(Responder, Result<RawJson, Error>, From)>,
+    ) -> bool {
+        {
+            let mut state = lock(&self.state);
+            if state.closed {
+                if let Some((responder, _, _)) = first {
+                    responder.answer_error(self.gone());
+                }
+                return false;
+            }
+            let cursor = match from {
+                From::Oldest => state.record.first(),
+                From::Now => state.record.end(),
+            };
+            let mut owed = VecDeque::new();
+            if let Some((responder, result, at)) = first {
+                let at = match at {
+                    From::Oldest => cursor,
+                    From::Now => state.record.end(),
+                };
+                owed.push_back(Owed {
+                    at,
+                    responder,
+                    result,
+                });
+            }
+            state.attached.push(Attached {
+                att: att.clone(),
+                cursor,
+                owed,
+                told_left_out: false,
+            });
+            self.attached.send_replace(state.attached.len());
+        }
+        tokio::spawn(self.clone().deliver(att));
+        true
+    }
+
+    /// Detaches a client: it gets nothing more of the session, the answers it was owed go.
+    /// Whether no client is attached any more.
+    pub(super) fn detach(&self, att: u64) -> bool {
+        let mut state = lock(&self.state);
+        if let Some(i) = state.attached.iter().position(|a| a.att.id == att) {
+            let gone = state.attached.remove(i);
+            gone.att.stop.cancel();
+        }
+        self.attached.send_replace(state.attached.len());
+        state.attached.is_empty()
+    }
+
+    /// Owes client `att` an answer at the record's end as it is now (after everything the
+    /// session streamed before it), for a request about the session.
+    pub(super) fn answer(&self, att: u64, responder: Responder, result: Result<RawJson, Error>) {
+        let mut state = lock(&self.state);
+        let at = state.record.end();
+        match state.attached.iter_mut().find(|a| a.att.id == att) {
+            Some(attached) => {
+                attached.owed.push_back(Owed {
+                    at,
+                    responder,
+                    result,
+                });
+                attached.att.poke.notify_one();
+            }
+            // It left: nobody to answer.
+            None => drop(responder),
+        }
+    }
+
+    /// Appends a notification about the session, waiting while the record has no room for it
+    /// (see the module docs). Dropped if the session is closed.
+    pub(super) async fn append(&self, method: Arc<str>, params: RawJson, echo: Option<u64>) {
+        let entry = Entry::Notification {
+            method,
+            params,
+            echo,
+        };
+        let size = 64 + entry_len(&entry);
+        loop {
+            let room = self.shared.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let mut state = lock(&self.state);
+                if state.closed {
+                    return;
+                }
+                self.forget_what_can_go(&mut state);
+                let limits = &self.shared.limits;
+                let held = state.record.bytes();
+                let fits = held == 0
+                    || (held + size <= limits.record
+                        && self.shared.held() + size <= limits.records);
+                if fits {
+                    self.push(&mut state, entry);
+                    return;
+                }
+            }
+            room.await;
+        }
+    }
+
+    /// A turn ended with `result`: the asker (if it is still attached) gets it as the prompt's
+    /// answer, every other v1 client a `_sacp/turn_ended`, in the record's order.
+    pub(super) fn turn_ended(
+        &self,
+        asker: Option<(u64, Responder)>,
+        result: Result<RawJson, Error>,
+    ) {
+        let params = turn_ended_params(&self.id, &result);
+        let mut state = lock(&self.state);
+        if state.closed {
+            // Nothing more is streamed: the asker's answer has nothing to wait for.
+            if let Some((_, responder)) = asker {
+                responder.answer_raw(result);
+            }
+            return;
+        }
+        let asker_id = asker.as_ref().map(|(id, _)| *id);
+        let seq = self.push(
+            &mut state,
+            Entry::TurnEnded {
+                params,
+                asker: asker_id,
+            },
+        );
+        if let Some((id, responder)) = asker
+            && let Some(attached) = state.attached.iter_mut().find(|a| a.att.id == id)
+        {
+            attached.owed.push_back(Owed {
+                at: seq,
+                responder,
+                result,
+            });
+        }
+    }
+
+    /// Holds a request of the agent's until a client answers it, or the deadline passes with
+    /// no client attached.
+    pub(super) fn ask(self: &Arc<Self>, ask: Arc<Ask>) {
+        {
+            let mut state = lock(&self.state);
+            if state.closed {
+                ask.refuse(&format!("the session {} is closed", self.id));
+                return;
+            }
+            self.push(&mut state, Entry::Ask(ask.clone()));
+        }
+        tokio::spawn(self.clone().watch_ask(ask));
+    }
+
+    /// Closes the session: what was queued for its clients still goes out, nothing more
+    /// comes, the requests it held are refused.
+    pub(super) fn close(&self) {
+        let asks: Vec<Arc<Ask>> = {
+            let mut state = lock(&self.state);
+            state.closed = true;
+            state
+                .record
+                .since(0)
+                .filter_map(|(_, entry)| match entry {
+                    Entry::Ask(ask) => Some(ask.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        for ask in asks {
+            ask.refuse(&format!("the session {} was closed", self.id));
+        }
+        self.shared.room.notify_waiters();
+        self.appended.send_modify(|_| {});
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        lock(&self.state).closed
+    }
+
+    /// Completes `true` once the session has had no client and nothing new for `timeout`;
+    /// `false` if it is closed first.
+    pub(super) async fn idle_for(&self, timeout: Duration) -> bool {
+        let mut attached = self.attached.subscribe();
+        let mut appended = self.appended.subscribe();
+        loop {
+            if self.is_closed() {
+                return false;
+            }
+            if *attached.borrow_and_update() > 0 {
+                if attached.changed().await.is_err() {
+                    return false;
+                }
+                continue;
+            }
+            appended.borrow_and_update();
+            tokio::select! {
+                () = tokio::time::sleep(timeout) => return !self.is_closed() && self.attached() == 0,
+                _ = attached.changed() => {}
+                _ = appended.changed() => {}
+            }
+        }
+    }
+
+    fn gone(&self) -> Error {
+        Error::invalid_params(format!("the session {} is closed", self.id))
+    }
+
+    /// Appends without waiting (for the small entries that mark a turn's end or hold a
+    /// request); its sequence number.
+    fn push(&self, state: &mut State, entry: Entry) -> u64 {
+        let (seq, size) = state.record.push(entry);
+        self.shared.total.fetch_add(size, Ordering::Relaxed);
+        self.appended.send_replace(seq + 1);
+        seq
+    }
+
+    /// Forgets what every attached client has, once some client got it, as far as the
+    /// limits ask (all of it while the layer is over its own limit).
+    fn forget_what_can_go(&self, state: &mut State) {
+        let below = state
+            .attached
+            .iter()
+            .map(|a| a.cursor)
+            .fold(state.delivered, u64::min);
+        let limits = &self.shared.limits;
+        let limit = if self.shared.held() > limits.records {
+            0
+        } else {
+            limits.record
+        };
+        let freed = state.record.forget(below, limit);
+        if freed > 0 {
+            self.shared.total.fetch_sub(freed, Ordering::Relaxed);
+            self.shared.room.notify_waiters();
+        }
+    }
+
+    /// Sends client `att` the session, in the record's order, until it is detached or the
+    /// session closed and everything owed went out.
+    async fn deliver(self: Arc<Self>, att: Arc<Attachment>) {
+        let mut appended = self.appended.subscribe();
+        loop {
+            let poked = att.poke.notified();
+            tokio::pin!(poked);
+            poked.as_mut().enable();
+            appended.borrow_and_update();
+            let Some((actions, upto, closed)) = self.take(&att) else {
+                return;
+            };
+            if actions.is_empty() {
+                if closed {
+                    return;
+                }
+                tokio::select! {
+                    _ = appended.changed() => {}
+                    () = &mut poked => {}
+                    () = att.stop.cancelled() => return,
+                }
+                continue;
+            }
+            for action in actions {
+                if !perform(&att, action).await {
+                    return;
+                }
+            }
+            self.delivered(&att, upto);
+        }
+    }
+
+    /// What client `att` gets next (at most [`BATCH`] entries and the answers due among
+    /// them), moving its place on; `None` once it is detached.
+    fn take(&self, att: &Attachment) -> Option<(Vec<Action>, u64, bool)> {
+        let mut state = lock(&self.state);
+        let closed = state.closed;
+        let State {
+            record, attached, ..
+        } = &mut *state;
+        let me = attached.iter_mut().find(|a| a.att.id == att.id)?;
+        let mut actions = Vec::new();
+        if !me.told_left_out {
+            me.told_left_out = true;
+            let left_out = record.left_out();
+            if me.cursor <= record.first() && left_out.entries > 0 {
+                actions.push(Action::Notify(
+                    Arc::from(HISTORY_LEFT_OUT),
+                    left_out_params(&self.id, left_out),
+                ));
+            }
+        }
+        let mut upto = me.cursor.max(record.first());
+        for (seq, entry) in record.since(me.cursor).take(BATCH) {
+            due(&mut me.owed, seq, &mut actions);
+            match entry {
+                Entry::Notification {
+                    method,
+                    params,
+                    echo,
+                } => {
+                    if *echo != Some(att.id) {
+                        actions.push(Action::Notify(method.clone(), params.clone()));
+                    }
+                }
+                Entry::TurnEnded { params, asker } => {
+                    if *asker != Some(att.id) && att.v1 {
+                        actions.push(Action::Notify(Arc::from(TURN_ENDED), params.clone()));
+                    }
+                }
+                Entry::Ask(ask) => {
+                    if !ask.is_answered() {
+                        actions.push(Action::Ask(ask.clone()));
+                    }
+                }
+            }
+            upto = seq + 1;
+        }
+        if upto == record.end() {
+            due(&mut me.owed, upto, &mut actions);
+        }
+        me.cursor = upto;
+        Some((actions, upto, closed))
+    }
+
+    /// Client `att` got every entry before `upto`.
+    fn delivered(&self, att: &Attachment, upto: u64) {
+        let mut state = lock(&self.state);
+        if state.attached.iter().any(|a| a.att.id == att.id) {
+            state.delivered = state.delivered.max(upto);
+        }
+        self.forget_what_can_go(&mut state);
+        drop(state);
+        self.shared.room.notify_waiters();
+    }
+
+    /// Refuses `ask` once it has waited the deadline with no client attached.
+    async fn watch_ask(self: Arc<Self>, ask: Arc<Ask>) {
+        let deadline = self.shared.limits.ask_timeout;
+        let mut attached = self.attached.subscribe();
+        loop {
+            if ask.is_answered() || self.is_closed() {
+                return;
+            }
+            if *attached.borrow_and_update() > 0 {
+                tokio::select! {
+                    _ = attached.changed() => {}
+                    () = ask.answered() => return,
+                }
+                continue;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(deadline) => {
+                    let why = format!(
+                        "no editor was attached to session {} for {} to answer its {}",
+                        self.id,
+                        humantime::format_duration(deadline),
+                        ask.method
+                    );
+                    if ask.refuse(&why) {
+                        tracing::info!(session = %self.id, method = %ask.method, "{why}: refused");
+                    }
+                    return;
+                }
+                _ = attached.changed() => {}
+                () = ask.answered() => return,
+            }
+        }
+    }
+}
+
+/// What its record still holds leaves the layer's count with it.
+impl Drop for Session {
+    fn drop(&mut self) {
+        let held = lock(&self.state).record.bytes();
+        self.shared.total.fetch_sub(held, Ordering::Relaxed);
+        self.shared.room.notify_waiters();
+    }
+}
+
+/// Moves the answers owed at or before `seq` into `actions`.
+fn due(owed: &mut VecDeque<Owed>, seq: u64, actions: &mut Vec<Action>) {
+    while owed.front().is_some_and(|o| o.at <= seq) {
+        if let Some(o) = owed.pop_front() {
+            actions.push(Action::Answer(o.responder, o.result));
+        }
+    }
+}
+
+/// Does one action for client `att`; `false` once its connection is gone.
+async fn perform(att: &Attachment, action: Action) -> bool {
+    match action {
+        Action::Notify(method, params) => att.conn.notify_raw(&*method, Some(params)).await.is_ok(),
+        Action::Answer(responder, result) => {
+            responder.answer_raw(result);
+            true
+        }
+        Action::Ask(ask) => {
+            let pending = att
+                .conn
+                .request_raw(ask.method.clone(), Some(ask.params.clone()));
+            tokio::spawn(async move {
+                tokio::select! {
+                    result = pending => match result {
+                        // The client went away: the request waits for the next one.
+                        Err(e) if e.is_peer_closed() => {}
+                        result => {
+                            ask.answer(result);
+                        }
+                    },
+                    // Another client answered first: this one's request is cancelled.
+                    () = ask.answered() => {}
+                }
+            });
+            true
+        }
+    }
+}
+
+fn entry_len(entry: &Entry) -> usize {
+    match entry {
+        Entry::Notification { params, .. } | Entry::TurnEnded { params, .. } => params.len(),
+        Entry::Ask(ask) => ask.size(),
+    }
+}
+
+/// `_sacp/turn_ended`: `{"sessionId", "stopReason"}`, or `{"sessionId", "error"}` for a
+/// prompt that failed.
+fn turn_ended_params(session: &str, result: &Result<RawJson, Error>) -> RawJson {
+    #[derive(serde::Deserialize)]
+    struct Stop {
+        #[serde(rename = "stopReason")]
+        stop_reason: Option<serde_json::Value>,
+    }
+    let value = match result {
+        Ok(answer) => {
+            let stop = answer.parse::<Stop>().ok().and_then(|s| s.stop_reason);
+            serde_json::json!({"sessionId": session, "stopReason": stop})
+        }
+        Err(e) => serde_json::json!({"sessionId": session, "error": e}),
+    };
+    RawJson::to_raw(&value).unwrap_or_else(|_| RawJson::null())
+}
+
+/// `_sacp/history_left_out`: how much of the session's beginning a replay leaves out.
+fn left_out_params(session: &str, left_out: LeftOut) -> RawJson {
+    let value = serde_json::json!({
+        "sessionId": session,
+        "turns": left_out.turns,
+        "entries": left_out.entries,
+    });
+    RawJson::to_raw(&value).unwrap_or_else(|_| RawJson::null())
+}

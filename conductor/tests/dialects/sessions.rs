@@ -1,0 +1,260 @@
+//! Sessions that outlive their connection (`conductor agent --listen`, the session layer), with
+//! the TypeScript SDK 2.4's WebSocket and Streamable HTTP clients as editors: an editor cut in
+//! the middle of a turn (its process killed, its socket destroyed), and a new connection that
+//! takes the session back with `session/load` — the same agent process, the turn's output and
+//! its end, the next prompt; a permission request that waits for the next editor, or for its
+//! deadline; a detached session that ends after its timeout.
+
+use std::process::Stdio;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use crate::common::*;
+use crate::peers::ts_remote;
+use crate::remote::{Listening, TOKEN};
+
+/// `conductor agent --listen 127.0.0.1:0 --listen-token-file … EXTRA… COMPONENTS…`.
+async fn conductor_listening(extra: &[&str], components: &[String]) -> Listening {
+    crate::across_machines::conductor_listening(extra, components).await
+}
+
+/// What `reattach.mjs` printed, a JSON value a line, once it exited (with its exit signal).
+struct Run {
+    lines: Vec<Value>,
+    signal: Option<i32>,
+}
+
+/// Runs `reattach.mjs ARGS` with `env`, to its end.
+async fn reattach(script: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut words = script.split_whitespace();
+    let mut child = Command::new(words.next().unwrap())
+        .args(words)
+        .args(args)
+        .env("ACP_TOKEN", TOKEN)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut lines = Vec::new();
+    while let Some(line) = within("reattach.mjs's output", out.next_line())
+        .await
+        .unwrap()
+    {
+        lines.push(serde_json::from_str(&line).unwrap_or(Value::String(line)));
+    }
+    let status = within("reattach.mjs's end", child.wait()).await.unwrap();
+    Run {
+        lines,
+        signal: std::os::unix::process::ExitStatusExt::signal(&status),
+    }
+}
+
+/// The test agents among the conductor's processes (their pids).
+fn agents_of(conductor: &Listening) -> Vec<u32> {
+    let mut pids: Vec<u32> = processes::process_tree(conductor.child.id().unwrap())
+        .into_iter()
+        .filter(|(_, name)| name.starts_with("test-agent"))
+        .map(|(pid, _)| pid)
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Starts a session whose editor vanishes during `prompt` (`env` says when): its id, and the
+/// agent processes running then.
+async fn cut_during(
+    script: &str,
+    profile: &str,
+    url: &str,
+    prompt: &str,
+    env: &[(&str, &str)],
+) -> String {
+    let run = reattach(script, &["start", profile, url, prompt], env).await;
+    assert_eq!(run.signal, Some(9), "the editor vanished: {:?}", run.lines);
+    run.lines[0]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no session: {:?}", run.lines))
+        .to_owned()
+}
+
+fn url_for(server: &Listening, profile: &str) -> String {
+    if profile == "ws" {
+        server.ws()
+    } else {
+        server.url.clone()
+    }
+}
+
+/// A `sleep 1500` turn cut 300 ms in; a new connection's `session/load` gets the turn's
+/// output and its end, from the same agent process, and the next prompt works. Over
+/// WebSocket and Streamable HTTP, with and without a proxy in the chain.
+#[tokio::test]
+async fn an_editor_cut_mid_turn_takes_its_session_back_on_a_new_connection() {
+    let Some(script) = ts_remote("reattach.mjs") else {
+        return;
+    };
+    for components in [vec![agent()], vec![passthrough(), agent()]] {
+        let server = conductor_listening(&[], &components).await;
+        for profile in ["ws", "http"] {
+            let url = url_for(&server, profile);
+            let session = cut_during(
+                &script,
+                profile,
+                &url,
+                "sleep 1500",
+                &[("ACP_CUT_AFTER_MS", "300")],
+            )
+            .await;
+            let before = agents_of(&server);
+            let run = reattach(
+                &script,
+                &["load", profile, &url, &session, "stream 3"],
+                &[("ACP_UNTIL", "turn_ended")],
+            )
+            .await;
+            let what = format!(
+                "{profile}, {} components: {:?}",
+                components.len(),
+                run.lines
+            );
+            eprintln!("taken back: {what}");
+            // The replay (the prompt, and what the turn said if it ended already), the
+            // answer, the turn's end; then the next turn.
+            assert!(
+                run.lines
+                    .contains(&serde_json::json!({"user": "sleep 1500"})),
+                "{what}"
+            );
+            assert!(
+                run.lines
+                    .contains(&serde_json::json!({"update": "slept 1500 ms"})),
+                "{what}"
+            );
+            assert!(
+                run.lines
+                    .contains(&serde_json::json!({"turnEnded": "end_turn"})),
+                "{what}"
+            );
+            assert!(
+                run.lines.contains(&serde_json::json!({"loaded": true})),
+                "{what}"
+            );
+            assert_eq!(
+                run.lines.last(),
+                Some(
+                    &serde_json::json!({"answer": "end_turn", "said": ["chunk 1", "chunk 2", "chunk 3"]})
+                ),
+                "{what}"
+            );
+            // The session's agent is the one that ran before (the new connection's chain
+            // adds its own).
+            let after = agents_of(&server);
+            assert!(
+                before.iter().all(|pid| after.contains(pid)),
+                "{what}: agents {before:?} before, {after:?} after"
+            );
+        }
+    }
+}
+
+/// An editor cut while the agent waits for its permission: the next editor that loads the
+/// session is asked again, and its answer reaches the agent. With no one attaching, the
+/// request gets a refusing editor's answer after its deadline, and the session goes on.
+#[tokio::test]
+async fn a_permission_request_waits_for_the_next_editor_or_its_deadline() {
+    let Some(script) = ts_remote("reattach.mjs") else {
+        return;
+    };
+    // The agent keeps its sessions in a directory too, where the test sees what it was told.
+    let kept = std::env::temp_dir().join(format!("sacp-sessions-asks-{}", std::process::id()));
+    let agent = format!("{} --sessions {}", quoted(&agent()), kept.display());
+    let server = conductor_listening(
+        &[
+            "--editor-request-timeout",
+            "3s",
+            "--http-idle-timeout",
+            "2s",
+        ],
+        &[passthrough(), agent],
+    )
+    .await;
+    for profile in ["ws", "http"] {
+        let url = url_for(&server, profile);
+        // Taken up by the next editor.
+        let session = cut_during(
+            &script,
+            profile,
+            &url,
+            "permission",
+            &[("ACP_CUT_AT", "permission")],
+        )
+        .await;
+        let run = reattach(
+            &script,
+            &["load", profile, &url, &session],
+            &[("ACP_UNTIL", "turn_ended")],
+        )
+        .await;
+        let what = format!("{profile}: {:?}", run.lines);
+        assert!(
+            run.lines
+                .contains(&serde_json::json!({"permission": "write a file"})),
+            "{what}"
+        );
+        assert!(
+            run.lines
+                .contains(&serde_json::json!({"update": "permission: allow"})),
+            "{what}"
+        );
+        // Nobody comes: after its deadline the agent hears what a refusing editor says.
+        let session = cut_during(
+            &script,
+            profile,
+            &url,
+            "permission",
+            &[("ACP_CUT_AT", "permission")],
+        )
+        .await;
+        let own = session
+            .rsplit_once('@')
+            .map_or(session.as_str(), |(own, _)| own);
+        let file = kept.join(format!("{own}.jsonl"));
+        until("the refusal to reach the agent", PATIENCE, || {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            if text.contains("permission: cancelled") {
+                Ok(())
+            } else {
+                Err(text)
+            }
+        })
+        .await;
+        // The turn ended while nobody was there: its end is in the replay (over HTTP the
+        // load's answer may come before the replay, which is on the session's own stream).
+        let run = reattach(
+            &script,
+            &["load", profile, &url, &session, "stream 2"],
+            &[("ACP_UNTIL", "turn_ended")],
+        )
+        .await;
+        let what = format!("{profile}: {:?}", run.lines);
+        assert!(
+            run.lines
+                .contains(&serde_json::json!({"update": "permission: cancelled"})),
+            "{what}"
+        );
+        assert!(
+            !run.lines.iter().any(|l| l.get("permission").is_some()),
+            "asked again after its deadline: {what}"
+        );
+        assert_eq!(
+            run.lines.last(),
+            Some(&serde_json::json!({"answer": "end_turn", "said": ["chunk 1", "chunk 2"]})),
+            "{what}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&kept);
+}
