@@ -162,9 +162,10 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
         shutdown.shutdown();
     });
     let layer = Layer::new(listen.sessions, Chains { chain, options });
-    server
+    let served = layer.clone();
+    let result = server
         .serve(move |connection| {
-            let layer = layer.clone();
+            let layer = served.clone();
             async move {
                 let id = connection.connection_id().to_owned();
                 tracing::info!(connection = %id, peer = %connection.peer(), profile = ?connection.profile(), "an editor connected");
@@ -173,7 +174,10 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
             }
         })
         .await
-        .map_err(|e| format!("the server on {url} failed: {e}"))
+        .map_err(|e| format!("the server on {url} failed: {e}"));
+    // The connections are gone; the chains end as when their editors leave.
+    layer.finish(std::time::Duration::from_secs(10)).await;
+    result
 }
 
 /// Starts a chain for a connection: the served chain, traced to a file of its own.

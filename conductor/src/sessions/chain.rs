@@ -66,7 +66,7 @@ impl ChainLink {
             );
         let _ = link.conn.set(conn);
         let watched = (Arc::downgrade(layer), link.clone());
-        tokio::spawn(async move {
+        layer.lives.spawn(async move {
             life.await;
             let (layer, link) = watched;
             if let Some(layer) = layer.upgrade() {

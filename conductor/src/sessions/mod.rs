@@ -115,8 +115,10 @@ pub(crate) struct Layer {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Every live chain, by its tag.
     chains: Mutex<HashMap<String, Arc<ChainLink>>>,
-    /// Ids of clients and attachments.
+    /// Ids of attachments.
     next: AtomicU64,
+    /// Every chain's life, until it ended.
+    lives: tokio_util::task::TaskTracker,
 }
 
 impl std::fmt::Debug for Layer {
@@ -136,7 +138,20 @@ impl Layer {
             sessions: Mutex::default(),
             chains: Mutex::default(),
             next: AtomicU64::new(1),
+            lives: tokio_util::task::TaskTracker::new(),
         })
+    }
+
+    /// Ends every chain, as when their editors leave (a chain that heard the conductor's
+    /// `SIGTERM` ends on its own), and waits for them, `within` at most.
+    pub(crate) async fn finish(&self, within: Duration) {
+        self.lives.close();
+        for link in self.chains() {
+            link.close();
+        }
+        if tokio::time::timeout(within, self.lives.wait()).await.is_err() {
+            tracing::warn!("chains still ending after {}", humantime::format_duration(within));
+        }
     }
 
     /// Serves one client's connection until it ends; then it detaches from its sessions.
