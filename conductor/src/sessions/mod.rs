@@ -149,8 +149,14 @@ impl Layer {
         for link in self.chains() {
             link.close();
         }
-        if tokio::time::timeout(within, self.lives.wait()).await.is_err() {
-            tracing::warn!("chains still ending after {}", humantime::format_duration(within));
+        if tokio::time::timeout(within, self.lives.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "chains still ending after {}",
+                humantime::format_duration(within)
+            );
         }
     }
 

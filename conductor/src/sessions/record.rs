@@ -117,57 +117,41 @@ impl Record {
             .map(|(i, (entry, _))| (self.first + i as u64, entry))
     }
 
-    /// Forgets entries older than `below` until the record takes at most `limit` bytes: whole
-    /// turns first, then, when the oldest turn held is still going, its oldest entries. Stops
-    /// at an ask still waiting. Returns the bytes freed.
-    pub(super) fn forget(&mut self, below: u64, limit: usize) -> usize {
+    /// Forgets entries older than `below` until the record takes at most `limit` bytes: as
+    /// few of the oldest as that needs, or, when `whole_turns`, only whole turns (through a
+    /// turn's end). Stops at an ask still waiting. One pass over the entries it forgets (for
+    /// `whole_turns`, on to the end of the turn they end in). Returns the bytes freed.
+    pub(super) fn forget(&mut self, below: u64, limit: usize, whole_turns: bool) -> usize {
         let before = self.bytes;
-        while self.bytes > limit {
-            let movable = below.saturating_sub(self.first) as usize;
-            let movable = self
-                .entries
-                .iter()
-                .take(movable)
-                .position(|(entry, _)| !entry.may_go())
-                .unwrap_or(movable.min(self.entries.len()));
-            if movable == 0 {
+        if before <= limit {
+            return 0;
+        }
+        // How many may go, and how many make up whole turns.
+        let (mut reach, mut turns, mut freed) = (0, 0, 0);
+        for (i, (entry, size)) in self.entries.iter().enumerate() {
+            if self.first + i as u64 >= below || !entry.may_go() {
                 break;
             }
-            // The end of the oldest whole turn within reach, else as much as is needed.
-            let turn = self
-                .entries
-                .iter()
-                .take(movable)
-                .position(|(entry, _)| matches!(entry, Entry::TurnEnded { .. }));
-            let count = match turn {
-                Some(end) => end + 1,
-                None => self.needed(movable, limit),
-            };
-            for _ in 0..count {
-                let Some((entry, size)) = self.entries.pop_front() else {
-                    break;
-                };
-                self.first += 1;
-                self.bytes -= size;
-                self.left_out.entries += 1;
-                if matches!(entry, Entry::TurnEnded { .. }) {
-                    self.left_out.turns += 1;
-                }
-            }
-        }
-        before - self.bytes
-    }
-
-    /// How many of the oldest `within` entries must go to bring the record to `limit`.
-    fn needed(&self, within: usize, limit: usize) -> usize {
-        let mut freed = 0;
-        for (i, (_, size)) in self.entries.iter().take(within).enumerate() {
             freed += size;
-            if self.bytes - freed <= limit {
-                return i + 1;
+            reach = i + 1;
+            let ends_turn = matches!(entry, Entry::TurnEnded { .. });
+            if ends_turn {
+                turns = reach;
+            }
+            if before - freed <= limit && (ends_turn || !whole_turns) {
+                break;
             }
         }
-        within
+        let count = if whole_turns { turns } else { reach };
+        for (entry, size) in self.entries.drain(..count) {
+            self.bytes -= size;
+            self.left_out.entries += 1;
+            if matches!(entry, Entry::TurnEnded { .. }) {
+                self.left_out.turns += 1;
+            }
+        }
+        self.first += count as u64;
+        before - self.bytes
     }
 }
 
@@ -201,7 +185,7 @@ mod tests {
         let full = record.bytes();
         // Two turns' worth over: the two oldest turns go, whole.
         let one_turn = full / 3;
-        record.forget(record.end(), full - one_turn - 1);
+        record.forget(record.end(), full - one_turn - 1, true);
         assert_eq!(
             record.left_out(),
             LeftOut {
@@ -219,8 +203,11 @@ mod tests {
         for _ in 0..10 {
             record.push(update(100));
         }
+        // A turn going on is kept whole when asked to.
+        record.forget(4, 0, true);
+        assert_eq!(record.first(), 0);
         // Only the first four were delivered: a tight limit forgets only them.
-        record.forget(4, 0);
+        record.forget(4, 0, false);
         assert_eq!(record.first(), 4);
         assert_eq!(
             record.left_out(),
@@ -231,7 +218,7 @@ mod tests {
         );
         // A turn going on: as few of its oldest entries as the limit needs.
         let held = record.bytes();
-        record.forget(record.end(), held - 1);
+        record.forget(record.end(), held - 1, false);
         assert_eq!(record.first(), 5);
         assert_eq!(record.since(7).next().map(|(seq, _)| seq), Some(7));
     }

@@ -10,9 +10,10 @@
 //!
 //! Memory is bounded in bytes per session ([`Limits::record`]) and per layer
 //! ([`Limits::records`]): delivered entries are forgotten, oldest turns first, to stay within
-//! them; undelivered ones are kept, and [`Session::append`] waits for room instead — which is
-//! how a session streaming to nobody slows its agent (the chain's connection stops being
-//! read) and never loses an update.
+//! them; undelivered ones are kept, and so is the turn going on while no client is attached,
+//! and [`Session::append`] waits for room instead — which is how a session streaming to
+//! nobody slows its agent (the chain's connection stops being read) and never loses an
+//! update of the turn a returning client takes up.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -303,7 +304,7 @@ impl Session {
                 if state.closed {
                     return;
                 }
-                self.forget_what_can_go(&mut state);
+                self.forget_what_can_go(&mut state, size);
                 let limits = &self.shared.limits;
                 let held = state.record.bytes();
                 let fits = held == 0
@@ -431,20 +432,22 @@ impl Session {
     }
 
     /// Forgets what every attached client has, once some client got it, as far as the
-    /// limits ask (all of it while the layer is over its own limit).
-    fn forget_what_can_go(&self, state: &mut State) {
+    /// limits ask to make room for `room` more bytes (all of it while the layer is over its
+    /// own limit). While no client is attached, only whole turns go: the turn going on stays
+    /// whole for the client that takes the session back (its producer waits instead).
+    fn forget_what_can_go(&self, state: &mut State, room: usize) {
         let below = state
             .attached
             .iter()
             .map(|a| a.cursor)
             .fold(state.delivered, u64::min);
         let limits = &self.shared.limits;
-        let limit = if self.shared.held() > limits.records {
+        let limit = if self.shared.held() + room > limits.records {
             0
         } else {
-            limits.record
+            limits.record.saturating_sub(room)
         };
-        let freed = state.record.forget(below, limit);
+        let freed = state.record.forget(below, limit, state.attached.is_empty());
         if freed > 0 {
             self.shared.total.fetch_sub(freed, Ordering::Relaxed);
             self.shared.room.notify_waiters();
@@ -542,7 +545,7 @@ impl Session {
         if state.attached.iter().any(|a| a.att.id == att.id) {
             state.delivered = state.delivered.max(upto);
         }
-        self.forget_what_can_go(&mut state);
+        self.forget_what_can_go(&mut state, 0);
         drop(state);
         self.shared.room.notify_waiters();
     }

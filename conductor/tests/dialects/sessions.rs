@@ -258,3 +258,75 @@ async fn a_permission_request_waits_for_the_next_editor_or_its_deadline() {
     }
     let _ = std::fs::remove_dir_all(&kept);
 }
+
+/// Waits until `pid` makes no system call for a quarter of a second: an agent with a turn
+/// going on that waits for its output to be taken.
+async fn held_back(pid: u32, what: impl Fn() -> String) {
+    let mut last = processes::usage(pid).map(|(_, calls)| calls);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        let now = processes::usage(pid).map(|(_, calls)| calls);
+        assert!(now.is_some(), "the agent is gone");
+        if now == last {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent was never held back: {}",
+            what()
+        );
+        last = now;
+    }
+}
+
+/// What the conductor may take, streaming 200 MB to nobody: its session's record (32 MiB by
+/// default) and what it takes anyway, with room to spare.
+const RSS_BOUND_KIB: u64 = 96 * 1024;
+
+/// A detached session streaming 200,000 updates of 1 KB to nobody: the conductor's memory
+/// stays under [`RSS_BOUND_KIB`], the agent is held back (not failed), and the editor that
+/// loads the session afterwards gets every update, in order, none twice.
+#[tokio::test]
+async fn a_detached_session_streaming_to_nobody_holds_its_agent_back_and_loses_nothing() {
+    let Some(script) = ts_remote("reattach.mjs") else {
+        return;
+    };
+    let server = conductor_listening(&[], &[agent()]).await;
+    let url = server.ws();
+    let session = cut_during(
+        &script,
+        "ws",
+        &url,
+        "stream 200000 1024",
+        &[("ACP_CUT_AFTER_MS", "0")],
+    )
+    .await;
+    let conductor = server.child.id().unwrap();
+    let agent = agents_of(&server)[0];
+    held_back(agent, || {
+        format!(
+            "the conductor holds {:?} KiB",
+            processes::rss_kib(conductor)
+        )
+    })
+    .await;
+    let held = processes::peak_rss_kib(conductor).unwrap();
+    eprintln!("a detached session streaming to nobody: the conductor peaked at {held} KiB");
+    assert!(held < RSS_BOUND_KIB, "the conductor took {held} KiB");
+    let run = reattach(
+        &script,
+        &["load", "ws", &url, &session],
+        &[("ACP_UNTIL", "turn_ended"), ("ACP_CHECK_STREAM", "1")],
+    )
+    .await;
+    assert_eq!(
+        run.lines.last(),
+        Some(&serde_json::json!({"chunks": 200_000, "wrong": []})),
+        "{:?}",
+        &run.lines[run.lines.len().saturating_sub(3)..]
+    );
+    let peak = processes::peak_rss_kib(conductor).unwrap();
+    eprintln!("and at {peak} KiB once a client took the rest");
+    assert!(peak < RSS_BOUND_KIB, "the conductor took {peak} KiB");
+}

@@ -12,7 +12,9 @@
 //     STOP_REASON} for the layer's `_sacp/turn_ended`, {"permission": TITLE} for a permission
 //     request (it allows), {"loaded": true} for the load's answer. With ACP_UNTIL=turn_ended it
 //     then waits for a turn to end; then, with NEXT_PROMPT, prompts once more and prints
-//     {"answer": STOP_REASON, "said": [...]}.
+//     {"answer": STOP_REASON, "said": [...]}. With ACP_CHECK_STREAM=1 it prints no update but
+//     checks that the agent's `chunk N…` chunks come as 1, 2, 3, … and, once the turn ended,
+//     prints {"chunks": HOW_MANY, "wrong": [the first chunks out of place]}.
 //
 // With ACP_TOKEN set it sends `Authorization: Bearer ACP_TOKEN`.
 import WebSocket from "ws";
@@ -36,6 +38,9 @@ const print = (value) => console.log(JSON.stringify(value));
 const vanish = () => process.kill(process.pid, "SIGKILL");
 
 let said = [];
+const check = process.env.ACP_CHECK_STREAM === "1";
+let chunks = 0;
+const wrong = [];
 let turnEnded;
 const ended = new Promise((resolve) => { turnEnded = resolve; });
 
@@ -43,7 +48,15 @@ await client()
   .onNotification(methods.client.session.update, ({ params }) => {
     const update = params.update;
     if (update.content?.type !== "text") return;
-    if (update.sessionUpdate === "agent_message_chunk") {
+    if (update.sessionUpdate === "agent_message_chunk" && check) {
+      const n = Number(/^chunk (\d+)/.exec(update.content.text)?.[1]);
+      if (n === chunks + 1) {
+        chunks = n;
+        // Something to read now and then, for a reader that waits line by line.
+        if (chunks % 20000 === 0) print({ progress: chunks });
+      }
+      else if (wrong.length < 10) wrong.push(update.content.text.slice(0, 20));
+    } else if (update.sessionUpdate === "agent_message_chunk") {
       said.push(update.content.text);
       if (mode === "load") print({ update: update.content.text });
     } else if (update.sessionUpdate === "user_message_chunk" && mode === "load") {
@@ -79,6 +92,7 @@ await client()
     await cx.request(methods.agent.session.load, { sessionId, cwd: "/tmp", mcpServers: [] });
     print({ loaded: true });
     if (process.env.ACP_UNTIL === "turn_ended") await ended;
+    if (check) print({ chunks, wrong });
     if (next) {
       said = [];
       const { stopReason } = await cx.request(methods.agent.session.prompt, {
