@@ -73,14 +73,14 @@ impl tokio::io::AsyncRead for Pieces<'_> {
 }
 
 /// The remote transports' server-sent events parser (the HTTP client's streams): the same
-/// events, or the same refusal, however the stream was cut; no event's data is longer than
-/// `max`.
+/// events and the same last event id, or the same refusal, however the stream was cut; no
+/// event's data is longer than `max`.
 #[cfg(feature = "remote")]
 pub fn sse(data: &[u8], cuts: &[u8], max: usize) {
     let whole = sse_events(data, &[], max);
     let pieces = sse_events(data, cuts, max);
     assert_eq!(whole, pieces, "the events depend on how the stream was cut");
-    if let Ok(events) = &whole {
+    if let Ok((events, _)) = &whole {
         assert!(
             events.iter().all(|e| e.len() <= max),
             "an event over the limit"
@@ -89,7 +89,11 @@ pub fn sse(data: &[u8], cuts: &[u8], max: usize) {
 }
 
 #[cfg(feature = "remote")]
-fn sse_events(data: &[u8], cuts: &[u8], max: usize) -> Result<Vec<Vec<u8>>, ()> {
+fn sse_events(
+    data: &[u8],
+    cuts: &[u8],
+    max: usize,
+) -> Result<(Vec<Vec<u8>>, Option<String>), ()> {
     let mut parser = crate::jsonrpc::transport::remote::sse::Parser::new(max);
     let mut events = Vec::new();
     let mut rest = data;
@@ -106,5 +110,6 @@ fn sse_events(data: &[u8], cuts: &[u8], max: usize) -> Result<Vec<Vec<u8>>, ()> 
         parser.feed(now, &mut events).map_err(|_| ())?;
         rest = later;
     }
-    Ok(events.iter().map(|e| e.to_vec()).collect())
+    let events = events.iter().map(|e| e.to_vec()).collect();
+    Ok((events, parser.last_id().map(str::to_owned)))
 }

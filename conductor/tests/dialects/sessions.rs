@@ -330,3 +330,91 @@ async fn a_detached_session_streaming_to_nobody_holds_its_agent_back_and_loses_n
     eprintln!("and at {peak} KiB once a client took the rest");
     assert!(peak < RSS_BOUND_KIB, "the conductor took {peak} KiB");
 }
+
+/// A TCP forwarder in front of a server whose connections can all be cut at once (both
+/// sockets dropped, as a restarting proxy or a dropped network does).
+struct Cutter {
+    url: String,
+    live: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    cuts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Cutter {
+    async fn before(url: &str) -> Cutter {
+        let target = url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let ours = listener.local_addr().unwrap();
+        let live = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let tasks = live.clone();
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let target = target.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                tasks.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        Cutter {
+            url: url.replacen(
+                &url[7..].split('/').next().unwrap().to_owned(),
+                &ours.to_string(),
+                1,
+            ),
+            live,
+            cuts: std::sync::Arc::default(),
+        }
+    }
+
+    /// Cuts every connection open now.
+    fn cut(&self) {
+        for task in self.live.lock().unwrap().drain(..) {
+            task.abort();
+        }
+        self.cuts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Streamable HTTP: the SSE stream is cut in the middle of a 10,000-update turn (every TCP
+/// connection of the client dropped); `sacp`'s HTTP client resumes it with `Last-Event-ID`
+/// and the editor sees every update once, in order.
+#[tokio::test]
+async fn a_cut_sse_stream_resumes_where_it_broke_and_nothing_comes_twice() {
+    let server = conductor_listening(&[], &[passthrough(), agent()]).await;
+    let cutter = Cutter::before(&server.url).await;
+    let editor =
+        sacp::testing::ScriptedEditor::new().connect(crate::remote::remote(&cutter.url).await);
+    within("initialize", editor.initialize()).await.unwrap();
+    let session = within("session/new", editor.new_session()).await.unwrap();
+    let turn = session.prompt("stream 10000");
+    let cut = async {
+        for at in [2_000, 6_000] {
+            let line = format!("message: chunk {at}");
+            session
+                .until_update(&line, |u| sacp::testing::line(u) == line)
+                .await;
+            cutter.cut();
+        }
+    };
+    let (turn, ()) = within("the cut turn", async { tokio::join!(turn, cut) }).await;
+    let turn = turn.expect("the turn survives its stream's cuts");
+    let expected: Vec<String> = (1..=10_000)
+        .map(|i| format!("message: chunk {i}"))
+        .collect();
+    let lines = turn.lines();
+    assert_eq!(lines.len(), expected.len(), "every update once");
+    assert!(lines == expected, "in order");
+    assert_eq!(cutter.cuts.load(std::sync::atomic::Ordering::Relaxed), 2);
+    // The connection goes on.
+    let next = within("the next turn", session.prompt("stream 3"))
+        .await
+        .unwrap();
+    assert_eq!(next.text(), "chunk 1chunk 2chunk 3");
+}

@@ -16,6 +16,13 @@
 //!   (`-32603`, with `{status, body}` as data); `409` fails the session's requests until it is
 //!   loaded or resumed again. A session stream that ends fails that session's requests in flight;
 //!   the next message of the session opens it again.
+//! - A stream that breaks in the middle (its body fails: a cut TCP connection, a proxy that
+//!   restarted) is opened again with `Last-Event-ID`, when the server gives its events ids, as
+//!   ours does: up to `RESUME_TRIES` (5) times in a row, waiting 100 ms, 200 ms, 400 ms, … before
+//!   each; the server sends again what the broken stream may have lost, so every event arrives
+//!   once. A stream the server ends, a server without ids (the TypeScript SDK's), a refused
+//!   resumption (`410`: the server no longer has the events) or the last try failing: as
+//!   above.
 //! - Closing the writer DELETEs the connection.
 //!
 //! What the SSE streams bring is read only as fast as the connection takes it: a slow handler
@@ -30,11 +37,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::cookies::CookieJar;
 use super::sse;
-use super::wire::{self, CONNECTION_ID, EVENT_STREAM, SESSION_ID};
+use super::wire::{self, CONNECTION_ID, EVENT_STREAM, LAST_EVENT_ID, SESSION_ID};
 use crate::jsonrpc::message::Parsed;
 use crate::jsonrpc::transport::{Inbound, MessageReader, MessageWriter, Transport};
 use crate::jsonrpc::{Error, Id, Message, Response};
 use crate::lock::lock;
+
+/// How many times in a row a broken SSE stream is resumed before the connection fails.
+pub(crate) const RESUME_TRIES: u32 = 5;
+/// The wait before the first try to resume a broken stream (doubled for each next one).
+const RESUME_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How many messages the streams may read ahead of the connection.
 const READ_AHEAD: usize = 64;
@@ -535,6 +547,16 @@ impl Shared {
     }
 }
 
+/// How a stream's body ended.
+enum Taken {
+    /// The server ended it.
+    End,
+    /// It broke, and why: it may be resumed.
+    Broken(String),
+    /// It sent what fails the connection (which has been failed).
+    Failed,
+}
+
 /// One SSE stream: the connection's, or a session's.
 struct Stream {
     shared: Arc<Shared>,
@@ -558,7 +580,46 @@ impl Stream {
         })
     }
 
-    async fn read(self, ready: Option<watch::Sender<Option<Result<(), String>>>>) {
+    async fn read(self, mut ready: Option<watch::Sender<Option<Result<(), String>>>>) {
+        let shared = &self.shared;
+        let what = match &self.session {
+            Some(session) => format!("the SSE stream of session {session}"),
+            None => "the connection's SSE stream".to_owned(),
+        };
+        let mut parser = sse::Parser::new(shared.max_message);
+        let mut tries = 0;
+        loop {
+            // A stream opened again after it broke resumes after the last event it got.
+            let resuming = parser.last_id().map(str::to_owned).filter(|_| tries > 0);
+            let Some(mut body) = self.open(&what, resuming.as_deref(), &mut ready).await else {
+                return;
+            };
+            match self.events(&what, &mut parser, &mut body).await {
+                Taken::End => break,
+                Taken::Failed => return,
+                Taken::Broken(why) => {
+                    if parser.last_id().is_none() || tries >= RESUME_TRIES {
+                        shared.fail(why).await;
+                        return;
+                    }
+                    parser.broken();
+                    tracing::info!(server = %shared.peer, "{why}: resuming it");
+                    tokio::time::sleep(RESUME_BACKOFF * 2u32.pow(tries)).await;
+                    tries += 1;
+                }
+            }
+        }
+        self.ended().await;
+    }
+
+    /// GETs the stream (after event `resuming`, if given): its body, or `None` when it was
+    /// refused or could not be had (said where it must be).
+    async fn open(
+        &self,
+        what: &str,
+        resuming: Option<&str>,
+        ready: &mut Option<watch::Sender<Option<Result<(), String>>>>,
+    ) -> Option<hyper::body::Incoming> {
         let shared = &self.shared;
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static(EVENT_STREAM));
@@ -566,21 +627,20 @@ impl Stream {
             header(&self.connection),
             self.session.as_deref().map(header).transpose(),
         ) else {
-            return;
+            return None;
         };
         headers.insert(CONNECTION_ID, connection);
         if let Ok(Some(session)) = session {
             headers.insert(SESSION_ID, session);
         }
-        let what = match &self.session {
-            Some(session) => format!("the SSE stream of session {session}"),
-            None => "the connection's SSE stream".to_owned(),
-        };
-        let response = match shared
+        if let Some(last) = resuming.and_then(|id| header(id).ok()) {
+            headers.insert(LAST_EVENT_ID, last);
+        }
+        let opened = match shared
             .send(http::Method::GET, headers, bytes::Bytes::new())
             .await
         {
-            Ok(response) if response.status().is_success() => response,
+            Ok(response) if response.status().is_success() => Ok(response.into_body()),
             Ok(response) => {
                 let refused = shared.refused(response).await;
                 let why = format!(
@@ -588,56 +648,65 @@ impl Stream {
                     refused.status.as_u16(),
                     refused.body
                 );
-                if let Some(ready) = &ready {
+                Err((why, Some(refused.status.as_u16())))
+            }
+            Err(e) => Err((e.to_string(), None)),
+        };
+        match opened {
+            Ok(body) => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Some(Ok(())));
+                }
+                Some(body)
+            }
+            Err((why, status)) => {
+                if let Some(ready) = ready.take() {
                     let _ = ready.send(Some(Err(why.clone())));
                 }
-                match &self.session {
-                    Some(session) if refused.status.as_u16() == 409 => {
-                        shared.fail_session(session, &why).await
-                    }
+                match (&self.session, status) {
+                    (Some(session), Some(409)) => shared.fail_session(session, &why).await,
                     _ => shared.fail(why).await,
                 }
-                return;
+                None
             }
-            Err(e) => {
-                if let Some(ready) = &ready {
-                    let _ = ready.send(Some(Err(e.to_string())));
-                }
-                shared.fail(e.to_string()).await;
-                return;
-            }
-        };
-        if let Some(ready) = &ready {
-            let _ = ready.send(Some(Ok(())));
         }
-        let mut parser = sse::Parser::new(shared.max_message);
-        let mut body = response.into_body();
+    }
+
+    /// Takes the events of `body` until it ends, breaks or must not be read on.
+    async fn events(
+        &self,
+        what: &str,
+        parser: &mut sse::Parser,
+        body: &mut hyper::body::Incoming,
+    ) -> Taken {
+        let shared = &self.shared;
         let mut events = Vec::new();
         loop {
-            let chunk = match http_body_util::BodyExt::frame(&mut body).await {
-                None => break,
+            let chunk = match http_body_util::BodyExt::frame(body).await {
+                None => return Taken::End,
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(chunk) => chunk,
                     Err(_) => continue,
                 },
                 Some(Err(e)) => {
-                    shared
-                        .fail(format!("{what} failed: {}", shared.unreachable(&e)))
-                        .await;
-                    return;
+                    return Taken::Broken(format!("{what} failed: {}", shared.unreachable(&e)));
                 }
             };
             if let Err(sse::TooLong(n)) = parser.feed(&chunk, &mut events) {
-                shared
-                    .fail(format!("{what} sent an event of {n} bytes, over the limit"))
-                    .await;
-                return;
+                let why = format!("{what} sent an event of {n} bytes, over the limit");
+                shared.fail(why).await;
+                return Taken::Failed;
             }
             for data in events.drain(..) {
                 self.take(data).await;
             }
         }
-        // The end of the stream.
+    }
+
+    /// The stream ended: the connection's ends the connection; a session's, its requests in
+    /// flight.
+    async fn ended(&self) {
+        let shared = &self.shared;
         match &self.session {
             None => {
                 shared

@@ -17,6 +17,14 @@
 //! connection is closed. A stream is read by one receiver at a time (`409` for a second); its
 //! queue outlives a receiver that leaves. A connection nobody reads or posts to for `idle` is
 //! closed; so is one the agent ends (after its streams drained), and one the client DELETEs.
+//!
+//! **Resuming a stream.** Every event has an id (`id:`, one counter a connection, so ids grow
+//! along every stream), and each stream keeps the last `resume` bytes of the events it sent.
+//! A GET with `Last-Event-ID: N` for a stream sends first the kept events after `N` — those a
+//! broken stream had sent that its receiver may never have got — then the rest, so that a
+//! receiver that resumes gets every event once. One that asks to resume after an event the
+//! stream no longer keeps gets `410 Gone` (it would miss events), never a silent gap. A GET
+//! without the header sends only what was never sent, as before.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,6 +62,8 @@ pub(crate) struct Limits {
     pub(crate) stall: Duration,
     pub(crate) idle: Duration,
     pub(crate) keep_alive: Duration,
+    /// The bytes of sent events each stream keeps for a receiver that resumes.
+    pub(crate) resume: usize,
 }
 
 /// One ACP connection of the HTTP profile.
@@ -85,15 +95,48 @@ struct Outbound {
     bytes: usize,
     /// The agent ended: streams end once drained.
     finished: bool,
+    /// The last event id given.
+    last_id: u64,
 }
 
 #[derive(Debug, Default)]
 struct Queue {
-    events: VecDeque<Bytes>,
+    /// Events not sent yet, with their ids.
+    events: VecDeque<(u64, Bytes)>,
+    /// The last events sent, for a receiver that resumes (at most `resume` bytes of them).
+    sent: VecDeque<(u64, Bytes)>,
+    sent_bytes: usize,
+    /// The id of the newest event sent and no longer kept.
+    forgotten: u64,
     /// Whether a receiver holds it.
     held: bool,
     /// Wakes its receiver.
     wake: Arc<Notify>,
+}
+
+/// A receiver asked to resume after an event its stream no longer keeps.
+#[derive(Debug)]
+pub(crate) enum Acquire {
+    /// Another receiver holds the stream (or the connection ended).
+    Held,
+    /// The stream no longer has every event after the one named.
+    Gone,
+}
+
+impl Queue {
+    /// Keeps the events just sent, forgetting the oldest beyond `limit` bytes.
+    fn sent(&mut self, events: impl Iterator<Item = (u64, Bytes)>, limit: usize) {
+        for (id, event) in events {
+            self.sent_bytes += event.len();
+            self.sent.push_back((id, event));
+        }
+        while self.sent_bytes > limit
+            && let Some((id, event)) = self.sent.pop_front()
+        {
+            self.sent_bytes -= event.len();
+            self.forgotten = id;
+        }
+    }
 }
 
 impl Conn {
@@ -166,25 +209,47 @@ impl Conn {
         }
     }
 
-    /// Takes a stream for one receiver: `None` when another holds it (or the connection
-    /// ended).
-    pub(crate) fn acquire(self: &Arc<Self>, session: Option<String>) -> Option<Receiver> {
+    /// Takes a stream for one receiver — resuming after event `after` (its `Last-Event-ID`)
+    /// if given: the events sent since then go out again first.
+    pub(crate) fn acquire(
+        self: &Arc<Self>,
+        session: Option<String>,
+        after: Option<u64>,
+    ) -> Result<Receiver, Acquire> {
         if self.closed.is_cancelled() {
-            return None;
+            return Err(Acquire::Held);
         }
-        let mut out = lock(&self.out);
+        let mut guard = lock(&self.out);
+        let out = &mut *guard;
         let queue = match &session {
             None => &mut out.connection,
             Some(s) => out.sessions.entry(s.clone()).or_default(),
         };
         if queue.held {
-            return None;
+            return Err(Acquire::Held);
+        }
+        if let Some(after) = after {
+            if after < queue.forgotten {
+                return Err(Acquire::Gone);
+            }
+            // What the broken stream sent after `after` goes out again, in order, first.
+            while let Some((id, event)) = queue.sent.pop_back() {
+                queue.sent_bytes -= event.len();
+                if id <= after {
+                    queue.sent.clear();
+                    queue.sent_bytes = 0;
+                    queue.forgotten = id;
+                    break;
+                }
+                out.bytes += event.len();
+                queue.events.push_front((id, event));
+            }
         }
         queue.held = true;
         let wake = queue.wake.clone();
-        drop(out);
+        drop(guard);
         self.touch();
-        Some(Receiver {
+        Ok(Receiver {
             conn: self.clone(),
             session,
             wake,
@@ -209,8 +274,11 @@ impl Conn {
         if let Message::Request(r) = &message {
             lock(&self.asked_routes).insert(r.id.clone(), route.clone());
         }
-        let event = sse::event(&message);
+        let event = sse::data(&message);
         let mut out = lock(&self.out);
+        out.last_id += 1;
+        let id = out.last_id;
+        let event = sse::with_id(event, id);
         out.bytes += event.len();
         let unread = out
             .sessions
@@ -228,7 +296,7 @@ impl Conn {
                 out.sessions.entry(session).or_default()
             }
         };
-        queue.events.push_back(event);
+        queue.events.push_back((id, event));
         queue.wake.notify_one();
         true
     }
@@ -236,10 +304,13 @@ impl Conn {
     /// Queues on the connection's stream a message the agent would have sent (the answer to a
     /// POSTed object that is no message, which never reaches the agent).
     pub(crate) fn answer_for_agent(&self, message: Message) {
-        let event = sse::event(&message);
+        let event = sse::data(&message);
         let mut out = lock(&self.out);
+        out.last_id += 1;
+        let id = out.last_id;
+        let event = sse::with_id(event, id);
         out.bytes += event.len();
-        out.connection.events.push_back(event);
+        out.connection.events.push_back((id, event));
         out.connection.wake.notify_one();
     }
 
@@ -343,6 +414,7 @@ impl Receiver {
             {
                 let mut out = lock(&self.conn.out);
                 let finished = out.finished;
+                let resume = self.conn.limits.resume;
                 let queue = match &self.session {
                     None => Some(&mut out.connection),
                     Some(s) => out.sessions.get_mut(s),
@@ -351,18 +423,23 @@ impl Receiver {
                     && let Some(first) = queue.events.pop_front()
                 {
                     // What queued up goes out in one piece (one write, not one per event), up
-                    // to a bound.
-                    let mut taken = first.len();
+                    // to a bound; what goes out is kept for a receiver that resumes.
+                    let mut taken = first.1.len();
                     let event = if queue.events.is_empty() {
-                        first
+                        let event = first.1.clone();
+                        queue.sent(std::iter::once(first), resume);
+                        event
                     } else {
-                        let mut joined = bytes::BytesMut::from(&first[..]);
+                        let mut joined = bytes::BytesMut::from(&first.1[..]);
+                        let mut sent = vec![first];
                         while taken < COALESCE
                             && let Some(next) = queue.events.pop_front()
                         {
-                            taken += next.len();
-                            joined.extend_from_slice(&next);
+                            taken += next.1.len();
+                            joined.extend_from_slice(&next.1);
+                            sent.push(next);
                         }
+                        queue.sent(sent.into_iter(), resume);
                         joined.freeze()
                     };
                     out.bytes -= taken;
@@ -395,8 +472,8 @@ impl Drop for Receiver {
         };
         if let Some(queue) = queue {
             queue.held = false;
-            // A session stream nobody holds and nothing fills is forgotten.
-            if self.session.is_some() && queue.events.is_empty() {
+            // A session stream nobody holds, nothing fills and nobody may resume is forgotten.
+            if self.session.is_some() && queue.events.is_empty() && queue.sent.is_empty() {
                 let session = self.session.clone().unwrap_or_default();
                 out.sessions.remove(&session);
             }

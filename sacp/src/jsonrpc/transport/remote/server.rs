@@ -37,6 +37,9 @@ use self::service::Service;
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;
 
+/// The bytes of sent events each SSE stream keeps by default, for a receiver that resumes.
+const DEFAULT_RESUME: usize = 4 * 1024 * 1024;
+
 /// The largest POST body taken by default (the TypeScript SDK's Node adapter's).
 const DEFAULT_MAX_BODY: usize = 16 * 1024 * 1024;
 
@@ -140,6 +143,7 @@ impl Server {
                 stall: DEFAULT_STALL,
                 idle: Duration::from_secs(300),
                 keep_alive: Duration::from_secs(15),
+                resume: DEFAULT_RESUME,
             },
         }
     }

@@ -1,17 +1,27 @@
 //! Server-sent events as ACP uses them (REMOTE.md §2.9): each event one `data:` line of JSON;
-//! an idle stream gets a `:` comment now and then.
+//! an idle stream gets a `:` comment now and then. Our server gives each event an `id:` (after
+//! its data, which SSE allows), so that a receiver whose stream broke can resume after the last
+//! one it got (`Last-Event-ID`); a parser keeps the last id it read.
 
 use bytes::Bytes;
 
 use crate::jsonrpc::Message;
 
-/// An event carrying `message` (its JSON written straight into the event).
-pub(crate) fn event(message: &Message) -> Bytes {
+/// The `data:` line of an event carrying `message`, with room for its `id:` line
+/// ([`with_id`]).
+pub(crate) fn data(message: &Message) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(b"data: ");
     message.encode_into(&mut out);
-    out.push(b'\n');
-    Bytes::from(out)
+    out.reserve(24);
+    out
+}
+
+/// Ends the event begun by [`data`] with its `id:` line.
+pub(crate) fn with_id(mut data: Vec<u8>, id: u64) -> Bytes {
+    use std::io::Write as _;
+    let _ = write!(data, "id: {id}\n\n");
+    Bytes::from(data)
 }
 
 /// The keep-alive comment.
@@ -26,6 +36,8 @@ pub(crate) struct Parser {
     line: Vec<u8>,
     data: Vec<u8>,
     has_data: bool,
+    /// The last `id:` read (SSE's last event ID buffer).
+    last_id: Option<String>,
     /// The previous byte was a CR (its LF, if one follows, ends nothing more).
     after_cr: bool,
     max: usize,
@@ -42,6 +54,7 @@ impl Parser {
             line: Vec::new(),
             data: Vec::new(),
             has_data: false,
+            last_id: None,
             after_cr: false,
             max,
         }
@@ -80,6 +93,21 @@ impl Parser {
         Ok(())
     }
 
+    /// Forgets a line or event it was in the middle of (the stream broke there), keeping the
+    /// last event id: what a resumed stream continues from.
+    pub(crate) fn broken(&mut self) {
+        self.line.clear();
+        self.data.clear();
+        self.has_data = false;
+        self.after_cr = false;
+    }
+
+    /// The last event id the stream gave (what a receiver sends as `Last-Event-ID` to resume
+    /// after it).
+    pub(crate) fn last_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
     /// The line so far is no longer than an event's data may be, with its field name.
     fn check_line(&self) -> Result<(), TooLong> {
         if self.line.len() > self.max.saturating_add(16) {
@@ -107,6 +135,14 @@ impl Parser {
             self.has_data = true;
             if self.data.len() > self.max {
                 return Err(TooLong(self.data.len()));
+            }
+        } else if let Some(value) = line.strip_prefix(b"id:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            // SSE ignores an id with a NUL in it.
+            if !value.contains(&0)
+                && let Ok(id) = std::str::from_utf8(value)
+            {
+                self.last_id = Some(id.to_owned());
             }
         }
         self.line.clear();
@@ -160,10 +196,12 @@ mod tests {
             method: "m".into(),
             params: None,
         });
-        assert_eq!(
-            events(&[&event(&message)[..]]),
-            [r#"{"jsonrpc":"2.0","method":"m"}"#]
-        );
+        let event = with_id(data(&message), 7);
+        let mut parser = Parser::new(1024);
+        let mut out = Vec::new();
+        parser.feed(&event, &mut out).unwrap();
+        assert_eq!(out, [&br#"{"jsonrpc":"2.0","method":"m"}"#[..]]);
+        assert_eq!(parser.last_id(), Some("7"));
         let mut parser = Parser::new(4);
         assert!(parser.feed(b"data: 12345\n", &mut Vec::new()).is_err());
     }

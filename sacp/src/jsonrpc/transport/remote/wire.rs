@@ -11,6 +11,8 @@ use crate::jsonrpc::{Id, Message, RawJson, ResponseBody};
 pub(crate) const CONNECTION_ID: &str = "acp-connection-id";
 /// The header naming the session a request, a response or an SSE stream belongs to.
 pub(crate) const SESSION_ID: &str = "acp-session-id";
+/// The header with which an SSE receiver resumes a stream after the last event it got.
+pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
 /// SSE's media type.
 pub(crate) const EVENT_STREAM: &str = "text/event-stream";
 

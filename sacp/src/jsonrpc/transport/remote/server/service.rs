@@ -422,11 +422,27 @@ impl Service {
                 "Session ID exceeds maxIdLength (1024)",
             );
         }
-        let Some(receiver) = conn.acquire(session) else {
-            return text(
-                StatusCode::CONFLICT,
-                "Outbound stream already has an active receiver",
-            );
+        let after = match header_of(headers, wire::LAST_EVENT_ID) {
+            None => None,
+            Some(id) => match id.trim().parse::<u64>() {
+                Ok(id) => Some(id),
+                Err(_) => return text(StatusCode::BAD_REQUEST, "Last-Event-ID is not ours"),
+            },
+        };
+        let receiver = match conn.acquire(session, after) {
+            Ok(receiver) => receiver,
+            Err(http_server::Acquire::Held) => {
+                return text(
+                    StatusCode::CONFLICT,
+                    "Outbound stream already has an active receiver",
+                );
+            }
+            Err(http_server::Acquire::Gone) => {
+                return text(
+                    StatusCode::GONE,
+                    "The stream no longer has every event after Last-Event-ID",
+                );
+            }
         };
         let events = futures_util::stream::unfold(receiver, |mut receiver| async move {
             let event = receiver.next().await?;
