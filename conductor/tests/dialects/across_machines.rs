@@ -361,7 +361,9 @@ async fn an_unreachable_or_refusing_component_is_an_error_naming_its_url() {
 
 /// HAProxy running `deploy/haproxy.cfg` in front of `conductors`, on a free port (killed when
 /// dropped); `None`, said, where HAProxy is not installed (under `CI` that fails).
-async fn haproxy(conductors: [&Listening; 2]) -> Option<(tokio::process::Child, String)> {
+pub(crate) async fn haproxy(
+    conductors: [&Listening; 2],
+) -> Option<(tokio::process::Child, String)> {
     let Some(haproxy) = [
         "/usr/sbin/haproxy",
         "/usr/bin/haproxy",

@@ -418,3 +418,112 @@ async fn a_cut_sse_stream_resumes_where_it_broke_and_nothing_comes_twice() {
         .unwrap();
     assert_eq!(next.text(), "chunk 1chunk 2chunk 3");
 }
+
+/// `sacp`'s Streamable HTTP client on `url` with `jar` (the load balancer's cookie in it).
+async fn through(
+    url: &str,
+    jar: &sacp::jsonrpc::remote::CookieJar,
+) -> sacp::testing::ScriptedEditor {
+    let remote = sacp::jsonrpc::remote::Remote::new(url)
+        .header("Authorization", &format!("Bearer {TOKEN}"))
+        .unwrap()
+        .cookie_jar(jar.clone())
+        .connect();
+    let transport = within(&format!("a connection to {url}"), remote)
+        .await
+        .unwrap();
+    let editor = sacp::testing::ScriptedEditor::new().connect(transport);
+    within("initialize", editor.initialize()).await.unwrap();
+    editor
+}
+
+/// The instance HAProxy's affinity cookie names.
+fn instance(jar: &sacp::jsonrpc::remote::CookieJar) -> String {
+    jar.get("SACP_INSTANCE").expect("HAProxy's cookie")
+}
+
+/// Two conductors behind HAProxy (`deploy/haproxy.cfg`), each with a live `session-1` of its
+/// agent: an editor whose connection ended in the middle of a turn connects again with its
+/// cookie and takes its session back; without the cookie, on the other conductor, it gets
+/// `-32002` naming its session — never the other conductor's `session-1`.
+#[tokio::test]
+async fn behind_haproxy_a_session_is_taken_back_with_the_cookie_and_named_without_it() {
+    let conductors = [
+        conductor_listening(&[], &[passthrough(), agent()]).await,
+        conductor_listening(&[], &[passthrough(), agent()]).await,
+    ];
+    let Some((_haproxy, url)) =
+        crate::across_machines::haproxy([&conductors[0], &conductors[1]]).await
+    else {
+        return;
+    };
+    // An editor starts a turn that waits, then its connection ends.
+    let jar = sacp::jsonrpc::remote::CookieJar::new();
+    let editor = through(&url, &jar).await;
+    let home = instance(&jar);
+    let session = within("session/new", editor.new_session()).await.unwrap();
+    let id = session.id().0.to_string();
+    let waiting = session.prompt("wait");
+    session
+        .until_update("waiting", |u| sacp::testing::line(u) == "message: waiting")
+        .await;
+    editor.connection().close();
+    drop(waiting);
+    // Another editor, on the other conductor, gets a session of its own there: its agent
+    // numbers its sessions as the first one's does.
+    let mut other = None;
+    for _ in 0..4 {
+        let jar = sacp::jsonrpc::remote::CookieJar::new();
+        let editor = through(&url, &jar).await;
+        if instance(&jar) != home {
+            let session = within("session/new", editor.new_session()).await.unwrap();
+            other = Some((editor, jar, session));
+            break;
+        }
+    }
+    let (_other, other_jar, other_session) = other.expect("round robin reaches both");
+    let own = |id: &str| id.split('@').next().unwrap_or_default().to_owned();
+    assert_eq!(
+        own(&other_session.id().0),
+        own(&id),
+        "both agents numbered alike"
+    );
+    assert_ne!(other_session.id().0.to_string(), id);
+
+    // With the cookie: the same conductor, the session, the turn still waiting.
+    let back = through(&url, &jar).await;
+    assert_eq!(instance(&jar), home);
+    let taken = within("session/load", back.load_session(id.clone()))
+        .await
+        .unwrap();
+    // The replay (over HTTP it may come after the load's answer: another stream).
+    taken
+        .until_update("the replayed `waiting`", |u| {
+            sacp::testing::line(u) == "message: waiting"
+        })
+        .await;
+    within("the cancel", taken.cancel()).await.unwrap();
+    let next = within("the next turn", taken.prompt("stream 2"))
+        .await
+        .unwrap();
+    assert_eq!(next.text(), "chunk 1chunk 2");
+
+    // Without it (on the other conductor): the named error, not that conductor's session.
+    let stranger = through(&url, &other_jar).await;
+    assert_ne!(instance(&other_jar), home);
+    let refused = within(
+        "session/load elsewhere",
+        stranger
+            .connection()
+            .request(sacp::acp::LoadSessionRequest::new(
+                Vec::new(),
+                "/",
+                sacp::acp::SessionId::from(id.clone()),
+            )),
+    )
+    .await
+    .expect_err("another conductor's session");
+    assert_eq!(refused.code, -32002, "{refused:?}");
+    assert_eq!(refused.data, Some(serde_json::json!({"sessionId": id})));
+    assert!(refused.message.contains(&id), "{}", refused.message);
+}

@@ -10,10 +10,11 @@ use tokio::sync::oneshot;
 
 use crate::acp::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    InitializeRequest, InitializeResponse, NewSessionRequest, PermissionOptionKind, PromptRequest,
-    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, TextContent, WriteTextFileRequest, WriteTextFileResponse,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate, TextContent,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use crate::jsonrpc::{Connection, Error, Methods, Transport};
 use crate::lock::lock;
@@ -273,6 +274,25 @@ impl ScriptedEditor {
             editor: self.clone(),
             log: self.0.log(&answer.session_id.0),
             id: answer.session_id,
+        })
+    }
+
+    /// Takes up session `id` with `session/load` (in `/`, with no MCP servers of the
+    /// editor's): the session, whose updates from the replay on are kept as those of a session
+    /// it opened.
+    pub async fn load_session(&self, id: impl Into<SessionId>) -> Result<Session, Error> {
+        let id = id.into();
+        let log = self.0.log(&id.0);
+        within(
+            "the answer to `session/load`",
+            self.connection()
+                .request(LoadSessionRequest::new(Vec::new(), "/", id.clone())),
+        )
+        .await?;
+        Ok(Session {
+            editor: self.clone(),
+            log,
+            id,
         })
     }
 
