@@ -32,6 +32,12 @@
 //! over the network (a WebSocket on loopback; the agent serves with `--listen`) instead of
 //! spawning it: the cost of a remote hop against the spawned rows of the same run.
 //!
+//! Rows `N = 0 over --listen` and `N = 3 over --listen` serve the chain with `conductor agent
+//! --listen` (the session layer between the network connection and the chain) and reach it
+//! over a WebSocket through a conductor with no proxy (`conductor agent ws://…`, this build's
+//! in every row); with `SACP_BENCH_BASELINE`, rows `… baseline` serve it with that build's
+//! conductor, proxies and agent. `scripts/bench-baseline COMMIT` builds one.
+//!
 //! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open). The
 //! cost of the trace file is then measured in interleaved rounds (two untraced chains and a
 //! traced one side by side, started afresh a dozen times, see `trace_cost`), which the VM's
@@ -94,7 +100,8 @@ use editor::BenchEditor;
 use measure::{Counts, measure};
 use trace_cost::{Setting, trace_cost};
 
-/// The test agent serving ACP on a free port of loopback (`--listen`), killed when dropped.
+/// A server of ACP on a free port of loopback (the test agent or a conductor with `--listen`),
+/// killed when dropped.
 struct ListeningAgent {
     child: std::process::Child,
     /// Its WebSocket URL.
@@ -104,13 +111,35 @@ struct ListeningAgent {
 impl ListeningAgent {
     const TOKEN: &str = "b3nch";
 
+    /// The test agent serving with `--listen`.
     fn start(agent: &std::path::Path) -> ListeningAgent {
+        Self::serving(agent, &["--listen", "127.0.0.1:0", "--token", Self::TOKEN])
+    }
+
+    /// `conductor agent --listen` serving `components` (the session layer in front of them).
+    fn conductor(conductor: &std::path::Path, components: &[String]) -> ListeningAgent {
+        let token = std::env::temp_dir().join(format!("sacp-bench-token-{}", std::process::id()));
+        std::fs::write(&token, Self::TOKEN).expect("write the token file");
+        let mut args = vec![
+            "agent".to_owned(),
+            "--listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
+            "--listen-token-file".to_owned(),
+            token.to_string_lossy().into_owned(),
+        ];
+        args.extend_from_slice(components);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Self::serving(conductor, &args)
+    }
+
+    fn serving(program: &std::path::Path, args: &[&str]) -> ListeningAgent {
         use std::io::BufRead as _;
-        let mut child = std::process::Command::new(agent)
-            .args(["--listen", "127.0.0.1:0", "--token", Self::TOKEN])
+        let mut child = std::process::Command::new(program)
+            .args(args)
             .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("start the listening test agent");
+            .expect("start the listening server");
         let mut url = String::new();
         std::io::BufReader::new(child.stdout.take().expect("its stdout"))
             .read_line(&mut url)
@@ -180,6 +209,41 @@ async fn run(scale: f64) {
             args.push(server.ws.clone());
             let figures = measure(&counts, &conductor, &args, Some(n)).await;
             rows.push((row, figures));
+        }
+        // The chain served with `--listen` (the session layer between the connection and the
+        // chain), reached over a WebSocket on loopback through a conductor with no proxy of
+        // its own — the same for every row — whose agent is that URL: this build's listening
+        // conductor, and with `SACP_BENCH_BASELINE` that build's, with their own proxies and
+        // agents.
+        let baseline = std::env::var_os("SACP_BENCH_BASELINE").map(PathBuf::from);
+        let builds = std::iter::once(("", conductor.clone(), proxy.clone(), agent.clone())).chain(
+            baseline.iter().map(|base| {
+                (
+                    " baseline",
+                    base.join("conductor"),
+                    base.join("passthrough-proxy"),
+                    base.join("test-agent"),
+                )
+            }),
+        );
+        for (label, listening, proxy, agent) in builds {
+            for n in [0, 3] {
+                let row = format!("N = {n} over --listen{label}");
+                if !wanted(&row) {
+                    continue;
+                }
+                let mut components = vec![proxy.to_string_lossy().into_owned(); n];
+                components.push(agent.to_string_lossy().into_owned());
+                let server = ListeningAgent::conductor(&listening, &components);
+                let args = vec![
+                    "agent".to_owned(),
+                    "--header".to_owned(),
+                    format!("Authorization: Bearer {}", ListeningAgent::TOKEN),
+                    server.ws.clone(),
+                ];
+                let figures = measure(&counts, &conductor, &args, Some(0)).await;
+                rows.push((row, figures));
+            }
         }
         // N = 3 again, with `--trace` (no payloads, no viewer page): the cost of tracing.
         if wanted("N = 3 traced") {
@@ -353,6 +417,19 @@ async fn run(scale: f64) {
             "\nThis build against the baseline at N = 3 (this / baseline, this run): {}",
             ratios(now, base)
         );
+    }
+    for n in [0, 3] {
+        let (this, base) = (
+            format!("N = {n} over --listen"),
+            format!("N = {n} over --listen baseline"),
+        );
+        if let (Some(now), Some(base)) = (row(&this), row(&base)) {
+            println!(
+                "\nThis build's --listen against the baseline's at N = {n} (this / baseline, \
+                 this run): {}",
+                ratios(now, base)
+            );
+        }
     }
     if let (Some((_, plain)), Some((_, typed))) = (
         rows.iter().find(|(name, _)| name == "N = 1"),
