@@ -343,6 +343,7 @@ impl AgentArgs {
             mcp_bridge: self.mcp_bridge,
             bridge_program: None,
             connection: None,
+            notes: None,
         };
         Ok((chain, options, listen))
     }

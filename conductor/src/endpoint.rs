@@ -35,6 +35,8 @@ pub(crate) enum Event {
     Closed(Conn, Option<std::io::Error>),
     /// Writing to the peer failed (it closed its input).
     WriteFailed(Conn, std::io::Error),
+    /// The session layer's note of a client attaching to or leaving a session.
+    Note(crate::sessions::Note),
 }
 
 /// Messages routed to a connection's writer, in order.

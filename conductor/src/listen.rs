@@ -22,7 +22,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::chain::Chain;
 use crate::conductor::{Exit, Options, run};
-use crate::sessions::{Layer, Limits, Starter};
+use crate::sessions::{Layer, Limits, Notes, Started, Starter};
 
 /// How the chain is served over the network (`conductor agent --listen`):
 ///
@@ -187,14 +187,14 @@ struct Chains {
 }
 
 impl Starter for Chains {
-    fn start(
-        &self,
-        client: &str,
-    ) -> (
-        sacp::jsonrpc::Channel,
-        std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-    ) {
+    fn start(&self, client: &str) -> Started {
         let mut options = self.options.clone();
+        // Who attaches to the chain's sessions, for its trace (there is one).
+        let notes = (options.trace.is_some() || options.serve.is_some()).then(|| {
+            let (notes, heard) = Notes::channel(NOTES);
+            options.notes = Some(heard);
+            notes
+        });
         options.trace = options
             .trace
             .as_deref()
@@ -215,9 +215,16 @@ impl Starter for Chains {
                 }
             }
         });
-        (ours, life)
+        Started {
+            transport: ours,
+            life,
+            notes,
+        }
     }
 }
+
+/// How many notes of attachments may wait for a chain's loop.
+const NOTES: usize = 256;
 
 /// `trace.jsonl` → `trace.<id>.jsonl`; `trace` → `trace.<id>`.
 fn per_connection(path: &Path, id: &str) -> PathBuf {

@@ -98,6 +98,9 @@ pub struct Options {
     pub(crate) mcp_bridge: Option<BridgeMode>,
     pub(crate) bridge_program: Option<PathBuf>,
     pub(crate) connection: Option<String>,
+    /// Who attaches to the chain's sessions, when the session layer serves it (for the
+    /// trace).
+    pub(crate) notes: Option<crate::sessions::Notes>,
 }
 
 impl Options {
@@ -182,6 +185,7 @@ impl Default for Options {
             mcp_bridge: None,
             bridge_program: None,
             connection: None,
+            notes: None,
         }
     }
 }
@@ -387,6 +391,11 @@ impl Conductor {
                 member.eof = true;
                 self.check(position);
                 self.on_closed_while_ending(position);
+            }
+            Event::Note(note) => {
+                if let Some(trace) = &mut self.trace {
+                    trace.session(&note);
+                }
             }
             Event::Exited(position, status) => {
                 if let Some(trace) = &mut self.trace {

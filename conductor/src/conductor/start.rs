@@ -174,6 +174,21 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     )));
     let mode = options.mcp_bridge.or(chain.mcp_bridge).unwrap_or_default();
     let bridges = Bridges::new(mode, program, hub_end, translator_end);
+    // The session layer's notes of its clients, for the trace.
+    if let Some(mut notes) = options
+        .notes
+        .as_ref()
+        .and_then(crate::sessions::Notes::take)
+    {
+        let events = events_tx.clone();
+        tokio::spawn(async move {
+            while let Some(note) = notes.recv().await {
+                if events.send(Event::Note(note)).is_err() {
+                    return;
+                }
+            }
+        });
+    }
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
     let mut viewer = None;
     if let Some(trace) = &mut trace {

@@ -12,17 +12,26 @@ use sacp::jsonrpc::{
     Channel, Connection, Error, Handler, Notification, RawJson, Request, Responder, Work,
 };
 
-use super::Layer;
 use super::ask::Ask;
 use super::client::Client;
 use super::session::Session;
+use super::{Layer, Note};
 use crate::lock::lock;
 
-/// What starts a chain for a client: the transport on which the layer will be the chain's
-/// editor, and the chain's life, which completes when it ended.
+/// What starts a chain for a client.
 pub(crate) trait Starter: Send + Sync + 'static {
     /// Starts a chain for the client `client` (its connection's id).
-    fn start(&self, client: &str) -> (Channel, Pin<Box<dyn Future<Output = ()> + Send>>);
+    fn start(&self, client: &str) -> Started;
+}
+
+/// A chain started for the layer.
+pub(crate) struct Started {
+    /// On which the layer is the chain's editor.
+    pub(crate) transport: Channel,
+    /// The chain's life: completes when it ended.
+    pub(crate) life: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Where the chain hears who attaches to its sessions (for its trace), if it listens.
+    pub(crate) notes: Option<tokio::sync::mpsc::Sender<Note>>,
 }
 
 /// One chain: see the module docs.
@@ -37,6 +46,8 @@ pub(crate) struct ChainLink {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Its answer to the first `initialize`.
     initialized: Mutex<Option<RawJson>>,
+    /// Where it hears who attaches to its sessions.
+    notes: Option<tokio::sync::mpsc::Sender<Note>>,
 }
 
 impl ChainLink {
@@ -47,14 +58,19 @@ impl ChainLink {
         client: &Arc<Client>,
     ) -> Arc<ChainLink> {
         let tag = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+        let Started {
+            transport,
+            life,
+            notes,
+        } = starter.start(&client.name);
         let link = Arc::new(ChainLink {
             tag,
             conn: OnceLock::new(),
             origin: Mutex::new(Some(Arc::downgrade(client))),
             sessions: Mutex::default(),
             initialized: Mutex::default(),
+            notes,
         });
-        let (transport, life) = starter.start(&client.name);
         let conn = Connection::builder()
             .name(format!("the chain of {}", client.name))
             .spawn(
@@ -126,6 +142,20 @@ impl ChainLink {
         let mut initialized = lock(&self.initialized);
         if initialized.is_none() {
             *initialized = Some(answer.clone());
+        }
+    }
+
+    /// Tells the chain (its trace) that `connection` attached to or left `session`.
+    pub(super) fn note(&self, session: &str, event: &'static str, connection: &str) {
+        if let Some(notes) = &self.notes {
+            let note = Note {
+                session: session.to_owned(),
+                event,
+                connection: connection.to_owned(),
+            };
+            if notes.try_send(note).is_err() {
+                tracing::debug!(session, event, "the chain's trace did not take a note");
+            }
         }
     }
 

@@ -286,8 +286,7 @@ impl Layer {
             Err(e) => return responder.answer_error(e),
         };
         if session.attach(att.clone(), from, Some((responder, result, at))) {
-            client.attached(session, &att);
-            tracing::info!(session = %session.id, client = %client.name, "attached");
+            self.attached(client, session, &att, self.link_of(session).as_deref());
         }
     }
 
@@ -334,7 +333,7 @@ impl Layer {
             Err(e) => return fail(responder, e),
         };
         if session.attach(att.clone(), From::Oldest, None) {
-            client.attached(&session, &att);
+            self.attached(client, &session, &att, Some(&link));
         }
         let layer = self.clone();
         tokio::spawn(async move {

@@ -49,11 +49,41 @@ use std::time::Duration;
 use sacp::jsonrpc::{Error, RawJson};
 
 use self::chain::ChainLink;
-pub(crate) use self::chain::Starter;
+pub(crate) use self::chain::{Started, Starter};
 use self::client::Client;
 use self::rewrite::Place;
 use self::session::{Attachment, From, Session, Shared};
 use crate::lock::lock;
+
+/// A client attached to a session of a chain, or left it: what the chain's trace records
+/// (`"type": "session"`).
+#[derive(Debug, Clone)]
+pub(crate) struct Note {
+    /// The session, by the editor's id.
+    pub(crate) session: String,
+    /// `attached` or `detached`.
+    pub(crate) event: &'static str,
+    /// The client's connection.
+    pub(crate) connection: String,
+}
+
+/// Where a chain hears its [`Note`]s, for its trace: handed to the conductor's loop in its
+/// options (which are cloned, hence the cell), taken once.
+#[derive(Debug, Clone)]
+pub(crate) struct Notes(Arc<Mutex<Option<tokio::sync::mpsc::Receiver<Note>>>>);
+
+impl Notes {
+    /// A chain's notes (its sender is the layer's): at most `bound` wait for its loop;
+    /// beyond that they are dropped, as the trace drops what it cannot keep up with.
+    pub(crate) fn channel(bound: usize) -> (tokio::sync::mpsc::Sender<Note>, Notes) {
+        let (tx, rx) = tokio::sync::mpsc::channel(bound);
+        (tx, Notes(Arc::new(Mutex::new(Some(rx)))))
+    }
+
+    pub(crate) fn take(&self) -> Option<tokio::sync::mpsc::Receiver<Note>> {
+        lock(&self.0).take()
+    }
+}
 
 /// `-32002`: the session is not held here (ACP's "resource not found").
 pub(crate) const NOT_HERE: i64 = -32002;
@@ -296,9 +326,24 @@ impl Layer {
             && let Ok(att) = self.attachment(&client)
             && session.attach(att.clone(), From::Oldest, None)
         {
-            client.attached(&session, &att);
+            self.attached(&client, &session, &att, Some(link));
         }
         session
+    }
+
+    /// `client` holds `session` now (through `att`): it says so to the chain's trace.
+    fn attached(
+        &self,
+        client: &Client,
+        session: &Arc<Session>,
+        att: &Arc<Attachment>,
+        link: Option<&ChainLink>,
+    ) {
+        client.attached(session, att);
+        tracing::info!(session = %session.id, client = %client.name, "attached");
+        if let Some(link) = link {
+            link.note(&session.id, "attached", &client.name);
+        }
     }
 
     /// Ends `session`: its clients get what was queued for them, then nothing more; its chain
@@ -338,6 +383,9 @@ impl Layer {
     /// one takes them up), and its chain ends if it has no session.
     fn client_left(self: &Arc<Self>, client: &Arc<Client>) {
         for (session, att) in client.take_attachments() {
+            if let Some(link) = self.link_of(&session) {
+                link.note(&session.id, "detached", &client.name);
+            }
             if session.detach(att.id) && !session.is_closed() {
                 tracing::info!(session = %session.id, "detached: no client left");
                 self.expire_when_idle(session);

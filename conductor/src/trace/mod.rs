@@ -330,6 +330,16 @@ impl Trace {
         self.event("version", fields);
     }
 
+    /// A client attached to a session or left it (the session layer's note).
+    pub(crate) fn session(&mut self, note: &crate::sessions::Note) {
+        self.event(
+            "session",
+            serde_json::json!({
+                "session": note.session, "event": note.event, "connection": note.connection,
+            }),
+        );
+    }
+
     /// One line a component wrote to its stderr.
     pub(crate) fn stderr(&mut self, position: usize, name: &str, line: &str) {
         self.event(

@@ -527,3 +527,63 @@ async fn behind_haproxy_a_session_is_taken_back_with_the_cookie_and_named_withou
     assert_eq!(refused.data, Some(serde_json::json!({"sessionId": id})));
     assert!(refused.message.contains(&id), "{}", refused.message);
 }
+
+/// The chain's trace shows who held its session: the connection that created it attached,
+/// then detached when it left; the one that loaded it attached, then detached.
+#[tokio::test]
+async fn the_trace_shows_each_connection_attaching_to_the_session_and_leaving_it() {
+    let dir = std::env::temp_dir().join(format!("sacp-sessions-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.jsonl");
+    let server = conductor_listening(&["--trace", trace.to_str().unwrap()], &[agent()]).await;
+    let jar = sacp::jsonrpc::remote::CookieJar::new();
+    let first = through(&server.ws(), &jar).await;
+    let session = within("session/new", first.new_session()).await.unwrap();
+    let id = session.id().0.to_string();
+    first.connection().close();
+    let second = through(&server.ws(), &jar).await;
+    within("session/load", second.load_session(id.clone()))
+        .await
+        .unwrap();
+    second.connection().close();
+    let events = until("the session's four events in a trace", PATIENCE, || {
+        let files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        let events: Vec<Value> = files
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .flat_map(|text| {
+                text.lines()
+                    .filter(|l| l.contains(r#""type":"session""#))
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect::<Vec<Value>>()
+            })
+            .collect();
+        if events.len() == 4 {
+            Ok(events)
+        } else {
+            Err(format!("{events:?}"))
+        }
+    })
+    .await;
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["attached", "detached", "attached", "detached"],
+        "{events:?}"
+    );
+    assert!(
+        events.iter().all(|e| e["session"] == id.as_str()),
+        "{events:?}"
+    );
+    assert_eq!(events[0]["connection"], events[1]["connection"]);
+    assert_eq!(events[2]["connection"], events[3]["connection"]);
+    assert_ne!(events[0]["connection"], events[2]["connection"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
