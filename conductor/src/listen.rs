@@ -22,7 +22,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::chain::Chain;
 use crate::conductor::{Exit, Options, run};
-use crate::sessions::{Layer, Limits, Notes, Started, Starter};
+use crate::sessions::{Layer, Limits, Notes, Port, Started, Starter};
 
 /// How the chain is served over the network (`conductor agent --listen`):
 ///
@@ -187,7 +187,7 @@ struct Chains {
 }
 
 impl Starter for Chains {
-    fn start(&self, client: &str) -> Started {
+    fn start(&self, client: &str, editor: Port) -> Started {
         let mut options = self.options.clone();
         // Who attaches to the chain's sessions, for its trace (there is one).
         let notes = (options.trace.is_some() || options.serve.is_some()).then(|| {
@@ -203,10 +203,9 @@ impl Starter for Chains {
             .serve
             .map(|addr| std::net::SocketAddr::new(addr.ip(), 0));
         options.connection = Some(client.to_owned());
-        let (ours, theirs) = sacp::jsonrpc::channel();
         let (chain, id) = (self.chain.clone(), client.to_owned());
         let life = Box::pin(async move {
-            match run(chain, options, theirs).await {
+            match run(chain, options, editor).await {
                 Exit::Clean | Exit::Signalled(_) => {
                     tracing::info!(connection = %id, "the chain ended");
                 }
@@ -215,11 +214,7 @@ impl Starter for Chains {
                 }
             }
         });
-        Started {
-            transport: ours,
-            life,
-            notes,
-        }
+        Started { life, notes }
     }
 }
 

@@ -8,11 +8,12 @@
 //! refuses would answer: a permission request `cancelled`, an elicitation `cancel`, anything
 //! else an error saying no editor was there.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, Weak};
 
-use sacp::jsonrpc::{Error, RawJson, Responder};
+use sacp::jsonrpc::{Error, Id, RawJson};
 use tokio::sync::Notify;
 
+use super::chain::ChainLink;
 use crate::lock::lock;
 
 /// One request of the agent's, waiting for an editor.
@@ -21,18 +22,18 @@ pub(crate) struct Ask {
     pub(super) method: String,
     /// With the editor's session ids.
     pub(super) params: RawJson,
-    /// The agent's side of it, until the first answer.
-    asker: Mutex<Option<Responder>>,
+    /// Its id in the chain, and the chain, until the first answer (or the chain gives it up).
+    asker: Mutex<Option<(Id, Weak<ChainLink>)>>,
     /// Woken by the answer.
     done: Notify,
 }
 
 impl Ask {
-    pub(super) fn new(method: String, params: RawJson, asker: Responder) -> Ask {
+    pub(super) fn new(method: String, params: RawJson, id: Id, chain: Weak<ChainLink>) -> Ask {
         Ask {
             method,
             params,
-            asker: Mutex::new(Some(asker)),
+            asker: Mutex::new(Some((id, chain))),
             done: Notify::new(),
         }
     }
@@ -41,19 +42,19 @@ impl Ask {
         self.method.len() + self.params.len()
     }
 
-    /// Whether it needs no answer any more: answered, or cancelled by the agent.
+    /// Whether it needs no answer any more: answered, or given up by the agent.
     pub(super) fn is_answered(&self) -> bool {
-        lock(&self.asker)
-            .as_ref()
-            .is_none_or(Responder::is_cancelled)
+        lock(&self.asker).is_none()
     }
 
     /// Gives the agent `result` if nobody answered before; whether this was the answer.
     pub(super) fn answer(&self, result: Result<RawJson, Error>) -> bool {
         let asker = lock(&self.asker).take();
         match asker {
-            Some(asker) => {
-                asker.answer_raw(result);
+            Some((id, chain)) => {
+                if let Some(chain) = chain.upgrade() {
+                    chain.answer(id, result);
+                }
                 self.done.notify_waiters();
                 true
             }
@@ -61,13 +62,20 @@ impl Ask {
         }
     }
 
-    /// Completes once it is answered.
+    /// The agent gave it up (`$/cancel_request`): nobody answers it.
+    pub(super) fn cancelled(&self) {
+        if lock(&self.asker).take().is_some() {
+            self.done.notify_waiters();
+        }
+    }
+
+    /// Completes once it is answered (or given up).
     pub(super) async fn answered(&self) {
         loop {
             let done = self.done.notified();
             tokio::pin!(done);
             done.as_mut().enable();
-            if lock(&self.asker).is_none() {
+            if self.is_answered() {
                 return;
             }
             done.await;

@@ -1,37 +1,51 @@
-//! A chain as the layer sees it: the connection on which the layer is its editor, the
-//! sessions that live in it, and what it sends — notifications and requests about a session
-//! go to that session (its record, its clients), anything else to the client that started the
-//! chain.
+//! A chain as the layer sees it: the queue on which the layer is its editor (see `port.rs`),
+//! the layer's requests waiting for the chain's answers, the chain's requests waiting for an
+//! editor's, the sessions that live in it; and what the chain sends — notifications and
+//! requests about a session go to that session (its record, its clients), anything else to the
+//! client that started the chain.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock, Weak};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use sacp::jsonrpc::{
-    Channel, Connection, Error, Handler, Notification, RawJson, Request, Responder, Work,
+    CANCEL_REQUEST_METHOD, Error, Id, Message, Notification, RawJson, Request, Response,
 };
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::ask::Ask;
 use super::client::Client;
+use super::port::{Port, QUEUE};
 use super::session::Session;
 use super::{Layer, Note};
 use crate::lock::lock;
 
 /// What starts a chain for a client.
 pub(crate) trait Starter: Send + Sync + 'static {
-    /// Starts a chain for the client `client` (its connection's id).
-    fn start(&self, client: &str) -> Started;
+    /// Starts a chain for the client `client` (its connection's id), with `editor` as its
+    /// editor's transport.
+    fn start(&self, client: &str, editor: Port) -> Started;
 }
 
 /// A chain started for the layer.
 pub(crate) struct Started {
-    /// On which the layer is the chain's editor.
-    pub(crate) transport: Channel,
     /// The chain's life: completes when it ended.
     pub(crate) life: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Where the chain hears who attaches to its sessions (for its trace), if it listens.
-    pub(crate) notes: Option<tokio::sync::mpsc::Sender<Note>>,
+    pub(crate) notes: Option<mpsc::Sender<Note>>,
+}
+
+/// An answer the layer waits for from the chain.
+pub(super) type Waiting = oneshot::Receiver<Result<RawJson, Error>>;
+
+/// The chain's answer (an error if the chain ended first).
+pub(super) async fn answer_of(waiting: Waiting) -> Result<RawJson, Error> {
+    waiting
+        .await
+        .unwrap_or_else(|_| Err(Error::internal_error("the session's chain has ended")))
 }
 
 /// One chain: see the module docs.
@@ -39,7 +53,15 @@ pub(crate) struct Started {
 pub(crate) struct ChainLink {
     /// Its part of the editor's ids of its sessions (`own@tag`).
     pub(crate) tag: String,
-    conn: OnceLock<Connection>,
+    /// What the layer sends the chain.
+    to_chain: mpsc::Sender<Message>,
+    /// Cancelled when the layer closes its side: the chain's editor has left.
+    closed: CancellationToken,
+    /// The layer's requests to the chain, by the id they went with.
+    pending: Mutex<HashMap<i64, oneshot::Sender<Result<RawJson, Error>>>>,
+    next_id: AtomicI64,
+    /// The chain's requests for an editor, by their id: a `$/cancel_request` of one drops it.
+    asks: Mutex<HashMap<Id, Weak<Ask>>>,
     /// The client that started it, while it is connected.
     origin: Mutex<Option<Weak<Client>>>,
     /// Its sessions, by its own ids.
@@ -47,7 +69,7 @@ pub(crate) struct ChainLink {
     /// Its answer to the first `initialize`.
     initialized: Mutex<Option<RawJson>>,
     /// Where it hears who attaches to its sessions.
-    notes: Option<tokio::sync::mpsc::Sender<Note>>,
+    notes: Mutex<Option<mpsc::Sender<Note>>>,
 }
 
 impl ChainLink {
@@ -57,34 +79,32 @@ impl ChainLink {
         starter: &dyn Starter,
         client: &Arc<Client>,
     ) -> Arc<ChainLink> {
-        let tag = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
-        let Started {
-            transport,
-            life,
-            notes,
-        } = starter.start(&client.name);
+        let (to_chain, queue) = mpsc::channel(QUEUE);
         let link = Arc::new(ChainLink {
-            tag,
-            conn: OnceLock::new(),
+            tag: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
+            to_chain,
+            closed: CancellationToken::new(),
+            pending: Mutex::default(),
+            next_id: AtomicI64::new(1),
+            asks: Mutex::default(),
             origin: Mutex::new(Some(Arc::downgrade(client))),
             sessions: Mutex::default(),
             initialized: Mutex::default(),
-            notes,
+            notes: Mutex::default(),
         });
-        let conn = Connection::builder()
-            .name(format!("the chain of {}", client.name))
-            .spawn(
-                transport,
-                ChainSide {
-                    layer: Arc::downgrade(layer),
-                    link: Arc::downgrade(&link),
-                },
-            );
-        let _ = link.conn.set(conn);
+        let port = Port::new(
+            queue,
+            link.closed.clone(),
+            Arc::downgrade(layer),
+            Arc::downgrade(&link),
+        );
+        let Started { life, notes } = starter.start(&client.name, port);
+        *lock(&link.notes) = notes;
         let watched = (Arc::downgrade(layer), link.clone());
         layer.lives.spawn(async move {
             life.await;
             let (layer, link) = watched;
+            link.ended();
             if let Some(layer) = layer.upgrade() {
                 layer.chain_ended(&link);
             }
@@ -92,10 +112,80 @@ impl ChainLink {
         link
     }
 
-    pub(super) fn conn(&self) -> Result<&Connection, Error> {
-        self.conn
-            .get()
-            .ok_or_else(|| Error::internal_error("the chain is not connected"))
+    /// Sends the chain a request (in order with everything sent before it, waiting for room):
+    /// its answer, to wait for.
+    pub(super) async fn request(
+        &self,
+        method: impl Into<String>,
+        params: Option<RawJson>,
+    ) -> Result<Waiting, Error> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        let request = Message::Request(Request {
+            id: Id::Number(id),
+            method: method.into(),
+            params,
+        });
+        if self.to_chain.send(request).await.is_err() || self.closed.is_cancelled() {
+            lock(&self.pending).remove(&id);
+            return Err(self.gone());
+        }
+        Ok(rx)
+    }
+
+    /// Sends the chain a notification (in order, waiting for room).
+    pub(super) async fn notify(
+        &self,
+        method: impl Into<String>,
+        params: Option<RawJson>,
+    ) -> Result<(), Error> {
+        let notification = Message::Notification(Notification {
+            method: method.into(),
+            params,
+        });
+        if self.closed.is_cancelled() || self.to_chain.send(notification).await.is_err() {
+            return Err(self.gone());
+        }
+        Ok(())
+    }
+
+    /// Answers the chain's request `id`. An answer never waits behind the queue: when it is
+    /// full, the answer goes from a task of its own.
+    pub(super) fn answer(&self, id: Id, result: Result<RawJson, Error>) {
+        lock(&self.asks).remove(&id);
+        let response = Message::Response(match result {
+            Ok(raw) => Response::ok(id, raw),
+            Err(e) => Response::error(id, &e),
+        });
+        if let Err(mpsc::error::TrySendError::Full(response)) = self.to_chain.try_send(response) {
+            let to_chain = self.to_chain.clone();
+            tokio::spawn(async move {
+                let _ = to_chain.send(response).await;
+            });
+        }
+    }
+
+    /// The chain's answer to the layer's request `id`.
+    fn answered(&self, response: Response) {
+        let Id::Number(id) = response.id else { return };
+        let waiting = lock(&self.pending).remove(&id);
+        if let Some(waiting) = waiting {
+            let _ = waiting.send(response.into_result());
+        }
+    }
+
+    /// The chain ended: what the layer waits for from it fails.
+    fn ended(&self) {
+        self.closed.cancel();
+        let waiting: Vec<_> = lock(&self.pending).drain().map(|(_, w)| w).collect();
+        for waiting in waiting {
+            let _ = waiting.send(Err(self.gone()));
+        }
+    }
+
+    fn gone(&self) -> Error {
+        Error::internal_error("the session's chain has ended")
     }
 
     /// Its session `own`.
@@ -147,7 +237,7 @@ impl ChainLink {
 
     /// Tells the chain (its trace) that `connection` attached to or left `session`.
     pub(super) fn note(&self, session: &str, event: &'static str, connection: &str) {
-        if let Some(notes) = &self.notes {
+        if let Some(notes) = &*lock(&self.notes) {
             let note = Note {
                 session: session.to_owned(),
                 event,
@@ -162,9 +252,7 @@ impl ChainLink {
     /// Ends the chain: the layer closes its side, which the chain takes as its editor
     /// leaving.
     pub(super) fn close(&self) {
-        if let Some(conn) = self.conn.get() {
-            conn.close();
-        }
+        self.closed.cancel();
     }
 }
 
@@ -177,81 +265,81 @@ pub(super) fn update_method() -> Arc<str> {
     UPDATE_METHOD.clone()
 }
 
-/// What a chain sends.
-struct ChainSide {
-    layer: Weak<Layer>,
-    link: Weak<ChainLink>,
-}
-
-impl ChainSide {
-    fn parts(&self) -> Option<(Arc<Layer>, Arc<ChainLink>)> {
-        Some((self.layer.upgrade()?, self.link.upgrade()?))
+impl Layer {
+    /// One message of `link`'s chain for its editor (see `port.rs`): an answer to the layer,
+    /// or a notification or request for a session's clients (waiting while its record has no
+    /// room), or for the client that started the chain.
+    pub(super) async fn take_from_chain(&self, link: &Arc<ChainLink>, message: Message) {
+        match message {
+            Message::Response(response) => link.answered(response),
+            Message::Notification(notification) => self.chain_notified(link, notification).await,
+            Message::Request(request) => self.chain_asked(link, request),
+        }
     }
-}
 
-impl Handler for ChainSide {
-    type Lane = ();
-
-    fn handle_request(
-        &mut self,
-        request: Request,
-        responder: Responder,
-        _cx: &Connection,
-    ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        let parts = self.parts();
-        let work = async move {
-            let Some((layer, link)) = parts else {
-                responder.answer_error(Error::internal_error("the session layer has stopped"));
-                return;
-            };
-            match layer.chain_to_editor(&link, request.params) {
-                Ok((Some(session), params)) => {
-                    let params = params.unwrap_or_else(RawJson::null);
-                    session.ask(Arc::new(Ask::new(request.method, params, responder)));
+    async fn chain_notified(&self, link: &Arc<ChainLink>, notification: Notification) {
+        if notification.method == CANCEL_REQUEST_METHOD {
+            // The chain gave up a request of its own: nobody needs to answer it any more.
+            let id = notification
+                .params
+                .as_ref()
+                .and_then(|p| p.parse::<CancelParams>().ok())
+                .map(|c| c.id);
+            let ask = id.and_then(|id| lock(&link.asks).remove(&id));
+            if let Some(ask) = ask.and_then(|a| a.upgrade()) {
+                ask.cancelled();
+            }
+            return;
+        }
+        match self.chain_to_editor(link, notification.params) {
+            Ok((Some(session), params)) => {
+                let params = params.unwrap_or_else(RawJson::null);
+                let method = if notification.method == UPDATE {
+                    UPDATE_METHOD.clone()
+                } else {
+                    Arc::from(notification.method)
+                };
+                session.append(method, params, None).await;
+            }
+            Ok((None, params)) => {
+                let client = link.origin().and_then(|c| c.conn().cloned());
+                if let Some(client) = client {
+                    let _ = client.notify_raw(notification.method, params).await;
                 }
-                Ok((None, params)) => match link.origin().and_then(|c| c.conn().cloned()) {
-                    Some(client) => client
-                        .request_raw(request.method, params)
-                        .relay_to(responder),
-                    None => responder.answer_error(Error::internal_error(format!(
-                        "no editor is connected to answer {}",
-                        request.method
+            }
+            Err(e) => tracing::debug!("cannot pass a notification on: {e}"),
+        }
+    }
+
+    fn chain_asked(&self, link: &Arc<ChainLink>, request: Request) {
+        let Request { id, method, params } = request;
+        match self.chain_to_editor(link, params) {
+            Ok((Some(session), params)) => {
+                let params = params.unwrap_or_else(RawJson::null);
+                let ask = Arc::new(Ask::new(method, params, id.clone(), Arc::downgrade(link)));
+                lock(&link.asks).insert(id, Arc::downgrade(&ask));
+                session.ask(ask);
+            }
+            Ok((None, params)) => match link.origin().and_then(|c| c.conn().cloned()) {
+                Some(client) => {
+                    let pending = client.request_raw(method, params);
+                    let link = link.clone();
+                    tokio::spawn(async move { link.answer(id, pending.await) });
+                }
+                None => link.answer(
+                    id,
+                    Err(Error::internal_error(format!(
+                        "no editor is connected to answer {method}"
                     ))),
-                },
-                Err(e) => responder.answer_error(e),
-            }
-        };
-        // In its turn: after what the chain sent before it.
-        Work::in_turn(work, ())
+                ),
+            },
+            Err(e) => link.answer(id, Err(e)),
+        }
     }
+}
 
-    fn handle_notification(
-        &mut self,
-        notification: Notification,
-        _cx: &Connection,
-    ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        let parts = self.parts();
-        let work = async move {
-            let Some((layer, link)) = parts else { return };
-            match layer.chain_to_editor(&link, notification.params) {
-                Ok((Some(session), params)) => {
-                    let params = params.unwrap_or_else(RawJson::null);
-                    let method = if notification.method == UPDATE {
-                        UPDATE_METHOD.clone()
-                    } else {
-                        Arc::from(notification.method)
-                    };
-                    session.append(method, params, None).await;
-                }
-                Ok((None, params)) => {
-                    let client = link.origin().and_then(|c| c.conn().cloned());
-                    if let Some(client) = client {
-                        let _ = client.notify_raw(notification.method, params).await;
-                    }
-                }
-                Err(e) => tracing::debug!("cannot pass a notification on: {e}"),
-            }
-        };
-        Work::in_turn(work, ())
-    }
+/// The params of `$/cancel_request`.
+#[derive(serde::Deserialize)]
+struct CancelParams {
+    id: Id,
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sacp::jsonrpc::{Connection, Error, Handler, Notification, RawJson, Request, Responder, Work};
 use serde_json::{Map, Value};
 
-use super::chain::ChainLink;
+use super::chain::{ChainLink, answer_of};
 use super::rewrite::{self, Place, session_of, with_session};
 use super::session::{Attachment, From, Session};
 use super::{Layer, not_here, split_id};
@@ -153,11 +153,11 @@ impl Layer {
     ) -> Result<(), Unanswered> {
         let Request { method, params, .. } = request;
         match method.as_str() {
-            "initialize" => self.initialize(client, params, responder),
-            "session/new" => self.new_session(client, params, responder),
-            "session/load" | "session/resume" => self.load(client, method, params, responder),
+            "initialize" => self.initialize(client, params, responder).await,
+            "session/new" => self.new_session(client, params, responder).await,
+            "session/load" | "session/resume" => self.load(client, method, params, responder).await,
             "session/list" => {
-                self.list(params, responder);
+                self.list(params, responder).await;
                 Ok(())
             }
             _ => match session_of(params.as_ref()) {
@@ -167,8 +167,12 @@ impl Layer {
                 }
                 None => {
                     let link = self.own_chain(client);
-                    match link.conn() {
-                        Ok(conn) => conn.request_raw(method, params).relay_to(responder),
+                    match link.request(method, params).await {
+                        Ok(waiting) => {
+                            tokio::spawn(
+                                async move { responder.answer_raw(answer_of(waiting).await) },
+                            );
+                        }
                         Err(e) => return fail(responder, e),
                     }
                     Ok(())
@@ -187,12 +191,12 @@ impl Layer {
                     .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
                 let link = self.link_of(&session).ok_or_else(|| not_here(&id))?;
                 let params = with_session(params, &session.own)?;
-                link.conn()?.notify_raw(method, params).await
+                link.notify(method, params).await
             }
             None => {
                 let link = lock(&client.chain).clone();
                 match link {
-                    Some(link) => link.conn()?.notify_raw(method, params).await,
+                    Some(link) => link.notify(method, params).await,
                     None => Ok(()),
                 }
             }
@@ -201,20 +205,20 @@ impl Layer {
 
     /// `initialize`: starts the client's chain and passes it on; the chain's answer is the
     /// client's.
-    fn initialize(
+    async fn initialize(
         self: &Arc<Self>,
         client: &Arc<Client>,
         params: Option<RawJson>,
         responder: Responder,
     ) -> Result<(), Unanswered> {
         let link = self.own_chain(client);
-        let pending = match link.conn() {
-            Ok(conn) => conn.request_raw("initialize", params),
+        let waiting = match link.request("initialize", params).await {
+            Ok(waiting) => waiting,
             Err(e) => return fail(responder, e),
         };
         let client = client.clone();
         tokio::spawn(async move {
-            let result = pending.await;
+            let result = answer_of(waiting).await;
             if let Ok(answer) = &result {
                 link.set_initialized(answer);
                 let version = answer
@@ -231,20 +235,20 @@ impl Layer {
     }
 
     /// `session/new`, on the client's chain; the client is attached to the new session.
-    fn new_session(
+    async fn new_session(
         self: &Arc<Self>,
         client: &Arc<Client>,
         params: Option<RawJson>,
         responder: Responder,
     ) -> Result<(), Unanswered> {
         let link = self.own_chain(client);
-        let pending = match link.conn() {
-            Ok(conn) => conn.request_raw("session/new", params),
+        let waiting = match link.request("session/new", params).await {
+            Ok(waiting) => waiting,
             Err(e) => return fail(responder, e),
         };
         let (layer, client) = (self.clone(), client.clone());
         tokio::spawn(async move {
-            let answer = match pending.await {
+            let answer = match answer_of(waiting).await {
                 Ok(answer) => answer,
                 Err(e) => return responder.answer_error(e),
             };
@@ -293,7 +297,7 @@ impl Layer {
     /// `session/load` and `session/resume`: of a session live here, the client is attached
     /// to it (and the layer answers); of one of a chain here that the layer does not hold (an
     /// id from a `session/list`), or of an id that is not the layer's, the chain is asked.
-    fn load(
+    async fn load(
         self: &Arc<Self>,
         client: &Arc<Client>,
         method: String,
@@ -322,10 +326,6 @@ impl Layer {
             Ok(params) => params,
             Err(e) => return fail(responder, e),
         };
-        let pending = match link.conn() {
-            Ok(conn) => conn.request_raw(method, params),
-            Err(e) => return fail(responder, e),
-        };
         // Learned before the chain answers: the history it replays first is the session's.
         let (session, _) = self.learn(&link, &own, Some(&id));
         let att = match self.attachment(client) {
@@ -335,9 +335,16 @@ impl Layer {
         if session.attach(att.clone(), From::Oldest, None) {
             self.attached(client, &session, &att, Some(&link));
         }
+        let waiting = match link.request(method, params).await {
+            Ok(waiting) => waiting,
+            Err(e) => {
+                self.remove(&session, &link);
+                return fail(responder, e);
+            }
+        };
         let layer = self.clone();
         tokio::spawn(async move {
-            match pending.await {
+            match answer_of(waiting).await {
                 Ok(answer) => {
                     let mut setup = answer.parse::<Map<String, Value>>().unwrap_or_default();
                     setup.insert("sessionId".into(), Value::String(own));
@@ -356,22 +363,19 @@ impl Layer {
     }
 
     /// `session/list`: every live chain's sessions, with the editor's ids.
-    fn list(&self, params: Option<RawJson>, responder: Responder) {
-        let asked: Vec<_> = self
-            .chains()
-            .into_iter()
-            .filter_map(|link| {
-                let pending = link
-                    .conn()
-                    .ok()?
-                    .request_raw("session/list", params.clone());
-                Some((link, pending))
-            })
-            .collect();
+    async fn list(&self, params: Option<RawJson>, responder: Responder) {
+        let mut asked = Vec::new();
+        for link in self.chains() {
+            if let Ok(waiting) = link.request("session/list", params.clone()).await {
+                asked.push((link, waiting));
+            }
+        }
         tokio::spawn(async move {
             let mut all = Vec::new();
-            for (link, pending) in asked {
-                let Ok(answer) = pending.await else { continue };
+            for (link, waiting) in asked {
+                let Ok(answer) = answer_of(waiting).await else {
+                    continue;
+                };
                 let renamed = rewrite::rename_sessions(answer, |own, place| {
                     (place == Place::Listed).then(|| format!("{own}@{}", link.tag))
                 });
@@ -411,10 +415,6 @@ impl Layer {
         let Some(link) = self.link_of(&session) else {
             return fail(responder, not_here(id));
         };
-        let conn = match link.conn() {
-            Ok(conn) => conn.clone(),
-            Err(e) => return fail(responder, e),
-        };
         let params = match with_session(params.clone(), &session.own) {
             Ok(own) => (own, params),
             Err(e) => return fail(responder, e),
@@ -427,10 +427,13 @@ impl Layer {
                         .append(super::chain::update_method(), update, Some(att.id))
                         .await;
                 }
-                let pending = conn.request_raw(method, params.0);
+                let waiting = match link.request(method, params.0).await {
+                    Ok(waiting) => waiting,
+                    Err(e) => return fail(responder, e),
+                };
                 let turn = session.begin_turn(att.id, responder);
                 tokio::spawn(async move {
-                    let result = pending.await;
+                    let result = answer_of(waiting).await;
                     if let Some(asker) = session.take_turn(turn) {
                         session.turn_ended(Some(asker), result);
                     }
@@ -439,14 +442,17 @@ impl Layer {
             "session/close" => {
                 if session.turns_in_flight() {
                     let cancel = serde_json::json!({"sessionId": session.own});
-                    let _ = conn
-                        .notify_raw("session/cancel", RawJson::to_raw(&cancel).ok())
+                    let _ = link
+                        .notify("session/cancel", RawJson::to_raw(&cancel).ok())
                         .await;
                 }
-                let pending = conn.request_raw(method, params.0);
+                let waiting = match link.request(method, params.0).await {
+                    Ok(waiting) => waiting,
+                    Err(e) => return fail(responder, e),
+                };
                 let layer = self.clone();
                 tokio::spawn(async move {
-                    let result = pending.await;
+                    let result = answer_of(waiting).await;
                     // A turn the agent left open ends cancelled, for every client.
                     for asker in session.take_turns() {
                         let cancelled =
@@ -461,10 +467,13 @@ impl Layer {
                 });
             }
             _ => {
-                let pending = conn.request_raw(method, params.0);
+                let waiting = match link.request(method, params.0).await {
+                    Ok(waiting) => waiting,
+                    Err(e) => return fail(responder, e),
+                };
                 let (layer, client) = (self.clone(), client.clone());
                 tokio::spawn(async move {
-                    let result = pending.await.and_then(|answer| {
+                    let result = answer_of(waiting).await.and_then(|answer| {
                         layer
                             .chain_to_editor_for(&link, Some(answer), Some(&client))
                             .map(|(_, answer)| answer.unwrap_or_else(RawJson::null))

@@ -37,6 +37,7 @@
 mod ask;
 mod chain;
 mod client;
+mod port;
 mod record;
 pub(crate) mod rewrite;
 mod session;
@@ -51,6 +52,7 @@ use sacp::jsonrpc::{Error, RawJson};
 use self::chain::ChainLink;
 pub(crate) use self::chain::{Started, Starter};
 use self::client::Client;
+pub(crate) use self::port::Port;
 use self::rewrite::Place;
 use self::session::{Attachment, From, Session, Shared};
 use crate::lock::lock;

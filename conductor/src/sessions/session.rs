@@ -72,6 +72,9 @@ pub(crate) struct Attachment {
     pub(super) v1: bool,
     poke: Notify,
     stop: CancellationToken,
+    /// Held while entries are being sent to it: by its delivery task, or by an append that
+    /// sends one straight away.
+    sending: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Attachment {
@@ -82,6 +85,7 @@ impl Attachment {
             v1,
             poke: Notify::new(),
             stop: CancellationToken::new(),
+            sending: Arc::default(),
         })
     }
 }
@@ -289,17 +293,12 @@ impl Session {
     /// Appends a notification about the session, waiting while the record has no room for it
     /// (see the module docs). Dropped if the session is closed.
     pub(super) async fn append(&self, method: Arc<str>, params: RawJson, echo: Option<u64>) {
-        let entry = Entry::Notification {
-            method,
-            params,
-            echo,
-        };
-        let size = 64 + entry_len(&entry);
+        let size = 64 + params.len();
         loop {
             let room = self.shared.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            {
+            let appended = {
                 let mut state = lock(&self.state);
                 if state.closed {
                     return;
@@ -311,12 +310,58 @@ impl Session {
                     || (held + size <= limits.record
                         && self.shared.held() + size <= limits.records);
                 if fits {
-                    self.push(&mut state, entry);
+                    let entry = Entry::Notification {
+                        method: method.clone(),
+                        params: params.clone(),
+                        echo,
+                    };
+                    match self.direct(&mut state) {
+                        Some((att, sending)) => {
+                            let (seq, _) = self.push_quietly(&mut state, entry);
+                            Some(Some((att, sending, seq)))
+                        }
+                        None => {
+                            self.push(&mut state, entry);
+                            Some(None)
+                        }
+                    }
+                } else {
+                    None
+                }
+            };
+            match appended {
+                // The one client takes it now, from here: no task is woken for it.
+                Some(Some((att, sending, seq))) => {
+                    if echo != Some(att.id) {
+                        let _ = perform(&att, Action::Notify(method, params)).await;
+                    }
+                    drop(sending);
+                    self.delivered(&att, seq + 1);
                     return;
                 }
+                Some(None) => return,
+                None => room.await,
             }
-            room.await;
         }
+    }
+
+    /// Whether the next entry can go straight to its one client: it is the only one
+    /// attached, has got everything, is owed nothing, and its delivery is not sending. Its
+    /// place moves past the entry (which the caller appends and sends, holding the guard).
+    fn direct(
+        &self,
+        state: &mut State,
+    ) -> Option<(Arc<Attachment>, tokio::sync::OwnedMutexGuard<()>)> {
+        let end = state.record.end();
+        let [only] = &mut state.attached[..] else {
+            return None;
+        };
+        if only.cursor != end || !only.owed.is_empty() || !only.told_left_out {
+            return None;
+        }
+        let sending = only.att.sending.clone().try_lock_owned().ok()?;
+        only.cursor = end + 1;
+        Some((only.att.clone(), sending))
     }
 
     /// A turn ended with `result`: the asker (if it is still attached) gets it as the prompt's
@@ -423,12 +468,18 @@ impl Session {
     }
 
     /// Appends without waiting (for the small entries that mark a turn's end or hold a
-    /// request); its sequence number.
+    /// request), and wakes the deliveries; its sequence number.
     fn push(&self, state: &mut State, entry: Entry) -> u64 {
-        let (seq, size) = state.record.push(entry);
-        self.shared.total.fetch_add(size, Ordering::Relaxed);
+        let (seq, _) = self.push_quietly(state, entry);
         self.appended.send_replace(seq + 1);
         seq
+    }
+
+    /// Appends without waking anyone: its sequence number and size.
+    fn push_quietly(&self, state: &mut State, entry: Entry) -> (u64, usize) {
+        let (seq, size) = state.record.push(entry);
+        self.shared.total.fetch_add(size, Ordering::Relaxed);
+        (seq, size)
     }
 
     /// Forgets what every attached client has, once some client got it, as far as the
@@ -463,10 +514,14 @@ impl Session {
             tokio::pin!(poked);
             poked.as_mut().enable();
             appended.borrow_and_update();
+            // Taken and sent holding the guard: an entry sent straight from `append` never
+            // passes what this batch holds, nor this batch it.
+            let sending = att.sending.clone().lock_owned().await;
             let Some((actions, upto, closed)) = self.take(&att) else {
                 return;
             };
             if actions.is_empty() {
+                drop(sending);
                 if closed {
                     return;
                 }
@@ -482,6 +537,7 @@ impl Session {
                     return;
                 }
             }
+            drop(sending);
             self.delivered(&att, upto);
         }
     }
@@ -630,13 +686,6 @@ async fn perform(att: &Attachment, action: Action) -> bool {
             });
             true
         }
-    }
-}
-
-fn entry_len(entry: &Entry) -> usize {
-    match entry {
-        Entry::Notification { params, .. } | Entry::TurnEnded { params, .. } => params.len(),
-        Entry::Ask(ask) => ask.size(),
     }
 }
 
