@@ -41,6 +41,34 @@ pub(crate) struct Started {
 /// An answer the layer waits for from the chain.
 pub(super) type Waiting = oneshot::Receiver<Result<RawJson, Error>>;
 
+/// What takes the chain's answer to one of the layer's requests.
+enum Waiter {
+    /// A task that waits for it.
+    Task(oneshot::Sender<Result<RawJson, Error>>),
+    /// What to do with it, there and then (in the chain's writer task: it must not wait).
+    Then(Box<dyn FnOnce(Result<RawJson, Error>) + Send>),
+}
+
+impl Waiter {
+    fn take(self, result: Result<RawJson, Error>) {
+        match self {
+            Waiter::Task(task) => {
+                let _ = task.send(result);
+            }
+            Waiter::Then(then) => then(result),
+        }
+    }
+}
+
+impl std::fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Waiter::Task(_) => "Waiter::Task",
+            Waiter::Then(_) => "Waiter::Then",
+        })
+    }
+}
+
 /// The chain's answer (an error if the chain ended first).
 pub(super) async fn answer_of(waiting: Waiting) -> Result<RawJson, Error> {
     waiting
@@ -58,7 +86,7 @@ pub(crate) struct ChainLink {
     /// Cancelled when the layer closes its side: the chain's editor has left.
     closed: CancellationToken,
     /// The layer's requests to the chain, by the id they went with.
-    pending: Mutex<HashMap<i64, oneshot::Sender<Result<RawJson, Error>>>>,
+    pending: Mutex<HashMap<i64, Waiter>>,
     next_id: AtomicI64,
     /// The chain's requests for an editor, by their id: a `$/cancel_request` of one drops it.
     asks: Mutex<HashMap<Id, Weak<Ask>>>,
@@ -119,19 +147,42 @@ impl ChainLink {
         method: impl Into<String>,
         params: Option<RawJson>,
     ) -> Result<Waiting, Error> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id, tx);
+        self.send_request(method.into(), params, Waiter::Task(tx))
+            .await?;
+        Ok(rx)
+    }
+
+    /// [`ChainLink::request`], its answer handed to `then` as it comes, with no task waiting
+    /// for it (`then` runs in the chain's writer task: it must not wait).
+    pub(super) async fn request_then(
+        &self,
+        method: impl Into<String>,
+        params: Option<RawJson>,
+        then: impl FnOnce(Result<RawJson, Error>) + Send + 'static,
+    ) -> Result<(), Error> {
+        self.send_request(method.into(), params, Waiter::Then(Box::new(then)))
+            .await
+    }
+
+    async fn send_request(
+        &self,
+        method: String,
+        params: Option<RawJson>,
+        waiter: Waiter,
+    ) -> Result<(), Error> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.pending).insert(id, waiter);
         let request = Message::Request(Request {
             id: Id::Number(id),
-            method: method.into(),
+            method,
             params,
         });
         if self.to_chain.send(request).await.is_err() || self.closed.is_cancelled() {
             lock(&self.pending).remove(&id);
             return Err(self.gone());
         }
-        Ok(rx)
+        Ok(())
     }
 
     /// Sends the chain a notification (in order, waiting for room).
@@ -169,18 +220,18 @@ impl ChainLink {
     /// The chain's answer to the layer's request `id`.
     fn answered(&self, response: Response) {
         let Id::Number(id) = response.id else { return };
-        let waiting = lock(&self.pending).remove(&id);
-        if let Some(waiting) = waiting {
-            let _ = waiting.send(response.into_result());
+        let waiter = lock(&self.pending).remove(&id);
+        if let Some(waiter) = waiter {
+            waiter.take(response.into_result());
         }
     }
 
     /// The chain ended: what the layer waits for from it fails.
     fn ended(&self) {
         self.closed.cancel();
-        let waiting: Vec<_> = lock(&self.pending).drain().map(|(_, w)| w).collect();
-        for waiting in waiting {
-            let _ = waiting.send(Err(self.gone()));
+        let waiters: Vec<_> = lock(&self.pending).drain().map(|(_, w)| w).collect();
+        for waiter in waiters {
+            waiter.take(Err(self.gone()));
         }
     }
 

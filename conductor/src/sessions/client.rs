@@ -422,22 +422,23 @@ impl Layer {
         match method.as_str() {
             "session/prompt" => {
                 // The prompt, as other clients and a later replay see it.
-                for update in user_messages(&session.id, params.1.as_ref()) {
-                    session
-                        .append(super::chain::update_method(), update, Some(att.id))
-                        .await;
+                if let Some(prompt) = params.1 {
+                    session.prompted(prompt, att.id).await;
                 }
-                let waiting = match link.request(method, params.0).await {
-                    Ok(waiting) => waiting,
-                    Err(e) => return fail(responder, e),
-                };
                 let turn = session.begin_turn(att.id, responder);
-                tokio::spawn(async move {
-                    let result = answer_of(waiting).await;
-                    if let Some(asker) = session.take_turn(turn) {
-                        session.turn_ended(Some(asker), result);
-                    }
-                });
+                let ended = session.clone();
+                let sent = link
+                    .request_then(method, params.0, move |result| {
+                        if let Some(asker) = ended.take_turn(turn) {
+                            ended.turn_ended(Some(asker), result);
+                        }
+                    })
+                    .await;
+                if let Err(e) = sent
+                    && let Some(asker) = session.take_turn(turn)
+                {
+                    session.turn_ended(Some(asker), Err(e));
+                }
             }
             "session/close" => {
                 if session.turns_in_flight() {
@@ -484,28 +485,6 @@ impl Layer {
         }
         Ok(())
     }
-}
-
-/// A prompt's content blocks as the `user_message_chunk` updates an agent's own replay gives.
-fn user_messages(session: &str, params: Option<&RawJson>) -> Vec<RawJson> {
-    #[derive(serde::Deserialize)]
-    struct Prompt {
-        prompt: Vec<Box<serde_json::value::RawValue>>,
-    }
-    let Some(prompt) = params.and_then(|p| p.parse::<Prompt>().ok()) else {
-        return Vec::new();
-    };
-    prompt
-        .prompt
-        .into_iter()
-        .filter_map(|block| {
-            let update = serde_json::json!({
-                "sessionId": session,
-                "update": {"sessionUpdate": "user_message_chunk", "content": block},
-            });
-            RawJson::to_raw(&update).ok()
-        })
-        .collect()
 }
 
 /// The layer's answer to a `session/load` of a session it holds: what began the session

@@ -30,9 +30,15 @@ pub(super) enum Entry {
         params: RawJson,
         echo: Option<u64>,
     },
-    /// A turn ended: the layer's `_sacp/turn_ended` params for every client but the one that
-    /// asked, which gets the prompt's answer instead (`asker`).
-    TurnEnded { params: RawJson, asker: Option<u64> },
+    /// A client's prompt (its params, with the editor's ids), which every other client — and a
+    /// replay — gets as the `user_message_chunk`s an agent's own replay would show.
+    Prompt { params: RawJson, echo: Option<u64> },
+    /// A turn ended with this answer: every client but the one that asked (`asker`, which gets
+    /// the answer itself) is told with the layer's `_sacp/turn_ended`.
+    TurnEnded {
+        result: Result<RawJson, sacp::jsonrpc::Error>,
+        asker: Option<u64>,
+    },
     /// A request of the agent's for an editor.
     Ask(Arc<Ask>),
 }
@@ -41,9 +47,8 @@ impl Entry {
     fn size(&self) -> usize {
         ENTRY_OVERHEAD
             + match self {
-                Entry::Notification { params, .. } | Entry::TurnEnded { params, .. } => {
-                    params.len()
-                }
+                Entry::Notification { params, .. } | Entry::Prompt { params, .. } => params.len(),
+                Entry::TurnEnded { result, .. } => result.as_ref().map_or(64, RawJson::len),
                 Entry::Ask(ask) => ask.size(),
             }
     }
@@ -169,7 +174,7 @@ mod tests {
 
     fn end() -> Entry {
         Entry::TurnEnded {
-            params: RawJson::from_string("{}").unwrap(),
+            result: RawJson::from_string("{}"),
             asker: None,
         }
     }

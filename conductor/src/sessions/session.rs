@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Limits;
 use super::ask::Ask;
+use super::chain::update_method;
 use super::record::{Entry, LeftOut, Record};
 use crate::lock::lock;
 
@@ -303,22 +304,17 @@ impl Session {
                 if state.closed {
                     return;
                 }
-                self.forget_what_can_go(&mut state, size);
-                let limits = &self.shared.limits;
-                let held = state.record.bytes();
-                let fits = held == 0
-                    || (held + size <= limits.record
-                        && self.shared.held() + size <= limits.records);
-                if fits {
+                if self.fits(&mut state, size) {
                     let entry = Entry::Notification {
                         method: method.clone(),
                         params: params.clone(),
                         echo,
                     };
-                    match self.direct(&mut state) {
+                    match self.direct(&mut state, None) {
                         Some((att, sending)) => {
-                            let (seq, _) = self.push_quietly(&mut state, entry);
-                            Some(Some((att, sending, seq)))
+                            self.push_quietly(&mut state, entry);
+                            state.delivered = state.record.end();
+                            Some(Some((att, sending)))
                         }
                         None => {
                             self.push(&mut state, entry);
@@ -331,12 +327,11 @@ impl Session {
             };
             match appended {
                 // The one client takes it now, from here: no task is woken for it.
-                Some(Some((att, sending, seq))) => {
+                Some(Some((att, sending))) => {
                     if echo != Some(att.id) {
                         let _ = perform(&att, Action::Notify(method, params)).await;
                     }
                     drop(sending);
-                    self.delivered(&att, seq + 1);
                     return;
                 }
                 Some(None) => return,
@@ -345,18 +340,24 @@ impl Session {
         }
     }
 
-    /// Whether the next entry can go straight to its one client: it is the only one
-    /// attached, has got everything, is owed nothing, and its delivery is not sending. Its
-    /// place moves past the entry (which the caller appends and sends, holding the guard).
+    /// Whether the next entry can go straight to its one client (`to`, when given): it is
+    /// the only one attached, has got everything, is owed nothing, and its delivery is not
+    /// sending. Its place moves past the entry (which the caller appends and sends, holding
+    /// the guard).
     fn direct(
         &self,
         state: &mut State,
+        to: Option<u64>,
     ) -> Option<(Arc<Attachment>, tokio::sync::OwnedMutexGuard<()>)> {
         let end = state.record.end();
         let [only] = &mut state.attached[..] else {
             return None;
         };
-        if only.cursor != end || !only.owed.is_empty() || !only.told_left_out {
+        if only.cursor != end
+            || !only.owed.is_empty()
+            || !only.told_left_out
+            || to.is_some_and(|to| to != only.att.id)
+        {
             return None;
         }
         let sending = only.att.sending.clone().try_lock_owned().ok()?;
@@ -371,7 +372,6 @@ impl Session {
         asker: Option<(u64, Responder)>,
         result: Result<RawJson, Error>,
     ) {
-        let params = turn_ended_params(&self.id, &result);
         let mut state = lock(&self.state);
         if state.closed {
             // Nothing more is streamed: the asker's answer has nothing to wait for.
@@ -381,22 +381,76 @@ impl Session {
             return;
         }
         let asker_id = asker.as_ref().map(|(id, _)| *id);
-        let seq = self.push(
-            &mut state,
-            Entry::TurnEnded {
-                params,
-                asker: asker_id,
-            },
-        );
-        if let Some((id, responder)) = asker
-            && let Some(attached) = state.attached.iter_mut().find(|a| a.att.id == id)
-        {
-            attached.owed.push_back(Owed {
-                at: seq,
-                responder,
-                result,
-            });
+        let entry = Entry::TurnEnded {
+            result: result.clone(),
+            asker: asker_id,
+        };
+        // The asker alone, with everything: it is answered now, from here.
+        if let Some((id, responder)) = asker {
+            if let Some((_, sending)) = self.direct(&mut state, Some(id)) {
+                self.push_quietly(&mut state, entry);
+                state.delivered = state.record.end();
+                drop(state);
+                responder.answer_raw(result);
+                drop(sending);
+                return;
+            }
+            let seq = self.push(&mut state, entry);
+            if let Some(attached) = state.attached.iter_mut().find(|a| a.att.id == id) {
+                attached.owed.push_back(Owed {
+                    at: seq,
+                    responder,
+                    result,
+                });
+            }
+            return;
         }
+        self.push(&mut state, entry);
+    }
+
+    /// Records client `echo`'s prompt (`params`, with the editor's ids) for the other clients
+    /// and a later replay, waiting while the record has no room.
+    pub(super) async fn prompted(&self, params: RawJson, echo: u64) {
+        let size = 64 + params.len();
+        loop {
+            let room = self.shared.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let mut state = lock(&self.state);
+                if state.closed {
+                    return;
+                }
+                if self.fits(&mut state, size) {
+                    let entry = Entry::Prompt {
+                        params,
+                        echo: Some(echo),
+                    };
+                    // Nothing in it for the one client that prompted: when it has everything
+                    // else, it moves past it, and no delivery is woken.
+                    let end = state.record.end();
+                    match &mut state.attached[..] {
+                        [only] if only.att.id == echo && only.cursor == end => {
+                            only.cursor = end + 1;
+                            self.push_quietly(&mut state, entry);
+                        }
+                        _ => {
+                            self.push(&mut state, entry);
+                        }
+                    }
+                    return;
+                }
+            }
+            room.await;
+        }
+    }
+
+    /// Makes room for `size` more bytes as far as it can: whether they fit now.
+    fn fits(&self, state: &mut State, size: usize) -> bool {
+        self.forget_what_can_go(state, size);
+        let limits = &self.shared.limits;
+        let held = state.record.bytes();
+        held == 0 || (held + size <= limits.record && self.shared.held() + size <= limits.records)
     }
 
     /// Holds a request of the agent's until a client answers it, or the deadline passes with
@@ -575,9 +629,17 @@ impl Session {
                         actions.push(Action::Notify(method.clone(), params.clone()));
                     }
                 }
-                Entry::TurnEnded { params, asker } => {
+                Entry::Prompt { params, echo } => {
+                    if *echo != Some(att.id) {
+                        for update in user_messages(&self.id, params) {
+                            actions.push(Action::Notify(update_method(), update));
+                        }
+                    }
+                }
+                Entry::TurnEnded { result, asker } => {
                     if *asker != Some(att.id) && att.v1 {
-                        actions.push(Action::Notify(Arc::from(TURN_ENDED), params.clone()));
+                        let params = turn_ended_params(&self.id, result);
+                        actions.push(Action::Notify(Arc::from(TURN_ENDED), params));
                     }
                 }
                 Entry::Ask(ask) => {
@@ -687,6 +749,28 @@ async fn perform(att: &Attachment, action: Action) -> bool {
             true
         }
     }
+}
+
+/// A prompt's content blocks as the `user_message_chunk` updates an agent's own replay gives.
+fn user_messages(session: &str, params: &RawJson) -> Vec<RawJson> {
+    #[derive(serde::Deserialize)]
+    struct Prompt {
+        prompt: Vec<Box<serde_json::value::RawValue>>,
+    }
+    let Ok(prompt) = params.parse::<Prompt>() else {
+        return Vec::new();
+    };
+    prompt
+        .prompt
+        .into_iter()
+        .filter_map(|block| {
+            let update = serde_json::json!({
+                "sessionId": session,
+                "update": {"sessionUpdate": "user_message_chunk", "content": block},
+            });
+            RawJson::to_raw(&update).ok()
+        })
+        .collect()
 }
 
 /// `_sacp/turn_ended`: `{"sessionId", "stopReason"}`, or `{"sessionId", "error"}` for a
