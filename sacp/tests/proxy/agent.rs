@@ -76,8 +76,11 @@ async fn an_agent_answers_what_it_handles_and_refuses_the_rest() {
     .unwrap()
     .parse()
     .unwrap();
-    // The runtime's own answer: the version the SDK speaks, no MCP over ACP.
-    assert_eq!(init, json!({"protocolVersion":1,"agentCapabilities":{}}));
+    // The runtime's own answer: the version the SDK speaks, who answers, no MCP over ACP.
+    assert_eq!(
+        init,
+        json!({"protocolVersion":1,"agentCapabilities":{},"agentInfo":info()})
+    );
 
     let answer: Value = within(
         "prompt",
@@ -290,13 +293,18 @@ async fn the_runtime_answers_initialize_honestly_unless_the_agent_does() {
     for requested in [1, 2, 7] {
         assert_eq!(
             initialize_of(Echo::default(), requested).await,
-            json!({"protocolVersion":1,"agentCapabilities":{}}),
+            json!({"protocolVersion":1,"agentCapabilities":{},"agentInfo":info()}),
             "requested {requested}"
         );
     }
     assert_eq!(
         initialize_of(McpUser, 1).await,
-        json!({"protocolVersion":1,"agentCapabilities":{},"_meta":{"mcp_acp_transport":true}})
+        json!({
+            "protocolVersion":1,
+            "agentCapabilities":{},
+            "agentInfo":info(),
+            "_meta":{"mcp_acp_transport":true}
+        })
     );
     assert_eq!(
         initialize_of(OwnInitialize, 1).await,
@@ -313,6 +321,11 @@ async fn the_runtime_answers_initialize_honestly_unless_the_agent_does() {
     .await
     .unwrap_err();
     assert_eq!(err.code, code::INVALID_PARAMS, "{err}");
+}
+
+/// Who an agent of this crate says it is: `#[sacp::agent]` gives the crate's name and version.
+fn info() -> Value {
+    json!({"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")})
 }
 
 /// Answers `initialize` itself, with a version it does not speak, and says what it was asked.
