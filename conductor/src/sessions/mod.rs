@@ -291,8 +291,7 @@ impl Layer {
         if let Some(own) = params.plain_str("sessionId")
             && !rewrite::has_other_places(&params)
         {
-            let own = own.to_owned();
-            let session = self.learn_from_chain(link, &own, client);
+            let session = self.learn_from_chain(link, own, client);
             let renamed = params.with_plain_str("sessionId", &session.id);
             return Ok((Some(session), renamed));
         }

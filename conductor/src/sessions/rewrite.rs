@@ -51,7 +51,12 @@ pub(crate) fn session_of(raw: Option<&RawJson>) -> Option<String> {
         #[serde(rename = "sessionId")]
         session_id: Option<String>,
     }
-    raw?.parse::<Named>().ok()?.session_id
+    let raw = raw?;
+    // Most ids are plain strings, found by a scan; the rest are parsed.
+    if let Some(id) = raw.plain_str("sessionId") {
+        return Some(id.to_owned());
+    }
+    raw.parse::<Named>().ok()?.session_id
 }
 
 /// `raw` with every session id in it renamed by `rename` (called with each id and its place,
@@ -121,10 +126,14 @@ pub(crate) fn rename_sessions(
 /// announcement, a session message's peers, a listing): found by a search of its text, so
 /// that a message whose only id is its top-level one can be renamed without a parse.
 pub(crate) fn has_other_places(raw: &RawJson) -> bool {
+    // Built once: a searcher's set-up costs more than a search of a short message.
+    static NEEDLES: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+        std::sync::LazyLock::new(|| {
+            [&b"\"subagent_update\""[..], b"SessionId\"", b"\"sessions\""]
+                .map(memchr::memmem::Finder::new)
+        });
     let text = raw.as_bytes();
-    [&b"\"subagent_update\""[..], b"SessionId\"", b"\"sessions\""]
-        .iter()
-        .any(|needle| memchr::memmem::find(text, needle).is_some())
+    NEEDLES.iter().any(|needle| needle.find(text).is_some())
 }
 
 /// `raw` with its top-level `sessionId` set to `id` (unchanged, bytes and all, when it

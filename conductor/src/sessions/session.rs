@@ -295,21 +295,25 @@ impl Session {
     /// (see the module docs). Dropped if the session is closed.
     pub(super) async fn append(&self, method: Arc<str>, params: RawJson, echo: Option<u64>) {
         let size = 64 + params.len();
+        let mut entry = Some(Entry::Notification {
+            method: method.clone(),
+            params: params.clone(),
+            echo,
+        });
+        // Waiting for room is armed only once there was none (arming costs on every update).
+        let mut room = None;
         loop {
-            let room = self.shared.room.notified();
-            tokio::pin!(room);
-            room.as_mut().enable();
+            if let Some(room) = room.as_mut() {
+                let room: &mut std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>> = room;
+                room.as_mut().enable();
+            }
             let appended = {
                 let mut state = lock(&self.state);
                 if state.closed {
                     return;
                 }
                 if self.fits(&mut state, size) {
-                    let entry = Entry::Notification {
-                        method: method.clone(),
-                        params: params.clone(),
-                        echo,
-                    };
+                    let entry = entry.take().expect("appended once");
                     match self.direct(&mut state, None) {
                         Some((att, sending)) => {
                             self.push_quietly(&mut state, entry);
@@ -335,7 +339,10 @@ impl Session {
                     return;
                 }
                 Some(None) => return,
-                None => room.await,
+                None => match room.take() {
+                    Some(armed) => armed.await,
+                    None => room = Some(Box::pin(self.shared.room.notified())),
+                },
             }
         }
     }
