@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::chain::{ChainLink, answer_of};
 use super::rewrite::{self, Place, session_of, with_session};
 use super::session::{Attachment, From, Session};
-use super::{Layer, not_here, split_id};
+use super::{CLOSED, Layer, split_id};
 use crate::lock::lock;
 
 /// A session a client is attached to, and its attachment.
@@ -189,7 +189,7 @@ impl Layer {
                 let session = self
                     .session(&id)
                     .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
-                let link = self.link_of(&session).ok_or_else(|| not_here(&id))?;
+                let link = self.link_of(&session).ok_or_else(|| self.not_here(&id))?;
                 let params = with_session(params, &session.own)?;
                 link.notify(method, params).await
             }
@@ -318,7 +318,7 @@ impl Layer {
         let (link, own) = match split_id(&id) {
             Some((own, tag)) => match self.chain(tag) {
                 Some(link) => (link, own.to_owned()),
-                None => return fail(responder, not_here(&id)),
+                None => return fail(responder, self.not_here(&id)),
             },
             None => (self.own_chain(client), id.clone()),
         };
@@ -338,7 +338,7 @@ impl Layer {
         let waiting = match link.request(method, params).await {
             Ok(waiting) => waiting,
             Err(e) => {
-                self.remove(&session, &link);
+                self.remove(&session, &link, None);
                 return fail(responder, e);
             }
         };
@@ -355,7 +355,7 @@ impl Layer {
                 }
                 Err(e) => {
                     responder.answer_error(e);
-                    layer.remove(&session, &link);
+                    layer.remove(&session, &link, None);
                 }
             }
         });
@@ -401,7 +401,7 @@ impl Layer {
     ) -> Result<(), Unanswered> {
         let Some(session) = self.session(id) else {
             let e = match split_id(id) {
-                Some(_) => not_here(id),
+                Some(_) => self.not_here(id),
                 None => Error::invalid_params(format!("unknown session {id:?}")),
             };
             return fail(responder, e);
@@ -413,7 +413,7 @@ impl Layer {
             return fail(responder, e);
         };
         let Some(link) = self.link_of(&session) else {
-            return fail(responder, not_here(id));
+            return fail(responder, self.not_here(id));
         };
         let params = match with_session(params.clone(), &session.own) {
             Ok(own) => (own, params),
@@ -463,7 +463,7 @@ impl Layer {
                     let closed = result.is_ok();
                     session.answer(att.id, responder, result);
                     if closed {
-                        layer.remove(&session, &link);
+                        layer.remove(&session, &link, Some(CLOSED));
                     }
                 });
             }

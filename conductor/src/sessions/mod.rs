@@ -151,6 +151,30 @@ pub(crate) struct Layer {
     next: AtomicU64,
     /// Every chain's life, until it ended.
     lives: tokio_util::task::TaskTracker,
+    /// Sessions that ended here lately, and why: what a later `session/load` of one is told.
+    ended: Mutex<Ended>,
+}
+
+/// The sessions that ended last (at most [`Ended::KEPT`]), by the editor's id, with why.
+#[derive(Debug, Default)]
+struct Ended {
+    order: std::collections::VecDeque<String>,
+    why: HashMap<String, &'static str>,
+}
+
+impl Ended {
+    const KEPT: usize = 4096;
+
+    fn insert(&mut self, id: &str, why: &'static str) {
+        if self.why.insert(id.to_owned(), why).is_none() {
+            self.order.push_back(id.to_owned());
+        }
+        while self.order.len() > Self::KEPT {
+            if let Some(old) = self.order.pop_front() {
+                self.why.remove(&old);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Layer {
@@ -171,6 +195,7 @@ impl Layer {
             chains: Mutex::default(),
             next: AtomicU64::new(1),
             lives: tokio_util::task::TaskTracker::new(),
+            ended: Mutex::default(),
         })
     }
 
@@ -349,7 +374,12 @@ impl Layer {
 
     /// Ends `session`: its clients get what was queued for them, then nothing more; its chain
     /// ends if nothing else keeps it.
-    fn remove(&self, session: &Arc<Session>, link: &ChainLink) {
+    /// Ends `session` (`why` it ended, for a later `session/load` of it; `None` when it never
+    /// really began: its load failed).
+    fn remove(&self, session: &Arc<Session>, link: &ChainLink, why: Option<&'static str>) {
+        if let Some(why) = why {
+            lock(&self.ended).insert(&session.id, why);
+        }
         session.close();
         {
             let mut sessions = lock(&self.sessions);
@@ -409,7 +439,7 @@ impl Layer {
             {
                 tracing::info!(session = %session.id, "no client for {}: ending it", humantime::format_duration(timeout));
                 match layer.link_of(&session) {
-                    Some(link) => layer.remove(&session, &link),
+                    Some(link) => layer.remove(&session, &link, Some(IDLE)),
                     None => session.close(),
                 }
             }
@@ -420,7 +450,7 @@ impl Layer {
     fn chain_ended(&self, link: &Arc<ChainLink>) {
         lock(&self.chains).remove(&link.tag);
         for session in link.sessions() {
-            self.remove(&session, link);
+            self.remove(&session, link, Some(CHAIN_ENDED));
         }
     }
 }
@@ -432,11 +462,28 @@ fn split_id(id: &str) -> Option<(&str, &str)> {
     ours.then_some((own, tag))
 }
 
-/// The error for a session that is not held here.
-fn not_here(id: &str) -> Error {
-    Error::new(
-        NOT_HERE,
-        format!("the session {id} is not held by this conductor"),
-    )
-    .with_data(serde_json::json!({"sessionId": id}))
+/// Why a session ended: its chain did (a component exited, or the conductor stopped it).
+const CHAIN_ENDED: &str = "its chain ended";
+/// Why a session ended: nobody attached to it for `--detached-timeout`.
+const IDLE: &str = "no client took it back within the detached timeout";
+/// Why a session ended: a client closed it.
+const CLOSED: &str = "it was closed";
+
+impl Layer {
+    /// The error for a session that is not held here: `-32002` naming it, and saying why
+    /// when it ended here lately.
+    fn not_here(&self, id: &str) -> Error {
+        match lock(&self.ended).why.get(id) {
+            Some(why) => Error::new(
+                NOT_HERE,
+                format!("the session {id} has ended in this conductor: {why}"),
+            )
+            .with_data(serde_json::json!({"sessionId": id, "ended": why})),
+            None => Error::new(
+                NOT_HERE,
+                format!("the session {id} is not held by this conductor"),
+            )
+            .with_data(serde_json::json!({"sessionId": id})),
+        }
+    }
 }

@@ -587,3 +587,39 @@ async fn the_trace_shows_each_connection_attaching_to_the_session_and_leaving_it
     assert_ne!(events[0]["connection"], events[2]["connection"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A session whose chain ended (its agent crashed) is named as ended on a later
+/// `session/load`: `-32002` saying why, not "not held here" as for a stranger's id.
+#[tokio::test]
+async fn a_session_whose_chain_ended_is_refused_as_ended_on_load() {
+    let server = conductor_listening(&[], &[agent()]).await;
+    let jar = sacp::jsonrpc::remote::CookieJar::new();
+    let editor = through(&server.ws(), &jar).await;
+    let session = within("session/new", editor.new_session()).await.unwrap();
+    let id = session.id().0.to_string();
+    let crashed = within("the crashing turn", session.prompt("crash 3")).await;
+    assert!(crashed.is_err(), "a turn whose agent exited fails");
+
+    let back = through(&server.ws(), &jar).await;
+    let refused = within(
+        "session/load of the ended session",
+        back.connection()
+            .request(sacp::acp::LoadSessionRequest::new(
+                Vec::new(),
+                "/",
+                sacp::acp::SessionId::from(id.clone()),
+            )),
+    )
+    .await
+    .expect_err("the session ended with its chain");
+    assert_eq!(refused.code, -32002, "{refused:?}");
+    assert_eq!(
+        refused.data,
+        Some(serde_json::json!({"sessionId": id, "ended": "its chain ended"}))
+    );
+    assert!(
+        refused.message.contains(&id) && refused.message.contains("ended"),
+        "{}",
+        refused.message
+    );
+}
