@@ -223,7 +223,8 @@ struct AgentArgs {
     #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_cert"])]
     tls_key: Option<PathBuf>,
 
-    /// With --listen: how many connections (chains) at once (default 256).
+    /// With --listen: how many connections at once (default 256). The chains of sessions no
+    /// connection holds are not counted: they end after --detached-timeout.
     #[arg(long, value_name = "N", requires = "listen")]
     max_connections: Option<usize>,
 

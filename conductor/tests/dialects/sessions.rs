@@ -341,12 +341,9 @@ struct Cutter {
 
 impl Cutter {
     async fn before(url: &str) -> Cutter {
-        let target = url
-            .trim_start_matches("http://")
-            .split('/')
-            .next()
-            .unwrap()
-            .to_owned();
+        let (scheme, rest) = url.split_once("://").unwrap();
+        let target = rest.split('/').next().unwrap().to_owned();
+        let path = rest[target.len()..].to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let ours = listener.local_addr().unwrap();
         let live = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -363,11 +360,7 @@ impl Cutter {
             }
         });
         Cutter {
-            url: url.replacen(
-                &url[7..].split('/').next().unwrap().to_owned(),
-                &ours.to_string(),
-                1,
-            ),
+            url: format!("{scheme}://{ours}{path}"),
             live,
             cuts: std::sync::Arc::default(),
         }
@@ -621,5 +614,65 @@ async fn a_session_whose_chain_ended_is_refused_as_ended_on_load() {
         refused.message.contains(&id) && refused.message.contains("ended"),
         "{}",
         refused.message
+    );
+}
+
+/// `sacp`'s WebSocket client with `Remote::rejoin`: its socket cut while a turn waits, it
+/// connects again by itself and takes its session back. The caller's connection goes on: the
+/// prompt that was waiting fails with `-32603`, the session's history comes again, and the
+/// same session, in the same agent process, takes a cancel and the next prompt.
+#[tokio::test]
+async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
+    let server = conductor_listening(&[], &[agent()]).await;
+    let cutter = Cutter::before(&server.ws()).await;
+    let remote = sacp::jsonrpc::remote::Remote::new(&cutter.url)
+        .header("Authorization", &format!("Bearer {TOKEN}"))
+        .unwrap()
+        .rejoin(true)
+        .connect();
+    let transport = within("a WebSocket", remote).await.unwrap();
+    let editor = sacp::testing::ScriptedEditor::new().connect(transport);
+    within("initialize", editor.initialize()).await.unwrap();
+    let session = within("session/new", editor.new_session()).await.unwrap();
+    let first = within("the first turn", session.prompt("stream 3"))
+        .await
+        .unwrap();
+    assert_eq!(first.text(), "chunk 1chunk 2chunk 3");
+    let agents = agents_of(&server);
+
+    let waiting = session.prompt("wait");
+    session
+        .until_update("waiting", |u| sacp::testing::line(u) == "message: waiting")
+        .await;
+    cutter.cut();
+    let lost = within("the prompt the cut lost", waiting)
+        .await
+        .expect_err("its answer was lost with the socket");
+    assert_eq!(lost.code, -32603, "{lost:?}");
+    assert!(lost.message.contains("took its sessions back"), "{lost:?}");
+    // The history again: the first turn's chunks a second time.
+    within("the replay", async {
+        while session
+            .updates()
+            .iter()
+            .filter(|u| sacp::testing::line(u) == "message: chunk 1")
+            .count()
+            < 2
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(cutter.cuts.load(std::sync::atomic::Ordering::Relaxed), 1);
+
+    within("the cancel", session.cancel()).await.unwrap();
+    let next = within("the next turn", session.prompt("stream 2"))
+        .await
+        .unwrap();
+    assert_eq!(next.text(), "chunk 1chunk 2");
+    let now = agents_of(&server);
+    assert!(
+        agents.iter().all(|pid| now.contains(pid)),
+        "the same agent process: {agents:?} then {now:?}"
     );
 }

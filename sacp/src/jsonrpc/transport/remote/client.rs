@@ -11,6 +11,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::cookies::CookieJar;
 use super::http_client::{HttpClient, HttpReader, HttpWriter};
+use super::rejoin::{Rejoining, RejoiningReader, RejoiningWriter};
 use super::ws::{self, WebSocket, WsReader, WsWriter};
 use super::{DEFAULT_MAX_MESSAGE, DEFAULT_STALL, tls};
 use crate::jsonrpc::Message;
@@ -51,6 +52,7 @@ pub struct Remote {
     jar: Option<CookieJar>,
     max_message: usize,
     stall: Duration,
+    rejoin: bool,
 }
 
 impl Remote {
@@ -63,6 +65,7 @@ impl Remote {
             jar: None,
             max_message: DEFAULT_MAX_MESSAGE,
             stall: DEFAULT_STALL,
+            rejoin: false,
         }
     }
 
@@ -98,6 +101,18 @@ impl Remote {
         self
     }
 
+    /// Over WebSocket, connects again when the socket breaks and takes the caller's sessions
+    /// back (off by default): a new socket, the caller's `initialize` again, then a
+    /// `session/load` of each session it opened — for a server whose sessions outlive their
+    /// connection, as `sacp`'s conductor's do under `--listen`. Each session's history is
+    /// replayed then (as any `session/load` does), and requests that were waiting for an
+    /// answer fail with `-32603`; see [`Rejoining`](super::Rejoining). Streamable HTTP needs
+    /// none of this: its broken streams resume by themselves.
+    pub fn rejoin(mut self, yes: bool) -> Remote {
+        self.rejoin = yes;
+        self
+    }
+
     /// The URL, as errors show it: without credentials.
     pub fn display_url(&self) -> String {
         redact(&self.url)
@@ -111,6 +126,12 @@ impl Remote {
             .parse()
             .map_err(|e| invalid(format!("{} is not a URL: {e}", self.display_url())))?;
         match url.scheme_str() {
+            Some("ws" | "wss") if self.rejoin => {
+                let (reader, writer) = Transport::split(self.clone().connect_ws().await?);
+                Ok(RemoteTransport::Rejoining(Box::new(Rejoining::new(
+                    self, reader, writer,
+                ))))
+            }
             Some("ws" | "wss") => self
                 .connect_ws()
                 .await
@@ -145,7 +166,7 @@ impl Remote {
         }
     }
 
-    async fn connect_ws(self) -> std::io::Result<WebSocket<MaybeTlsStream<TcpStream>>> {
+    pub(super) async fn connect_ws(self) -> std::io::Result<WebSocket<MaybeTlsStream<TcpStream>>> {
         let peer = self.display_url();
         let mut request = self
             .url
@@ -188,6 +209,8 @@ pub enum RemoteTransport {
     WebSocket(Box<WebSocket<MaybeTlsStream<TcpStream>>>),
     /// The Streamable HTTP profile.
     Http(HttpClient),
+    /// The WebSocket profile, connecting again when it breaks ([`Remote::rejoin`]).
+    Rejoining(Box<Rejoining>),
 }
 
 impl Transport for RemoteTransport {
@@ -204,6 +227,10 @@ impl Transport for RemoteTransport {
                 let (r, w) = http.split();
                 (RemoteReader::Http(r), RemoteWriter::Http(w))
             }
+            RemoteTransport::Rejoining(ws) => {
+                let (r, w) = ws.split();
+                (RemoteReader::Rejoining(r), RemoteWriter::Rejoining(w))
+            }
         }
     }
 }
@@ -215,6 +242,8 @@ pub enum RemoteReader {
     WebSocket(WsReader<MaybeTlsStream<TcpStream>>),
     /// Of a Streamable HTTP connection.
     Http(HttpReader),
+    /// Of a WebSocket that connects again.
+    Rejoining(RejoiningReader),
 }
 
 impl MessageReader for RemoteReader {
@@ -222,6 +251,7 @@ impl MessageReader for RemoteReader {
         match self {
             RemoteReader::WebSocket(r) => r.read().await,
             RemoteReader::Http(r) => r.read().await,
+            RemoteReader::Rejoining(r) => r.read().await,
         }
     }
 }
@@ -233,6 +263,8 @@ pub enum RemoteWriter {
     WebSocket(WsWriter<MaybeTlsStream<TcpStream>>),
     /// Of a Streamable HTTP connection.
     Http(HttpWriter),
+    /// Of a WebSocket that connects again.
+    Rejoining(RejoiningWriter),
 }
 
 impl MessageWriter for RemoteWriter {
@@ -240,6 +272,7 @@ impl MessageWriter for RemoteWriter {
         match self {
             RemoteWriter::WebSocket(w) => w.write(batch).await,
             RemoteWriter::Http(w) => w.write(batch).await,
+            RemoteWriter::Rejoining(w) => w.write(batch).await,
         }
     }
 
@@ -247,6 +280,7 @@ impl MessageWriter for RemoteWriter {
         match self {
             RemoteWriter::WebSocket(w) => w.close().await,
             RemoteWriter::Http(w) => w.close().await,
+            RemoteWriter::Rejoining(w) => w.close().await,
         }
     }
 }

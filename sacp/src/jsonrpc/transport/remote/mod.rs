@@ -25,6 +25,7 @@ mod client;
 mod cookies;
 mod http_client;
 mod http_server;
+mod rejoin;
 mod server;
 pub(crate) mod sse;
 mod tls;
@@ -36,6 +37,7 @@ use std::time::Duration;
 pub use self::client::{Remote, RemoteReader, RemoteTransport, RemoteWriter};
 pub use self::cookies::CookieJar;
 pub use self::http_client::{HttpClient, HttpReader, HttpWriter};
+pub use self::rejoin::{REJOIN_TRIES, Rejoining, RejoiningReader, RejoiningWriter};
 pub use self::server::{
     Accepted, AcceptedReader, AcceptedWriter, Profile, Server, ServerBuilder, Shutdown,
 };
