@@ -676,3 +676,33 @@ async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
         "the same agent process: {agents:?} then {now:?}"
     );
 }
+
+/// With `Remote::rejoin`, a server gone for good ends the caller's connection once the tries
+/// are spent — no hang: the prompt that was waiting fails, and so does the next request.
+#[tokio::test]
+async fn a_rejoining_websocket_whose_server_is_gone_ends_after_its_tries() {
+    let mut server = conductor_listening(&[], &[agent()]).await;
+    let remote = sacp::jsonrpc::remote::Remote::new(server.ws())
+        .header("Authorization", &format!("Bearer {TOKEN}"))
+        .unwrap()
+        .rejoin(true)
+        .connect();
+    let transport = within("a WebSocket", remote).await.unwrap();
+    let editor = sacp::testing::ScriptedEditor::new().connect(transport);
+    within("initialize", editor.initialize()).await.unwrap();
+    let session = within("session/new", editor.new_session()).await.unwrap();
+    let waiting = session.prompt("wait");
+    session
+        .until_update("waiting", |u| sacp::testing::line(u) == "message: waiting")
+        .await;
+    server.child.start_kill().unwrap();
+    within("the conductor's end", server.child.wait())
+        .await
+        .unwrap();
+    within("the waiting prompt", waiting)
+        .await
+        .expect_err("the server is gone");
+    within("a prompt after the end", session.prompt("stream 1"))
+        .await
+        .expect_err("the connection ended");
+}

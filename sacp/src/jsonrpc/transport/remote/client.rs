@@ -104,10 +104,11 @@ impl Remote {
     /// Over WebSocket, connects again when the socket breaks and takes the caller's sessions
     /// back (off by default): a new socket, the caller's `initialize` again, then a
     /// `session/load` of each session it opened — for a server whose sessions outlive their
-    /// connection, as `sacp`'s conductor's do under `--listen`. Each session's history is
-    /// replayed then (as any `session/load` does), and requests that were waiting for an
-    /// answer fail with `-32603`; see [`Rejoining`](super::Rejoining). Streamable HTTP needs
-    /// none of this: its broken streams resume by themselves.
+    /// connection, as `sacp`'s conductor's do under `--listen` (every socket shares one
+    /// cookie jar, the one given or its own, so a load balancer's affinity holds). Each
+    /// session's history is replayed then (as any `session/load` does), and requests that
+    /// were waiting for an answer fail with `-32603`; see [`Rejoining`](super::Rejoining).
+    /// Streamable HTTP needs none of this: its broken streams resume by themselves.
     pub fn rejoin(mut self, yes: bool) -> Remote {
         self.rejoin = yes;
         self
@@ -127,9 +128,13 @@ impl Remote {
             .map_err(|e| invalid(format!("{} is not a URL: {e}", self.display_url())))?;
         match url.scheme_str() {
             Some("ws" | "wss") if self.rejoin => {
-                let (reader, writer) = Transport::split(self.clone().connect_ws().await?);
+                // One jar for every socket of the transport: behind a load balancer, the new
+                // socket goes back to the server that holds the sessions.
+                let mut remote = self;
+                remote.jar.get_or_insert_with(CookieJar::new);
+                let (reader, writer) = Transport::split(remote.clone().connect_ws().await?);
                 Ok(RemoteTransport::Rejoining(Box::new(Rejoining::new(
-                    self, reader, writer,
+                    remote, reader, writer,
                 ))))
             }
             Some("ws" | "wss") => self
