@@ -58,8 +58,11 @@ struct State {
     sessions: Vec<(String, RawJson)>,
     /// The caller's requests not answered yet.
     in_flight: HashSet<Id>,
-    /// The transport's own requests not answered yet.
-    ours: HashSet<Id>,
+    /// The caller's `session/load`s and `session/resume`s not answered yet: the session each
+    /// names (dropped from the list if it fails).
+    loads: HashMap<Id, String>,
+    /// The transport's own requests not answered yet, with the session each loads.
+    ours: HashMap<Id, Option<String>>,
     /// How many requests of its own the transport has sent.
     sent: u64,
     /// Set when the caller closed its side: a socket that ends then is not replaced.
@@ -165,13 +168,22 @@ impl RejoiningReader {
     /// Notes what a response answers; whether it is the caller's.
     fn seen(&self, response: &Response) -> bool {
         let mut state = lock(&self.shared.state);
-        if state.ours.remove(&response.id) {
+        let failed = matches!(response.body, ResponseBody::Error(_));
+        if let Some(session) = state.ours.remove(&response.id) {
             if let ResponseBody::Error(error) = &response.body {
-                tracing::warn!(error = %error, "taking a session back failed");
+                tracing::warn!(session = ?session, error = %error, "taking a session back failed");
+                if let Some(session) = session {
+                    state.sessions.retain(|(known, _)| *known != session);
+                }
             }
             return false;
         }
         state.in_flight.remove(&response.id);
+        if let Some(session) = state.loads.remove(&response.id)
+            && failed
+        {
+            state.sessions.retain(|(known, _)| *known != session);
+        }
         if let Some(params) = state.new_sessions.remove(&response.id)
             && let ResponseBody::Result(result) = &response.body
             && let Some(id) = session_id(result)
@@ -207,6 +219,7 @@ impl RejoiningReader {
             let lost: Vec<Id> = {
                 let mut state = lock(&self.shared.state);
                 state.new_sessions.clear();
+                state.loads.clear();
                 state.in_flight.drain().collect()
             };
             for id in lost {
@@ -227,10 +240,10 @@ impl RejoiningReader {
     fn takes_back(&self) -> Vec<Message> {
         let mut state = lock(&self.shared.state);
         let mut batch = Vec::new();
-        let mut ask = |state: &mut State, method: &str, params: Option<RawJson>| {
+        let mut ask = |state: &mut State, method: &str, params, session| {
             state.sent += 1;
             let id = Id::String(Arc::from(format!("sacp-rejoin-{}", state.sent)));
-            state.ours.insert(id.clone());
+            state.ours.insert(id.clone(), session);
             batch.push(Message::Request(Request {
                 id,
                 method: method.to_owned(),
@@ -238,10 +251,10 @@ impl RejoiningReader {
             }));
         };
         if let Some(params) = state.initialize.clone() {
-            ask(&mut state, "initialize", params);
+            ask(&mut state, "initialize", params, None);
         }
-        for (_, load) in state.sessions.clone() {
-            ask(&mut state, "session/load", Some(load));
+        for (session, load) in state.sessions.clone() {
+            ask(&mut state, "session/load", Some(load), Some(session));
         }
         batch
     }
@@ -311,10 +324,12 @@ fn note(state: &mut State, request: &Request) {
         "session/load" | "session/resume" => {
             if let Some(params) = &request.params
                 && let Some(id) = session_id(params)
-                && !state.sessions.iter().any(|(known, _)| *known == id)
             {
-                let load = load_params(Some(params), &id);
-                state.sessions.push((id, load));
+                state.loads.insert(request.id.clone(), id.clone());
+                if !state.sessions.iter().any(|(known, _)| *known == id) {
+                    let load = load_params(Some(params), &id);
+                    state.sessions.push((id, load));
+                }
             }
         }
         "session/close" => {
