@@ -617,15 +617,10 @@ async fn a_session_whose_chain_ended_is_refused_as_ended_on_load() {
     );
 }
 
-/// `sacp`'s WebSocket client with `Remote::rejoin`: its socket cut while a turn waits, it
-/// connects again by itself and takes its session back. The caller's connection goes on: the
-/// prompt that was waiting fails with `-32603`, the session's history comes again, and the
-/// same session, in the same agent process, takes a cancel and the next prompt.
-#[tokio::test]
-async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
-    let server = conductor_listening(&[], &[agent()]).await;
-    let cutter = Cutter::before(&server.ws()).await;
-    let remote = sacp::jsonrpc::remote::Remote::new(&cutter.url)
+/// An editor on `url` through `sacp`'s WebSocket client with `Remote::rejoin`, initialized,
+/// and a new session of it.
+async fn rejoining(url: &str) -> (sacp::testing::ScriptedEditor, sacp::testing::Session) {
+    let remote = sacp::jsonrpc::remote::Remote::new(url)
         .header("Authorization", &format!("Bearer {TOKEN}"))
         .unwrap()
         .rejoin(true)
@@ -634,6 +629,18 @@ async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
     let editor = sacp::testing::ScriptedEditor::new().connect(transport);
     within("initialize", editor.initialize()).await.unwrap();
     let session = within("session/new", editor.new_session()).await.unwrap();
+    (editor, session)
+}
+
+/// `sacp`'s WebSocket client with `Remote::rejoin`: its socket cut while a turn waits, it
+/// connects again by itself and takes its session back. The caller's connection goes on: the
+/// prompt that was waiting fails with `-32603`, the session's history comes again, and the
+/// same session, in the same agent process, takes a cancel and the next prompt.
+#[tokio::test]
+async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
+    let server = conductor_listening(&[], &[agent()]).await;
+    let cutter = Cutter::before(&server.ws()).await;
+    let (_editor, session) = rejoining(&cutter.url).await;
     let first = within("the first turn", session.prompt("stream 3"))
         .await
         .unwrap();
@@ -682,15 +689,7 @@ async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
 #[tokio::test]
 async fn a_rejoining_websocket_whose_server_is_gone_ends_after_its_tries() {
     let mut server = conductor_listening(&[], &[agent()]).await;
-    let remote = sacp::jsonrpc::remote::Remote::new(server.ws())
-        .header("Authorization", &format!("Bearer {TOKEN}"))
-        .unwrap()
-        .rejoin(true)
-        .connect();
-    let transport = within("a WebSocket", remote).await.unwrap();
-    let editor = sacp::testing::ScriptedEditor::new().connect(transport);
-    within("initialize", editor.initialize()).await.unwrap();
-    let session = within("session/new", editor.new_session()).await.unwrap();
+    let (_editor, session) = rejoining(&server.ws()).await;
     let waiting = session.prompt("wait");
     session
         .until_update("waiting", |u| sacp::testing::line(u) == "message: waiting")
