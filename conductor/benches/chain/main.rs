@@ -88,6 +88,8 @@ struct Figures {
     anon_tree_kib: Option<u64>,
     /// Per process (name), during the 1-session streaming run: CPU µs and syscalls per update.
     costs: Vec<(String, f64, f64)>,
+    /// The same, per prompt, during the throughput run.
+    prompt_costs: Vec<(String, f64, f64)>,
 }
 
 use sacp_test_support::processes;
@@ -180,7 +182,7 @@ async fn run(scale: f64) {
     let mut runs_rows: Vec<Vec<(String, Figures)>> = Vec::new();
     for run in 1..=runs {
         let mut rows = Vec::new();
-        let direct = measure(&counts, &agent, &[], None).await;
+        let direct = measure(&counts, &agent, &[], None, None).await;
         rows.push(("direct".to_owned(), direct));
         for n in [0, 1, 3, 5] {
             if !wanted(&format!("N = {n}")) {
@@ -189,7 +191,7 @@ async fn run(scale: f64) {
             let mut args = vec!["agent".to_owned()];
             args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), n));
             args.push(agent.to_string_lossy().into_owned());
-            let figures = measure(&counts, &conductor, &args, Some(n)).await;
+            let figures = measure(&counts, &conductor, &args, Some(n), None).await;
             rows.push((format!("N = {n}"), figures));
         }
         // The agent reached over the network (a WebSocket on loopback to the test agent
@@ -207,7 +209,7 @@ async fn run(scale: f64) {
             ];
             args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), n));
             args.push(server.ws.clone());
-            let figures = measure(&counts, &conductor, &args, Some(n)).await;
+            let figures = measure(&counts, &conductor, &args, Some(n), None).await;
             rows.push((row, figures));
         }
         // The chain served with `--listen` (the session layer between the connection and the
@@ -241,7 +243,8 @@ async fn run(scale: f64) {
                     format!("Authorization: Bearer {}", ListeningAgent::TOKEN),
                     server.ws.clone(),
                 ];
-                let figures = measure(&counts, &conductor, &args, Some(0)).await;
+                let figures =
+                    measure(&counts, &conductor, &args, Some(0), Some(server.child.id())).await;
                 rows.push((row, figures));
             }
         }
@@ -256,7 +259,7 @@ async fn run(scale: f64) {
             ];
             args.extend(std::iter::repeat_n(proxy.to_string_lossy().into_owned(), 3));
             args.push(agent.to_string_lossy().into_owned());
-            let figures = measure(&counts, &conductor, &args, Some(3)).await;
+            let figures = measure(&counts, &conductor, &args, Some(3), None).await;
             let _ = std::fs::remove_file(&trace);
             rows.push(("N = 3 traced".to_owned(), figures));
         }
@@ -273,7 +276,7 @@ async fn run(scale: f64) {
                 .into_owned();
             args.extend(std::iter::repeat_n(base_proxy, 3));
             args.push(base.join("test-agent").to_string_lossy().into_owned());
-            let figures = measure(&counts, &base.join("conductor"), &args, Some(3)).await;
+            let figures = measure(&counts, &base.join("conductor"), &args, Some(3), None).await;
             rows.push(("N = 3 baseline".to_owned(), figures));
         }
         // One typed proxy: `prefix-proxy` reads every prompt and every update into its type
@@ -284,13 +287,13 @@ async fn run(scale: f64) {
                 format!("{} '» '", proxy.with_file_name("prefix-proxy").display()),
                 agent.to_string_lossy().into_owned(),
             ];
-            let figures = measure(&counts, &conductor, &args, Some(1)).await;
+            let figures = measure(&counts, &conductor, &args, Some(1), None).await;
             rows.push(("N = 1 typed".to_owned(), figures));
         }
         // Three pass-through proxies inside the conductor's process, the agent a process.
         if wanted("N = 3 in-process") {
             let args = ["3".to_owned(), agent.to_string_lossy().into_owned()];
-            let figures = measure(&counts, &one_binary, &args, Some(3)).await;
+            let figures = measure(&counts, &one_binary, &args, Some(3), None).await;
             rows.push(("N = 3 in-process".to_owned(), figures));
         }
         if runs > 1 {
@@ -402,6 +405,17 @@ async fn run(scale: f64) {
     for (name, f) in &rows {
         let costs: Vec<String> = f
             .costs
+            .iter()
+            .map(|(process, cpu, calls)| format!("{process} {cpu:.2} µs / {calls:.2}"))
+            .collect();
+        println!("- {name}: {}", costs.join(", "));
+    }
+    println!(
+        "\nCost per prompt, {IN_FLIGHT} in flight (CPU time / read+write syscalls, by process):"
+    );
+    for (name, f) in &rows {
+        let costs: Vec<String> = f
+            .prompt_costs
             .iter()
             .map(|(process, cpu, calls)| format!("{process} {cpu:.2} µs / {calls:.2}"))
             .collect();
@@ -590,13 +604,33 @@ fn built_example(name: &str) -> PathBuf {
 
 /// `a`'s throughput and p50 against `b`'s, for the summary lines.
 fn ratios(a: &Figures, b: &Figures) -> String {
-    format!(
+    let mut line = format!(
         "prompts/s {:.3}x, updates/s {:.3}x (1 session), {:.3}x (256 sessions), p50 {:.3}x",
         a.prompts_per_s / b.prompts_per_s,
         a.updates_per_s_1 / b.updates_per_s_1,
         a.updates_per_s_256 / b.updates_per_s_256,
         a.p50.as_secs_f64() / b.p50.as_secs_f64(),
-    )
+    );
+    // The listening server's own CPU, where the rows have one.
+    let server = |costs: &[(String, f64, f64)]| {
+        costs
+            .iter()
+            .find(|(name, _, _)| name == "listening server")
+            .map(|c| c.1)
+    };
+    if let (Some(pa), Some(pb), Some(ua), Some(ub)) = (
+        server(&a.prompt_costs),
+        server(&b.prompt_costs),
+        server(&a.costs),
+        server(&b.costs),
+    ) {
+        line += &format!(
+            "; the listening server's CPU per prompt {:.3}x, per update {:.3}x",
+            pa / pb,
+            ua / ub
+        );
+    }
+    line
 }
 
 /// The value of `key=value` on the command line.
@@ -650,21 +684,18 @@ fn medians(runs: &[Vec<(String, Figures)>]) -> Vec<(String, Figures)> {
             let kib = |get: &dyn Fn(&Figures) -> Option<u64>| {
                 median(all.iter().map(|f| get(f)).collect())
             };
-            let costs = all[0]
-                .costs
-                .iter()
-                .enumerate()
-                .map(|(i, (name, _, _))| {
-                    let cost = |pick: fn(&(String, f64, f64)) -> f64| {
-                        median(
-                            all.iter()
-                                .filter_map(|f| f.costs.get(i).map(pick))
-                                .collect(),
-                        )
-                    };
-                    (name.clone(), cost(|c| c.1), cost(|c| c.2))
-                })
-                .collect();
+            let costs_of = |of: fn(&Figures) -> &Vec<(String, f64, f64)>| {
+                of(all[0])
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, _, _))| {
+                        let cost = |pick: fn(&(String, f64, f64)) -> f64| {
+                            median(all.iter().filter_map(|f| of(f).get(i).map(pick)).collect())
+                        };
+                        (name.clone(), cost(|c| c.1), cost(|c| c.2))
+                    })
+                    .collect()
+            };
             let figures = Figures {
                 p50: median(all.iter().map(|f| f.p50).collect()),
                 p99: median(all.iter().map(|f| f.p99).collect()),
@@ -678,7 +709,8 @@ fn medians(runs: &[Vec<(String, Figures)>]) -> Vec<(String, Figures)> {
                 rss_agent_kib: kib(&|f| f.rss_agent_kib),
                 rss_tree_kib: kib(&|f| f.rss_tree_kib),
                 anon_tree_kib: kib(&|f| f.anon_tree_kib),
-                costs,
+                costs: costs_of(|f| &f.costs),
+                prompt_costs: costs_of(|f| &f.prompt_costs),
             };
             (runs[0][row].0.clone(), figures)
         })

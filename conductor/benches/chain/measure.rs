@@ -31,6 +31,7 @@ pub(crate) async fn measure(
     program: &Path,
     args: &[String],
     proxies: Option<usize>,
+    server: Option<u32>,
 ) -> Figures {
     let editor = BenchEditor::initialized(program, args).await;
     let first = editor.new_session().await;
@@ -53,23 +54,23 @@ pub(crate) async fn measure(
     // Notifications with one open session.
     let mut processes = vec![(editor.pid(), "editor's peer".to_owned())];
     processes.extend(process_tree(editor.pid()));
+    if let Some(server) = server {
+        processes.push((server, "listening server".to_owned()));
+        processes.extend(process_tree(server));
+    }
     let before: Vec<_> = processes.iter().map(|(pid, _)| usage(*pid)).collect();
     figures.updates_per_s_1 = stream(&editor, std::slice::from_ref(&first), counts.streaming).await;
     let updates = (counts.streaming as u64 * UPDATES_PER_PROMPT) as f64;
-    for ((pid, name), before) in processes.iter().zip(before) {
-        if let (Some(b), Some(a)) = (before, usage(*pid)) {
-            let cpu_us = (a.0 - b.0) as f64 / 1e3 / updates;
-            let calls = (a.1 - b.1) as f64 / updates;
-            figures.costs.push((name.clone(), cpu_us, calls));
-        }
-    }
+    figures.costs = costs(&processes, &before, updates);
 
     // Throughput: 64 sessions, a prompt in flight on each.
     let mut sessions = vec![first];
     while sessions.len() < IN_FLIGHT {
         sessions.push(editor.new_session().await);
     }
+    let before: Vec<_> = processes.iter().map(|(pid, _)| usage(*pid)).collect();
     figures.prompts_per_s = throughput(&editor, &sessions, counts.throughput).await;
+    figures.prompt_costs = costs(&processes, &before, counts.throughput as f64);
 
     // Notifications with 256 open sessions.
     while sessions.len() < MANY_SESSIONS {
@@ -105,6 +106,26 @@ pub(crate) async fn measure(
     }
     editor.close().await;
     figures
+}
+
+/// Each process's CPU µs and read/write syscalls since `before`, per one of `units`.
+fn costs(
+    processes: &[(u32, String)],
+    before: &[Option<(u64, u64)>],
+    units: f64,
+) -> Vec<(String, f64, f64)> {
+    processes
+        .iter()
+        .zip(before)
+        .filter_map(|((pid, name), before)| {
+            let (b, a) = ((*before)?, usage(*pid)?);
+            Some((
+                name.clone(),
+                (a.0 - b.0) as f64 / 1e3 / units,
+                (a.1 - b.1) as f64 / units,
+            ))
+        })
+        .collect()
 }
 
 /// About `prompts` one-chunk prompts, one in flight on each of `sessions` at a time; returns
