@@ -16,7 +16,7 @@
 //! The hops are measured in rounds, the order of the three rotating from round to round, and
 //! each network figure is compared with the stdio figure of the same round; the ratios' median
 //! is what the goals are judged by (WebSocket p50 ≤ 1.5x stdio, updates/s ≥ 70 % of stdio).
-//! The client is `sacp`'s own connection (`sacp::jsonrpc::remote::Remote` for the network),
+//! The client is `sacp`'s own connection (`sacp::remote::Remote` for the network),
 //! counting every update it gets.
 //!
 //! `busy` starts two busy loops (one per core here) for the whole run: the cost of the network
@@ -31,8 +31,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sacp::jsonrpc::remote::Remote;
 use sacp::jsonrpc::{ByteStream, Connection, Methods, RawJson};
+use sacp::remote::Remote;
 use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
 use tokio::sync::Notify;

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sacp::jsonrpc::remote::Remote;
 use sacp::jsonrpc::{Connection, Methods, RawJson};
+use sacp::remote::Remote;
 use sacp_test_support::processes::{self, BusyLoops};
 use tokio::sync::Notify;
 

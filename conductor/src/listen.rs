@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sacp::jsonrpc::remote::Server;
+use sacp::remote::Server;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::chain::Chain;

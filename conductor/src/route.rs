@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::router::{BackendProcess, Config, Launched, Launcher, Workspace};
 use nix::sys::signal::Signal;
-use sacp::jsonrpc::{ByteStream, Error};
+use sacp::jsonrpc::{ByteStream, Either, Error};
 use tokio::sync::watch;
 
 use crate::chain::Component;
@@ -82,7 +82,7 @@ impl ProcessLauncher {
         })?;
         tracing::info!(workspace = %workspace.name, %url, "reached a backend");
         Ok(Launched {
-            transport: transport.into(),
+            transport: Either::Right(transport),
             process: Box::new(RemoteBackend { url }),
         })
     }
@@ -131,11 +131,10 @@ impl Launcher for ProcessLauncher {
                 let _ = status_tx.send(Some(how));
             });
             Ok(Launched {
-                transport: ByteStream::new(
+                transport: Either::Left(ByteStream::new(
                     Box::new(started.stdout) as Box<dyn tokio::io::AsyncRead + Send + Unpin>,
                     Box::new(started.stdin) as Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
-                )
-                .into(),
+                )),
                 process: Box::new(BackendGroup {
                     pid: started.pid,
                     status,

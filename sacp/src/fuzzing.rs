@@ -90,7 +90,7 @@ pub fn sse(data: &[u8], cuts: &[u8], max: usize) {
 
 #[cfg(feature = "remote")]
 fn sse_events(data: &[u8], cuts: &[u8], max: usize) -> Result<(Vec<Vec<u8>>, Option<String>), ()> {
-    let mut parser = crate::jsonrpc::transport::remote::sse::Parser::new(max);
+    let mut parser = crate::remote::sse::Parser::new(max);
     let mut events = Vec::new();
     let mut rest = data;
     let mut next = 0;

@@ -48,6 +48,8 @@ mod lock;
 pub mod mcp;
 pub mod protocol;
 pub mod proxy;
+#[cfg(feature = "remote")]
+pub mod remote;
 mod runtime;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -44,7 +44,7 @@ pub(crate) const CHECKS: &[Check] = &[
         ranks: &[
             &["lock"],
             &["jsonrpc"],
-            &["acp", "protocol", "fuzzing"],
+            &["acp", "protocol", "remote", "fuzzing"],
             &["runtime"],
             &["proxy", "agent"],
             &["mcp"],

@@ -1,6 +1,6 @@
 //! Components reached over the network instead of spawned: a URL in the chain (`ws://…/acp`,
 //! `wss://…`, `http://…`, `https://…`) is an ACP server speaking ACP's remote transport
-//! (`spec/REMOTE.md`), reached with [`sacp::jsonrpc::remote::Remote`] — as the agent, or as a
+//! (`spec/REMOTE.md`), reached with [`sacp::remote::Remote`] — as the agent, or as a
 //! proxy (which must then speak a proxy dialect over it like any other).
 //!
 //! A remote component ends as a process does, only with its connection as the one sign of its
@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sacp::jsonrpc::remote::{Remote, RemoteTransport};
+use sacp::remote::{Remote, RemoteTransport};
 
 /// How long connecting to a remote component (the WebSocket handshake) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);

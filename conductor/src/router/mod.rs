@@ -55,8 +55,8 @@ pub use self::serve::serve;
 use std::future::Future;
 use std::pin::Pin;
 
-use sacp::jsonrpc::remote::{RemoteReader, RemoteTransport, RemoteWriter};
-use sacp::jsonrpc::{ByteStream, Error, Inbound, Message, MessageReader, MessageWriter, Transport};
+use sacp::jsonrpc::{ByteStream, Either, Error};
+use sacp::remote::RemoteTransport;
 
 /// The byte streams of a backend (its stdout, its stdin).
 pub type BackendStream = ByteStream<
@@ -64,116 +64,10 @@ pub type BackendStream = ByteStream<
     Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
 >;
 
-/// How the router reaches a backend: the byte streams of a process, or ACP's remote transport
-/// to a server (a backend template that is a `ws://`, `wss://`, `http://` or `https://` URL).
-#[non_exhaustive]
-pub enum BackendTransport {
-    /// A process's stdout and stdin (say).
-    Stream(BackendStream),
-    /// An ACP server over the network.
-    Remote(RemoteTransport),
-}
-
-impl std::fmt::Debug for BackendTransport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BackendTransport::Stream(_) => f.write_str("BackendTransport::Stream"),
-            BackendTransport::Remote(remote) => f
-                .debug_tuple("BackendTransport::Remote")
-                .field(remote)
-                .finish(),
-        }
-    }
-}
-
-impl From<BackendStream> for BackendTransport {
-    fn from(stream: BackendStream) -> Self {
-        BackendTransport::Stream(stream)
-    }
-}
-
-impl From<RemoteTransport> for BackendTransport {
-    fn from(remote: RemoteTransport) -> Self {
-        BackendTransport::Remote(remote)
-    }
-}
-
-impl Transport for BackendTransport {
-    type Reader = BackendReader;
-    type Writer = BackendWriter;
-
-    fn split(self) -> (BackendReader, BackendWriter) {
-        match self {
-            BackendTransport::Stream(stream) => {
-                let (r, w) = stream.split();
-                (BackendReader::Stream(r), BackendWriter::Stream(w))
-            }
-            BackendTransport::Remote(remote) => {
-                let (r, w) = remote.split();
-                (BackendReader::Remote(r), BackendWriter::Remote(w))
-            }
-        }
-    }
-}
-
-/// The reading half of a [`BackendTransport`].
-pub enum BackendReader {
-    /// Of byte streams.
-    Stream(<BackendStream as Transport>::Reader),
-    /// Of the network.
-    Remote(RemoteReader),
-}
-
-impl std::fmt::Debug for BackendReader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BackendReader::Stream(_) => "BackendReader::Stream",
-            BackendReader::Remote(_) => "BackendReader::Remote",
-        })
-    }
-}
-
-impl MessageReader for BackendReader {
-    async fn read(&mut self) -> std::io::Result<Option<Inbound>> {
-        match self {
-            BackendReader::Stream(r) => r.read().await,
-            BackendReader::Remote(r) => r.read().await,
-        }
-    }
-}
-
-/// The writing half of a [`BackendTransport`].
-pub enum BackendWriter {
-    /// Of byte streams.
-    Stream(<BackendStream as Transport>::Writer),
-    /// Of the network.
-    Remote(RemoteWriter),
-}
-
-impl std::fmt::Debug for BackendWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BackendWriter::Stream(_) => "BackendWriter::Stream",
-            BackendWriter::Remote(_) => "BackendWriter::Remote",
-        })
-    }
-}
-
-impl MessageWriter for BackendWriter {
-    async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
-        match self {
-            BackendWriter::Stream(w) => w.write(batch).await,
-            BackendWriter::Remote(w) => w.write(batch).await,
-        }
-    }
-
-    async fn close(&mut self) -> std::io::Result<()> {
-        match self {
-            BackendWriter::Stream(w) => w.close().await,
-            BackendWriter::Remote(w) => w.close().await,
-        }
-    }
-}
+/// How the router reaches a backend: the byte streams of a process (`Either::Left`), or ACP's
+/// remote transport to a server (`Either::Right`: a backend template that is a `ws://`,
+/// `wss://`, `http://` or `https://` URL).
+pub type BackendTransport = Either<BackendStream, RemoteTransport>;
 
 /// A started backend: its connection, and how to end it.
 pub struct Launched {

@@ -7,7 +7,7 @@
 use std::process::Stdio;
 
 use sacp::jsonrpc::ByteStream;
-use sacp::jsonrpc::remote::Remote;
+use sacp::remote::Remote;
 use sacp::testing::{PATIENCE, ScriptedEditor, within};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -142,7 +142,7 @@ pub(crate) fn expected() -> Vec<Value> {
 }
 
 /// A transport to `url`, with the token.
-pub(crate) async fn remote(url: &str) -> sacp::jsonrpc::remote::RemoteTransport {
+pub(crate) async fn remote(url: &str) -> sacp::remote::RemoteTransport {
     let connecting = Remote::new(url)
         .header("Authorization", &format!("Bearer {TOKEN}"))
         .unwrap()

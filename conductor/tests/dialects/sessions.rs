@@ -413,11 +413,8 @@ async fn a_cut_sse_stream_resumes_where_it_broke_and_nothing_comes_twice() {
 }
 
 /// `sacp`'s Streamable HTTP client on `url` with `jar` (the load balancer's cookie in it).
-async fn through(
-    url: &str,
-    jar: &sacp::jsonrpc::remote::CookieJar,
-) -> sacp::testing::ScriptedEditor {
-    let remote = sacp::jsonrpc::remote::Remote::new(url)
+async fn through(url: &str, jar: &sacp::remote::CookieJar) -> sacp::testing::ScriptedEditor {
+    let remote = sacp::remote::Remote::new(url)
         .header("Authorization", &format!("Bearer {TOKEN}"))
         .unwrap()
         .cookie_jar(jar.clone())
@@ -431,7 +428,7 @@ async fn through(
 }
 
 /// The instance HAProxy's affinity cookie names.
-fn instance(jar: &sacp::jsonrpc::remote::CookieJar) -> String {
+fn instance(jar: &sacp::remote::CookieJar) -> String {
     jar.get("SACP_INSTANCE").expect("HAProxy's cookie")
 }
 
@@ -451,7 +448,7 @@ async fn behind_haproxy_a_session_is_taken_back_with_the_cookie_and_named_withou
         return;
     };
     // An editor starts a turn that waits, then its connection ends.
-    let jar = sacp::jsonrpc::remote::CookieJar::new();
+    let jar = sacp::remote::CookieJar::new();
     let editor = through(&url, &jar).await;
     let home = instance(&jar);
     let session = within("session/new", editor.new_session()).await.unwrap();
@@ -466,7 +463,7 @@ async fn behind_haproxy_a_session_is_taken_back_with_the_cookie_and_named_withou
     // numbers its sessions as the first one's does.
     let mut other = None;
     for _ in 0..4 {
-        let jar = sacp::jsonrpc::remote::CookieJar::new();
+        let jar = sacp::remote::CookieJar::new();
         let editor = through(&url, &jar).await;
         if instance(&jar) != home {
             let session = within("session/new", editor.new_session()).await.unwrap();
@@ -529,7 +526,7 @@ async fn the_trace_shows_each_connection_attaching_to_the_session_and_leaving_it
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("trace.jsonl");
     let server = conductor_listening(&["--trace", trace.to_str().unwrap()], &[agent()]).await;
-    let jar = sacp::jsonrpc::remote::CookieJar::new();
+    let jar = sacp::remote::CookieJar::new();
     let first = through(&server.ws(), &jar).await;
     let session = within("session/new", first.new_session()).await.unwrap();
     let id = session.id().0.to_string();
@@ -586,7 +583,7 @@ async fn the_trace_shows_each_connection_attaching_to_the_session_and_leaving_it
 #[tokio::test]
 async fn a_session_whose_chain_ended_is_refused_as_ended_on_load() {
     let server = conductor_listening(&[], &[agent()]).await;
-    let jar = sacp::jsonrpc::remote::CookieJar::new();
+    let jar = sacp::remote::CookieJar::new();
     let editor = through(&server.ws(), &jar).await;
     let session = within("session/new", editor.new_session()).await.unwrap();
     let id = session.id().0.to_string();
@@ -620,7 +617,7 @@ async fn a_session_whose_chain_ended_is_refused_as_ended_on_load() {
 /// An editor on `url` through `sacp`'s WebSocket client with `Remote::rejoin`, initialized,
 /// and a new session of it.
 async fn rejoining(url: &str) -> (sacp::testing::ScriptedEditor, sacp::testing::Session) {
-    let remote = sacp::jsonrpc::remote::Remote::new(url)
+    let remote = sacp::remote::Remote::new(url)
         .header("Authorization", &format!("Bearer {TOKEN}"))
         .unwrap()
         .rejoin(true)

@@ -16,7 +16,7 @@
 //!   would save it) and exits 0;
 //! - `--ignore-sigterm`: takes no notice of `SIGTERM` (only `SIGKILL` ends it);
 //! - `--listen ADDR`: serves ACP over the network instead of stdio (both profiles at
-//!   `http://ADDR/acp`, see `sacp::jsonrpc::remote::Server`), a new agent for each connection,
+//!   `http://ADDR/acp`, see `sacp::remote::Server`), a new agent for each connection,
 //!   and prints the URL as the first line of stdout; `--token` (else one is made up and printed
 //!   on stderr), `--tls-cert`/`--tls-key` (PEM) for `https`/`wss`, `--stall-timeout` (`500ms`,
 //!   `2s`) for how long a client may read nothing, `--max-connections N` for how many at once.
@@ -176,7 +176,7 @@ fn args() -> Result<Args, String> {
 
 /// Serves ACP on `addr` until `SIGTERM`: a new agent per connection.
 async fn listen(args: Args, addr: String) -> sacp::Result<()> {
-    let mut builder = sacp::jsonrpc::remote::Server::builder();
+    let mut builder = sacp::remote::Server::builder();
     if let Some(token) = &args.token {
         builder = builder.token(token);
     }

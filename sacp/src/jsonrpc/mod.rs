@@ -44,7 +44,7 @@ mod in_flight;
 mod lanes;
 pub mod lossless;
 mod member;
-mod message;
+pub(crate) mod message;
 mod payload;
 mod pending;
 #[cfg(test)]
@@ -76,10 +76,8 @@ pub use self::payload::RawJson;
 pub use self::relay::Answer;
 pub use self::responder::Responder;
 pub use self::response::PendingResponse;
-#[cfg(feature = "remote")]
-pub use self::transport::remote;
 pub use self::transport::{
-    ByteStream, Channel, Inbound, MessageReader, MessageWriter, Transport, channel,
+    ByteStream, Channel, Either, Inbound, MessageReader, MessageWriter, Transport, channel,
 };
 pub(crate) use self::typed::decode_typed;
 pub(crate) use self::typed::parse_params;

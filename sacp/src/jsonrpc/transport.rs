@@ -1,24 +1,26 @@
 //! Transports: how messages get to and from a peer.
 //!
 //! A connection runs over any [`Transport`], which splits into a [`MessageReader`] and a
-//! [`MessageWriter`]. Two kinds come with the crate:
+//! [`MessageWriter`]. These come with the crate:
 //! - [`ByteStream`]: newline-delimited JSON over any `AsyncRead` + `AsyncWrite` pair (stdio,
 //!   child-process pipes, TCP, Unix sockets, in-memory duplex streams);
 //! - [`Channel`] (made in pairs by [`channel`]): moves [`Message`] values between two
 //!   connections in one process, with no framing, serializing or parsing of the envelope;
-//! - with the feature `remote`, the network ([`remote`](crate::jsonrpc::remote)): ACP's
-//!   Streamable HTTP and WebSocket profiles, client and server.
+//!
+//! ACP's network transport (its Streamable HTTP and WebSocket profiles) is ACP's, not
+//! JSON-RPC's: it lives in the protocol layer, [`crate::remote`] (feature `remote`), behind
+//! the same [`Transport`] seam.
 
 mod byte_stream;
 mod channel;
-#[cfg(feature = "remote")]
-pub mod remote;
+mod either;
 mod stdio;
 
 use std::future::Future;
 
 pub use self::byte_stream::{ByteStream, LineMessageReader, LineMessageWriter};
 pub use self::channel::{Channel, ChannelReader, ChannelWriter, channel};
+pub use self::either::Either;
 pub use self::stdio::{StdinReader, StdoutWriter};
 use super::{Error, Id, Message};
 

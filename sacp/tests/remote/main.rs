@@ -6,14 +6,14 @@ mod refusals;
 mod tls;
 mod turns;
 
-use sacp::jsonrpc::remote::{Remote, RemoteTransport, Server};
+use sacp::remote::{Remote, RemoteTransport, Server};
 use sacp::testing::{ScriptedAgent, within};
 
 /// A server on an ephemeral loopback port, serving a new copy of `agent` per connection.
 pub(crate) async fn serve(
     agent: ScriptedAgent,
-    build: impl FnOnce(sacp::jsonrpc::remote::ServerBuilder) -> sacp::jsonrpc::remote::ServerBuilder,
-) -> (String, String, sacp::jsonrpc::remote::Shutdown) {
+    build: impl FnOnce(sacp::remote::ServerBuilder) -> sacp::remote::ServerBuilder,
+) -> (String, String, sacp::remote::Shutdown) {
     let server = build(Server::builder().token("t0ken"))
         .bind("127.0.0.1:0")
         .await

@@ -1,7 +1,7 @@
 //! `https://` and `wss://`: a server with a certificate of a CA made here, a client that
 //! trusts that CA (and one that does not).
 
-use sacp::jsonrpc::remote::Remote;
+use sacp::remote::Remote;
 use sacp::testing::{ScriptedAgent, ScriptedEditor, within};
 
 use sacp_test_support::tls::certificates;

@@ -1,7 +1,7 @@
 //! ACP over the network (feature `remote`): the remote transport of ACP's RFD "Streamable HTTP
 //! & WebSocket Transport", as the official TypeScript SDK 2.4 implements it (the repository's
 //! `REMOTE.md` is the wire reference), client and server, both profiles, behind the same
-//! [`Transport`](super::Transport) seam as stdio — no handler, proxy or agent changes to go
+//! [`Transport`](crate::jsonrpc::Transport) seam as stdio — no handler, proxy or agent changes to go
 //! remote.
 //!
 //! - **Reaching a server**: [`Remote`] makes a transport from a URL — `ws://`/`wss://` for the

@@ -26,10 +26,8 @@ use super::http_server::{self, Conn, Registry, Route};
 use super::ws::{self, WebSocket};
 use super::{DEFAULT_STALL, tls, wire};
 use crate::jsonrpc::message::Parsed;
-use crate::jsonrpc::transport::{
-    Channel, ChannelReader, ChannelWriter, Inbound, MessageReader, MessageWriter, Transport,
-};
-use crate::jsonrpc::{Error, Id, Message, Response, channel};
+use crate::jsonrpc::transport::{Channel, Transport};
+use crate::jsonrpc::{Either, Error, Id, Message, Response, channel};
 
 mod service;
 
@@ -78,7 +76,7 @@ pub struct ServerBuilder {
 /// # #[derive(Default)] struct MyAgent;
 /// # #[sacp::agent] impl MyAgent {}
 /// # async fn run() -> std::io::Result<()> {
-/// use sacp::jsonrpc::remote::Server;
+/// use sacp::remote::Server;
 ///
 /// let server = Server::builder().token("s3cret").bind("127.0.0.1:8080").await?;
 /// eprintln!("serving at {}", server.url());
@@ -408,11 +406,8 @@ pub struct Accepted {
     peer: SocketAddr,
 }
 
-#[derive(Debug)]
-enum Served {
-    WebSocket(Box<WebSocket<TokioIo<hyper::upgrade::Upgraded>>>),
-    Http(Channel),
-}
+/// A WebSocket, or a Streamable HTTP connection's channel.
+type Served = Either<Box<WebSocket<TokioIo<hyper::upgrade::Upgraded>>>, Channel>;
 
 impl Accepted {
     /// The connection's id (`Acp-Connection-Id`).
@@ -436,66 +431,12 @@ impl Transport for Accepted {
     type Writer = AcceptedWriter;
 
     fn split(self) -> (AcceptedReader, AcceptedWriter) {
-        match self.transport {
-            Served::WebSocket(ws) => {
-                let (r, w) = ws.split();
-                (
-                    AcceptedReader(ReaderKind::WebSocket(r)),
-                    AcceptedWriter(WriterKind::WebSocket(w)),
-                )
-            }
-            Served::Http(channel) => {
-                let (r, w) = channel.split();
-                (
-                    AcceptedReader(ReaderKind::Http(r)),
-                    AcceptedWriter(WriterKind::Http(w)),
-                )
-            }
-        }
+        self.transport.split()
     }
 }
 
 /// The reading half of an [`Accepted`] connection.
-#[derive(Debug)]
-pub struct AcceptedReader(ReaderKind);
-
-#[derive(Debug)]
-enum ReaderKind {
-    WebSocket(ws::WsReader<TokioIo<hyper::upgrade::Upgraded>>),
-    Http(ChannelReader),
-}
-
-impl MessageReader for AcceptedReader {
-    async fn read(&mut self) -> std::io::Result<Option<Inbound>> {
-        match &mut self.0 {
-            ReaderKind::WebSocket(r) => r.read().await,
-            ReaderKind::Http(r) => r.read().await,
-        }
-    }
-}
+pub type AcceptedReader = <Served as Transport>::Reader;
 
 /// The writing half of an [`Accepted`] connection.
-#[derive(Debug)]
-pub struct AcceptedWriter(WriterKind);
-
-#[derive(Debug)]
-enum WriterKind {
-    WebSocket(ws::WsWriter<TokioIo<hyper::upgrade::Upgraded>>),
-    Http(ChannelWriter),
-}
-
-impl MessageWriter for AcceptedWriter {
-    async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
-        match &mut self.0 {
-            WriterKind::WebSocket(w) => w.write(batch).await,
-            WriterKind::Http(w) => w.write(batch).await,
-        }
-    }
-
-    async fn close(&mut self) -> std::io::Result<()> {
-        match &mut self.0 {
-            WriterKind::WebSocket(w) => w.close().await,
-            WriterKind::Http(w) => w.close().await,
-        }
-    }
-}
+pub type AcceptedWriter = <Served as Transport>::Writer;

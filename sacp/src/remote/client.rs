@@ -10,12 +10,12 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::cookies::CookieJar;
-use super::http_client::{HttpClient, HttpReader, HttpWriter};
-use super::rejoin::{Rejoining, RejoiningReader, RejoiningWriter};
-use super::ws::{self, WebSocket, WsReader, WsWriter};
+use super::http_client::HttpClient;
+use super::rejoin::Rejoining;
+use super::ws::{self, WebSocket};
 use super::{DEFAULT_MAX_MESSAGE, DEFAULT_STALL, tls};
-use crate::jsonrpc::Message;
-use crate::jsonrpc::transport::{Inbound, MessageReader, MessageWriter, Transport};
+use crate::jsonrpc::Either;
+use crate::jsonrpc::transport::Transport;
 
 /// An ACP server's address, and how to reach it: a transport from a URL, usable wherever a
 /// transport is (an editor's connection, a component of a chain).
@@ -32,7 +32,7 @@ use crate::jsonrpc::transport::{Inbound, MessageReader, MessageWriter, Transport
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
-/// use sacp::jsonrpc::remote::Remote;
+/// use sacp::remote::Remote;
 ///
 /// let transport = Remote::new("wss://devbox.example:8443/acp")
 ///     .header("Authorization", "Bearer s3cret")?
@@ -133,14 +133,13 @@ impl Remote {
                 let mut remote = self;
                 remote.jar.get_or_insert_with(CookieJar::new);
                 let (reader, writer) = Transport::split(remote.clone().connect_ws().await?);
-                Ok(RemoteTransport::Rejoining(Box::new(Rejoining::new(
-                    remote, reader, writer,
-                ))))
+                let rejoining = Rejoining::new(remote, reader, writer);
+                Ok(Either::Left(Either::Right(Box::new(rejoining))))
             }
             Some("ws" | "wss") => self
                 .connect_ws()
                 .await
-                .map(|ws| RemoteTransport::WebSocket(Box::new(ws))),
+                .map(|ws| Either::Left(Either::Left(Box::new(ws)))),
             Some("http" | "https") => {
                 // No ALPN of our own: the connector offers what it enables.
                 let tls = tls::client(&self.ca_files, &[])?;
@@ -154,7 +153,7 @@ impl Remote {
                     hyper_util::rt::TokioExecutor::new(),
                 )
                 .build(connector);
-                Ok(RemoteTransport::Http(HttpClient::new(
+                Ok(Either::Right(HttpClient::new(
                     http,
                     url,
                     self.display_url(),
@@ -207,88 +206,17 @@ impl Remote {
     }
 }
 
-/// A transport to an ACP server, from [`Remote::connect`].
-#[derive(Debug)]
-pub enum RemoteTransport {
-    /// The WebSocket profile.
-    WebSocket(Box<WebSocket<MaybeTlsStream<TcpStream>>>),
-    /// The Streamable HTTP profile.
-    Http(HttpClient),
-    /// The WebSocket profile, connecting again when it breaks ([`Remote::rejoin`]).
-    Rejoining(Box<Rejoining>),
-}
-
-impl Transport for RemoteTransport {
-    type Reader = RemoteReader;
-    type Writer = RemoteWriter;
-
-    fn split(self) -> (RemoteReader, RemoteWriter) {
-        match self {
-            RemoteTransport::WebSocket(ws) => {
-                let (r, w) = ws.split();
-                (RemoteReader::WebSocket(r), RemoteWriter::WebSocket(w))
-            }
-            RemoteTransport::Http(http) => {
-                let (r, w) = http.split();
-                (RemoteReader::Http(r), RemoteWriter::Http(w))
-            }
-            RemoteTransport::Rejoining(ws) => {
-                let (r, w) = ws.split();
-                (RemoteReader::Rejoining(r), RemoteWriter::Rejoining(w))
-            }
-        }
-    }
-}
+/// A transport to an ACP server, from [`Remote::connect`]: a WebSocket (on the left, itself
+/// plain or, with [`Remote::rejoin`], one that connects again when it breaks) or Streamable
+/// HTTP (on the right).
+pub type RemoteTransport =
+    Either<Either<Box<WebSocket<MaybeTlsStream<TcpStream>>>, Box<Rejoining>>, HttpClient>;
 
 /// The reading half of a [`RemoteTransport`].
-#[derive(Debug)]
-pub enum RemoteReader {
-    /// Of a WebSocket.
-    WebSocket(WsReader<MaybeTlsStream<TcpStream>>),
-    /// Of a Streamable HTTP connection.
-    Http(HttpReader),
-    /// Of a WebSocket that connects again.
-    Rejoining(RejoiningReader),
-}
-
-impl MessageReader for RemoteReader {
-    async fn read(&mut self) -> std::io::Result<Option<Inbound>> {
-        match self {
-            RemoteReader::WebSocket(r) => r.read().await,
-            RemoteReader::Http(r) => r.read().await,
-            RemoteReader::Rejoining(r) => r.read().await,
-        }
-    }
-}
+pub type RemoteReader = <RemoteTransport as Transport>::Reader;
 
 /// The writing half of a [`RemoteTransport`].
-#[derive(Debug)]
-pub enum RemoteWriter {
-    /// Of a WebSocket.
-    WebSocket(WsWriter<MaybeTlsStream<TcpStream>>),
-    /// Of a Streamable HTTP connection.
-    Http(HttpWriter),
-    /// Of a WebSocket that connects again.
-    Rejoining(RejoiningWriter),
-}
-
-impl MessageWriter for RemoteWriter {
-    async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
-        match self {
-            RemoteWriter::WebSocket(w) => w.write(batch).await,
-            RemoteWriter::Http(w) => w.write(batch).await,
-            RemoteWriter::Rejoining(w) => w.write(batch).await,
-        }
-    }
-
-    async fn close(&mut self) -> std::io::Result<()> {
-        match self {
-            RemoteWriter::WebSocket(w) => w.close().await,
-            RemoteWriter::Http(w) => w.close().await,
-            RemoteWriter::Rejoining(w) => w.close().await,
-        }
-    }
-}
+pub type RemoteWriter = <RemoteTransport as Transport>::Writer;
 
 fn invalid(what: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidInput, what)

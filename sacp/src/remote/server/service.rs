@@ -3,6 +3,7 @@
 //! DELETE (REMOTE.md §2).
 
 use super::*;
+use crate::jsonrpc::transport::{Inbound, MessageReader};
 
 /// What serves the requests of one HTTP connection (TCP or TLS).
 #[derive(Clone)]
@@ -186,7 +187,7 @@ impl Service {
             )
             .ending_on(this.config.shutdown.clone());
             let accepted = Accepted {
-                transport: Served::WebSocket(Box::new(transport)),
+                transport: Either::Left(Box::new(transport)),
                 connection_id,
                 profile: Profile::WebSocket,
                 peer: this.peer,
@@ -369,7 +370,7 @@ impl Service {
         let conn = Conn::new(connection_id.clone(), self.config.limits, to_agent);
         self.config.registry.insert(conn.clone());
         let accepted = Accepted {
-            transport: Served::Http(theirs),
+            transport: Either::Right(theirs),
             connection_id: connection_id.clone(),
             profile: Profile::Http,
             peer: self.peer,
