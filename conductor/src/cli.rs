@@ -301,7 +301,9 @@ impl AgentArgs {
             .push_command_lines(&self.components)
             .map_err(|e| e.to_string())?;
         chain.push_argv_groups(self.words);
-        chain.declare_dialects(&self.dialect)?;
+        chain
+            .declare_dialects(&self.dialect)
+            .map_err(|e| e.to_string())?;
         let headers = self
             .header
             .iter()

@@ -59,7 +59,7 @@ pub mod stderr;
 mod trace;
 mod versions;
 
-pub use self::chain::{BridgeMode, Chain, ChainError, Component, InProcess};
-pub use self::conductor::{Exit, Options, run, run_stdio};
+pub use self::chain::{BridgeMode, Chain, ChainError, Component, InProcess, UnknownBridgeMode};
+pub use self::conductor::{Exit, Failure, Options, run, run_stdio};
 pub use self::listen::{Listen, serve as serve_listen};
 pub use self::sessions::Limits as SessionLimits;

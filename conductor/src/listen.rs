@@ -101,7 +101,7 @@ pub async fn serve(chain: Chain, options: Options, listen: Listen) -> Exit {
         Ok(()) => Exit::Clean,
         Err(why) => {
             tracing::error!("{why}");
-            Exit::Failed(why)
+            Exit::Failed(crate::conductor::Failure::Serve(why))
         }
     }
 }
@@ -209,7 +209,10 @@ impl Starter for Chains {
                 Exit::Clean | Exit::Signalled(_) => {
                     tracing::info!(connection = %id, "the chain ended");
                 }
-                Exit::Ended { why, .. } | Exit::Failed(why) => {
+                Exit::Ended { why, .. } => {
+                    tracing::warn!(connection = %id, "the chain failed: {why}");
+                }
+                Exit::Failed(why) => {
                     tracing::warn!(connection = %id, "the chain failed: {why}");
                 }
             }

@@ -11,6 +11,9 @@
 //!   method names and the side that sends them.
 //! - [`protocol`]: SACP's own wire pieces, the successor envelope, the proxy-capability
 //!   handshake and the `_mcp/*` messages (shared with the conductor).
+//! - `remote` (feature `remote`): ACP's network transport, its Streamable HTTP and WebSocket
+//!   profiles, client and server — a JSON-RPC transport like stdio, but ACP's own (it routes
+//!   by session and takes sessions back after a drop), so it stands on the protocol layers.
 //! - a crate-private runtime that both roles stand on: their handler sets and the one rule
 //!   that schedules what they receive onto lanes, their contexts' neighbours, the answer to a
 //!   request ([`proxy::Reply`]).

@@ -82,6 +82,20 @@ pub enum ChainError {
         /// What is wrong (with line and column).
         why: String,
     },
+    /// A chain file's text (given as text, not as a file) is not valid.
+    #[error("the chain is not valid: {why}")]
+    Text {
+        /// What is wrong (with line and column).
+        why: String,
+    },
+    /// A dialect declaration (`POSITION=DIALECT`) that cannot be applied.
+    #[error("--dialect {declaration:?}: {why}")]
+    Dialect {
+        /// The declaration as given.
+        declaration: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// How the conductor bridges MCP servers over ACP for an agent that does not speak it (the
@@ -99,17 +113,20 @@ pub enum BridgeMode {
     Http,
 }
 
-impl std::str::FromStr for BridgeMode {
-    type Err = String;
+/// An MCP bridge's name that is none of `stdio`, `http`, `auto`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown MCP bridge {0:?}: expected stdio, http or auto")]
+pub struct UnknownBridgeMode(pub String);
 
-    fn from_str(s: &str) -> Result<Self, String> {
+impl std::str::FromStr for BridgeMode {
+    type Err = UnknownBridgeMode;
+
+    fn from_str(s: &str) -> Result<Self, UnknownBridgeMode> {
         match s {
             "auto" => Ok(BridgeMode::Auto),
             "stdio" => Ok(BridgeMode::Stdio),
             "http" => Ok(BridgeMode::Http),
-            other => Err(format!(
-                "unknown MCP bridge {other:?}: expected stdio, http or auto"
-            )),
+            other => Err(UnknownBridgeMode(other.to_owned())),
         }
     }
 }
@@ -419,26 +436,36 @@ impl Chain {
 
     /// Declares the proxy-chain dialect of components by their 1-based position, from
     /// `POSITION=DIALECT` words (the command line's `--dialect`).
-    pub fn declare_dialects<S: AsRef<str>>(&mut self, declarations: &[S]) -> Result<(), String> {
+    pub fn declare_dialects<S: AsRef<str>>(
+        &mut self,
+        declarations: &[S],
+    ) -> Result<(), ChainError> {
         for declaration in declarations {
             let declaration = declaration.as_ref();
-            let (position, dialect) = declaration.split_once('=').ok_or_else(|| {
-                format!("--dialect {declaration:?}: expected POSITION=DIALECT, e.g. 1=rfd")
-            })?;
-            let position: usize = position.trim().parse().map_err(|_| {
-                format!("--dialect {declaration:?}: {position:?} is not a position")
-            })?;
+            let refused = |why: String| ChainError::Dialect {
+                declaration: declaration.to_owned(),
+                why,
+            };
+            let (position, dialect) = declaration
+                .split_once('=')
+                .ok_or_else(|| refused("expected POSITION=DIALECT, e.g. 1=rfd".to_owned()))?;
+            let position: usize = position
+                .trim()
+                .parse()
+                .map_err(|_| refused(format!("{position:?} is not a position")))?;
             let count = self.components.len();
             let component = position
                 .checked_sub(1)
                 .and_then(|i| self.components.get_mut(i))
                 .ok_or_else(|| {
-                    format!(
-                        "--dialect {declaration:?}: the chain has no component {position} \
-                         (it has {count})"
-                    )
+                    refused(format!(
+                        "the chain has no component {position} (it has {count})"
+                    ))
                 })?;
-            component.dialect = Some(dialect.trim().parse()?);
+            component.dialect =
+                Some(dialect.trim().parse().map_err(
+                    |e: sacp::protocol::dialect::UnknownDialect| refused(e.to_string()),
+                )?);
         }
         Ok(())
     }
@@ -449,14 +476,22 @@ impl Chain {
             path: path.to_owned(),
             source,
         })?;
-        self.push_toml(&text).map_err(|why| ChainError::File {
-            path: path.to_owned(),
-            why,
+        self.push_toml(&text).map_err(|e| match e {
+            ChainError::Text { why } => ChainError::File {
+                path: path.to_owned(),
+                why,
+            },
+            other => other,
         })
     }
 
     /// Appends the components of a chain file's text.
-    pub fn push_toml(&mut self, text: &str) -> Result<(), String> {
+    pub fn push_toml(&mut self, text: &str) -> Result<(), ChainError> {
+        self.push_toml_text(text)
+            .map_err(|why| ChainError::Text { why })
+    }
+
+    fn push_toml_text(&mut self, text: &str) -> Result<(), String> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct File {
@@ -534,7 +569,11 @@ impl Chain {
             component.args.extend(entry.args);
             component.env = entry.env;
             component.cwd = entry.cwd;
-            component.dialect = entry.dialect.map(|d| d.parse()).transpose()?;
+            component.dialect = entry
+                .dialect
+                .map(|d| d.parse())
+                .transpose()
+                .map_err(|e: sacp::protocol::dialect::UnknownDialect| e.to_string())?;
             self.components.push(component);
         }
         Ok(())
@@ -632,16 +671,50 @@ mod tests {
 
         let err = Chain::default()
             .push_toml("[[component]]\nname = 1\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("name"), "{err}");
         let err = Chain::default()
             .push_toml("[[component]]\ncommand = \"a\"\nbogus = 2\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bogus"), "{err}");
         let err = Chain::default()
             .push_toml("[[component]]\ncommand = \"'\"\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("quotes"), "{err}");
+        // The cause is a variant a caller can match, not only a message.
+        assert!(matches!(
+            Chain::default().push_toml("[[component]]\nname = 1\n"),
+            Err(ChainError::Text { .. })
+        ));
+    }
+
+    #[test]
+    fn a_dialect_declaration_that_cannot_apply_says_which_and_why() {
+        let mut chain = Chain::default();
+        chain
+            .push_toml("[[component]]\ncommand = \"agent\"\n")
+            .unwrap();
+        for (declaration, says) in [
+            ("1", "POSITION=DIALECT"),
+            ("x=rfd", "not a position"),
+            ("2=rfd", "no component 2 (it has 1)"),
+            ("1=carrier-pigeon", "unknown proxy dialect"),
+        ] {
+            match chain.declare_dialects(&[declaration]) {
+                Err(ChainError::Dialect {
+                    declaration: given,
+                    why,
+                }) => {
+                    assert_eq!(given, declaration);
+                    assert!(why.contains(says), "{why}");
+                }
+                other => panic!("{declaration}: {other:?}"),
+            }
+        }
+        chain.declare_dialects(&["1=rfd"]).unwrap();
     }
 
     #[test]
@@ -653,7 +726,8 @@ mod tests {
         assert_eq!(chain.mcp_bridge, Some(BridgeMode::Stdio));
         let err = Chain::default()
             .push_toml("mcp_bridge = \"carrier-pigeon\"\n")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("carrier-pigeon") || err.contains("unknown variant"),
             "{err}"

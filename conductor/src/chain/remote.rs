@@ -106,14 +106,20 @@ impl Address {
 
     /// Connects (the WebSocket handshake; for HTTP the connection opens with `initialize`).
     /// The error says what failed, with the URL without credentials.
-    pub(crate) async fn connect(&self) -> Result<RemoteTransport, String> {
+    pub(crate) async fn connect(&self) -> std::io::Result<RemoteTransport> {
         let url = self.display_url();
-        let remote = self.remote().map_err(|e| format!("{url}: {e}"))?;
+        let remote = self
+            .remote()
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{url}: {e}")))?;
         match tokio::time::timeout(CONNECT_TIMEOUT, remote.connect()).await {
             Ok(Ok(transport)) => Ok(transport),
-            Ok(Err(e)) => Err(format!("cannot reach {url}: {e}")),
-            Err(_) => Err(format!(
-                "cannot reach {url}: no answer within {CONNECT_TIMEOUT:?}"
+            Ok(Err(e)) => Err(std::io::Error::new(
+                e.kind(),
+                format!("cannot reach {url}: {e}"),
+            )),
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("cannot reach {url}: no answer within {CONNECT_TIMEOUT:?}"),
             )),
         }
     }

@@ -59,7 +59,10 @@ use crate::versions::{Negotiated, Versions};
 use sacp::protocol::routing::{ChainCore, Conn, Delivery, Dir, EDITOR, Node, RoutingTable};
 
 mod ending;
+mod failure;
 mod start;
+
+pub use self::failure::Failure;
 
 use self::ending::{Ending, Failing, Member};
 pub use self::start::{run, run_stdio};
@@ -205,7 +208,7 @@ pub enum Exit {
         status: u8,
     },
     /// The conductor failed; why.
-    Failed(String),
+    Failed(Failure),
     /// A signal stopped the conductor.
     Signalled(i32),
 }
@@ -271,10 +274,7 @@ impl Conductor {
             Ok(signals) => signals,
             Err(e) => {
                 tracing::error!("cannot listen for signals: {e}");
-                self.begin_end(
-                    Exit::Failed(format!("cannot listen for signals: {e}")),
-                    true,
-                );
+                self.begin_end(Exit::Failed(Failure::Signals(Arc::new(e))), true);
                 Signals::none()
             }
         };
@@ -349,8 +349,8 @@ impl Conductor {
                 let refused = self.core.inbound(conn, batch, &mut self.deliveries);
                 self.deliver(Some(conn));
                 if let Some(position) = refused {
-                    let why = self.core.table().refusal(position).message;
-                    self.begin_end(Exit::Failed(why), true);
+                    let message = self.core.table().refusal(position).message;
+                    self.begin_end(Exit::Failed(Failure::Refused { position, message }), true);
                 }
                 self.check_drained();
             }

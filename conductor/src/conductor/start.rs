@@ -30,9 +30,12 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             match Trace::create(path, options.trace_payloads || options.serve.is_some()) {
                 Ok(trace) => Some(trace),
                 Err(e) => {
-                    let why = format!("cannot create the trace file {}: {e}", path.display());
-                    tracing::error!("{why}");
-                    return Exit::Failed(why);
+                    let failure = Failure::Trace {
+                        path: path.clone(),
+                        source: Arc::new(e),
+                    };
+                    tracing::error!("{failure}");
+                    return Exit::Failed(failure);
                 }
             }
         }
@@ -86,15 +89,17 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             let transport = match address.connect().await {
                 Ok(transport) => transport,
                 Err(e) => {
-                    let why = format!(
-                        "cannot start component {position} ({:?}): {e}",
-                        component.name
-                    );
-                    tracing::error!("{why}");
+                    let failure = Failure::Start {
+                        position,
+                        name: component.name.clone(),
+                        command: None,
+                        source: Arc::new(e),
+                    };
+                    tracing::error!("{failure}");
                     for member in &members {
                         member.signal(Signal::SIGKILL);
                     }
-                    return Exit::Failed(why);
+                    return Exit::Failed(failure);
                 }
             };
             outboxes.push(Some(endpoint::start(
@@ -116,16 +121,17 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         ) {
             Ok(started) => started,
             Err(e) => {
-                let why = format!(
-                    "cannot start component {position} ({:?}, `{}`): {e}",
-                    component.name,
-                    component.command_line()
-                );
-                tracing::error!("{why}");
+                let failure = Failure::Start {
+                    position,
+                    name: component.name.clone(),
+                    command: Some(component.command_line()),
+                    source: Arc::new(e),
+                };
+                tracing::error!("{failure}");
                 for member in &members {
                     member.signal(Signal::SIGKILL);
                 }
-                return Exit::Failed(why);
+                return Exit::Failed(failure);
             }
         };
         let process::Process {
@@ -264,9 +270,9 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     match tokio::spawn(conductor.run(events, stderr_lines)).await {
         Ok(exit) => exit,
         Err(e) => {
-            let why = format!("the conductor's event loop failed: {e}");
-            tracing::error!("{why}");
-            Exit::Failed(why)
+            let failure = Failure::Loop(e.to_string());
+            tracing::error!("{failure}");
+            Exit::Failed(failure)
         }
     }
 }

@@ -28,16 +28,22 @@ async fn session_close_answers_the_prompt_in_flight_cancelled() {
         let closed_too = editor
             .send_request("session/close", json!({"sessionId": other}))
             .await;
-        let answers = editor
-            .until_responses(&[waiting, sleeping, closed, closed_too])
-            .await;
-        for prompt in &answers[..2] {
+        let ids = [waiting, sleeping, closed, closed_too];
+        // In the order they came, which the protocol leaves open: each found by its id.
+        let answers = editor.until_responses(&ids).await;
+        let answer = |id: &serde_json::Value| {
+            answers
+                .iter()
+                .find(|a| &a["id"] == id)
+                .unwrap_or_else(|| panic!("{who}: no answer to {id}"))
+        };
+        for prompt in ids[..2].iter().map(answer) {
             assert_eq!(
                 prompt["result"]["stopReason"], "cancelled",
                 "{who}: {prompt}"
             );
         }
-        for close in &answers[2..] {
+        for close in ids[2..].iter().map(answer) {
             assert!(close["result"].is_object(), "{who}: {close}");
         }
         editor.close_and_expect_a_clean_exit().await;

@@ -8,7 +8,7 @@ use sacp::acp::{
     SessionUpdate, StopReason, TextContent,
 };
 use sacp::jsonrpc::{ByteStream, Connection, Methods};
-use sacp_conductor::{Chain, Component, Exit, Options};
+use sacp_conductor::{Chain, Component, Exit, Failure, Options};
 use sacp_examples::prefix::Prefixer;
 
 use crate::common::*;
@@ -207,7 +207,11 @@ async fn a_process_that_refuses_the_proxy_capability_is_named() {
             .contains("component 2 (\"test-agent\") did not accept the proxy capability"),
         "{refused}"
     );
-    assert!(matches!(ended(running).await, Exit::Failed(_)));
+    // The conductor's exit names the cause, a variant to match, with the component's place.
+    assert!(matches!(
+        ended(running).await,
+        Exit::Failed(Failure::Refused { position: 2, .. })
+    ));
 }
 
 #[tokio::test]

@@ -152,18 +152,23 @@ impl fmt::Display for Dialect {
     }
 }
 
-impl FromStr for Dialect {
-    type Err = String;
+/// A dialect's name that is none of the three (`sacp`, `s11`/`symposium`, `rfd`/`acp`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown proxy dialect {0:?}: expected `sacp` (this project's), `s11` (symposium's sacp 11) \
+     or `rfd` (ACP's RFD, agent-client-protocol 5)"
+)]
+pub struct UnknownDialect(pub String);
 
-    fn from_str(s: &str) -> Result<Dialect, String> {
+impl FromStr for Dialect {
+    type Err = UnknownDialect;
+
+    fn from_str(s: &str) -> Result<Dialect, UnknownDialect> {
         match s.to_ascii_lowercase().as_str() {
             "sacp" => Ok(Dialect::Sacp),
             "s11" | "symposium" => Ok(Dialect::S11),
             "rfd" | "acp" => Ok(Dialect::Rfd),
-            _ => Err(format!(
-                "unknown proxy dialect {s:?}: expected `sacp` (this project's), `s11` \
-                 (symposium's sacp 11) or `rfd` (ACP's RFD, agent-client-protocol 5)"
-            )),
+            _ => Err(UnknownDialect(s.to_owned())),
         }
     }
 }
