@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::router::{BackendProcess, Config, Launched, Launcher, Workspace};
+use crate::router::{BackendError, BackendProcess, Config, Launched, Launcher, Workspace};
 use nix::sys::signal::Signal;
 use sacp::jsonrpc::{ByteStream, Either, Error};
 use tokio::sync::watch;
@@ -69,17 +69,18 @@ impl ProcessLauncher {
     }
 
     /// A backend that is an ACP server: connected to, nothing started.
-    async fn reach(&self, workspace: &Workspace) -> Result<Launched, Error> {
+    async fn reach(&self, workspace: &Workspace) -> Result<Launched, BackendError> {
         let mut address = crate::chain::remote::Address::new(workspace.command.clone());
         address.headers = self.remote.headers.clone();
         address.ca_files = self.remote.ca_files.clone();
         let url = address.display_url();
-        let transport = address.connect().await.map_err(|e| {
-            Error::internal_error(format!(
-                "cannot reach the backend of workspace {:?}: {e}",
-                workspace.name
-            ))
-        })?;
+        let transport = address
+            .connect()
+            .await
+            .map_err(|source| BackendError::Unreachable {
+                workspace: workspace.name.clone(),
+                source,
+            })?;
         tracing::info!(workspace = %workspace.name, %url, "reached a backend");
         Ok(Launched {
             transport: Either::Right(transport),
@@ -99,25 +100,27 @@ impl Launcher for ProcessLauncher {
     fn launch(
         &self,
         workspace: &Workspace,
-    ) -> Pin<Box<dyn Future<Output = Result<Launched, Error>> + Send + '_>> {
+    ) -> Pin<Box<dyn Future<Output = Result<Launched, BackendError>> + Send + '_>> {
         let workspace = workspace.clone();
         Box::pin(async move {
             if crate::chain::remote::is_url(&workspace.command) {
                 return self.reach(&workspace).await;
             }
-            let mut component = Component::parse(&workspace.command, 1)
-                .map_err(|e| Error::invalid_params(format!("the backend command: {e}")))?;
+            let mut component =
+                Component::parse(&workspace.command, 1).map_err(|why| BackendError::Command {
+                    workspace: workspace.name.clone(),
+                    why,
+                })?;
             component.name = workspace.name.clone();
             if workspace.root.is_dir() {
                 component.cwd = Some(workspace.root.clone());
             }
             let position = self.started.fetch_add(1, Ordering::Relaxed) + 1;
             let started = process::spawn(position, &component, self.launcher.as_deref(), None)
-                .map_err(|e| {
-                    Error::internal_error(format!(
-                        "cannot start the backend of workspace {:?} (`{}`): {e}",
-                        workspace.name, workspace.command
-                    ))
+                .map_err(|source| BackendError::Start {
+                    workspace: workspace.name.clone(),
+                    command: workspace.command.clone(),
+                    source,
                 })?;
             tracing::info!(workspace = %workspace.name, pid = started.pid, command = %workspace.command, "started a backend");
             lock(&self.pids).push(started.pid);
@@ -222,7 +225,7 @@ impl Launcher for SharedLauncher {
     fn launch(
         &self,
         workspace: &Workspace,
-    ) -> Pin<Box<dyn Future<Output = Result<Launched, Error>> + Send + '_>> {
+    ) -> Pin<Box<dyn Future<Output = Result<Launched, BackendError>> + Send + '_>> {
         self.0.launch(workspace)
     }
 }

@@ -4,7 +4,10 @@
 //!
 //! The conductor translates nothing: each component negotiates with its neighbour (a proxy
 //! asks downstream for the version it chose, see `sacp::protocol::version`), so the chain
-//! settles on a version every hop speaks, and a `-32022` passes up as it came.
+//! settles on a version every hop speaks, and a `-32022` passes up with its code and data as
+//! they came. Only its message gains the name of the component that refused
+//! ([`name_the_refuser`]): the editor sees one agent, and would not know which of the
+//! chain's parts said no.
 
 use sacp::jsonrpc::{Message, RawJson, ResponseBody};
 use sacp::protocol::routing::{Conn, Hop, Node};
@@ -71,6 +74,34 @@ impl Versions {
             }
             _ => None,
         }
+    }
+}
+
+/// A component's refusal of an `initialize` (`message`, its answer), as the chain passes it
+/// on: its message names the component (`component 2 ("v2-proxy") refused initialize: …`),
+/// unless it names one already — a refusal the proxies before it pass up keeps the name of
+/// the one that refused first, and the conductor's own refusals name theirs. Its code, data
+/// and anything else stay as they came.
+pub(crate) fn name_the_refuser(message: &mut Message, position: usize, name: &str) {
+    use serde_json::{Map, Value};
+    let Message::Response(response) = message else {
+        return;
+    };
+    let ResponseBody::Error(raw) = &response.body else {
+        return;
+    };
+    let Ok(mut error) = raw.parse::<Map<String, Value>>() else {
+        return;
+    };
+    let Some(Value::String(text)) = error.get_mut("message") else {
+        return;
+    };
+    if text.starts_with("component ") {
+        return;
+    }
+    *text = format!("component {position} ({name:?}) refused initialize: {text}");
+    if let Ok(raw) = RawJson::to_raw(&error) {
+        response.body = ResponseBody::Error(raw);
     }
 }
 

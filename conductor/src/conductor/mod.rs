@@ -472,6 +472,10 @@ impl Conductor {
                     trace.record(t, self.core.table(), &delivery.hop, &delivery.message);
                 }
                 if let Some(one) = self.versions.observe(&delivery.hop, &delivery.message) {
+                    if let (Node::Component(position), Err(_)) = (one.answerer, one.answered) {
+                        let name = self.core.table().name(position);
+                        crate::versions::name_the_refuser(&mut delivery.message, position, name);
+                    }
                     negotiated.push(one);
                 }
                 if from.is_some() {

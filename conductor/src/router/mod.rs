@@ -97,5 +97,51 @@ pub trait Launcher: Send + Sync + 'static {
     fn launch(
         &self,
         workspace: &Workspace,
-    ) -> Pin<Box<dyn Future<Output = Result<Launched, Error>> + Send + '_>>;
+    ) -> Pin<Box<dyn Future<Output = Result<Launched, BackendError>> + Send + '_>>;
+}
+
+/// Why a workspace's backend could not be had: what a [`Launcher`] says, and what the
+/// editor's `session/new` there is answered with (`-32602` for a command that is not one,
+/// `-32603` otherwise; the message is this error's).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// The workspace's command is not a command line.
+    #[error("the backend command of workspace {workspace:?}: {why}")]
+    Command {
+        /// The workspace.
+        workspace: String,
+        /// What is wrong with the command.
+        why: crate::ChainError,
+    },
+    /// Its process could not be started.
+    #[error("cannot start the backend of workspace {workspace:?} (`{command}`): {source}")]
+    Start {
+        /// The workspace.
+        workspace: String,
+        /// The command.
+        command: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Its server (a backend that is a URL) could not be reached.
+    #[error("cannot reach the backend of workspace {workspace:?}: {source}")]
+    Unreachable {
+        /// The workspace.
+        workspace: String,
+        /// Why (the URL, without credentials, is in the message).
+        source: std::io::Error,
+    },
+    /// Anything else a launcher of your own has to say.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<BackendError> for Error {
+    fn from(e: BackendError) -> Error {
+        match e {
+            BackendError::Command { .. } => Error::invalid_params(e.to_string()),
+            _ => Error::internal_error(e.to_string()),
+        }
+    }
 }

@@ -233,7 +233,36 @@ async fn a_v1_proxy_brings_a_v2_editor_to_v1_or_to_32022() {
             init["error"]["data"],
             json!({"requested": 1, "supported": [2]})
         );
+        // The agent said no (the proxy passed its answer up): its name is in the message.
+        let message = init["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("component 2 (\"test-agent\") refused initialize: "),
+            "{init}"
+        );
     }
+    editor.close_and_expect_a_clean_exit().await;
+}
+
+#[tokio::test]
+async fn a_v1_editor_refused_by_a_v2_only_proxy_is_told_which_component_refused() {
+    let mut editor = Editor::start(
+        conductor(),
+        &chain(&[example("v2-observer-proxy")], &v2_agent("2")),
+    );
+    let init = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    // Code and data as the proxy gave them; the message names it among the chain's parts.
+    assert_eq!(init["error"]["code"], -32022, "{init}");
+    assert_eq!(init["error"]["data"]["requested"], 1, "{init}");
+    let message = init["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("component 1 (\"v2-observer-proxy\") refused initialize: "),
+        "{init}"
+    );
     editor.close_and_expect_a_clean_exit().await;
 }
 
