@@ -3,7 +3,8 @@
 //! An editor starts `conductor agent proxy1 proxy2 agent` as its agent. The conductor spawns
 //! the three components and sits between every pair of neighbours: the editor sees one plain
 //! ACP agent, each proxy sees its client and (through `_proxy/successor/*`) its successor, and
-//! the agent sees a plain ACP client. The protocol is `spec/PROTOCOL.md` §1–§3, §5 and §6:
+//! the agent sees a plain ACP client. The protocol is [`sacp::protocol`]'s (the successor
+//! envelope, the proxy-capability handshake, proxy mode, MCP over ACP), in these parts:
 //! - [`sacp::protocol::routing`]: where each message goes, per-hop ids, the successor
 //!   envelope, the proxy-capability handshake, proxy mode (a table without I/O, in the SDK so
 //!   that `sacp::testing` routes exactly like this conductor);

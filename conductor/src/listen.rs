@@ -1,5 +1,5 @@
 //! `conductor agent --listen ADDR`: the chain served over the network (ACP's remote transport,
-//! `spec/REMOTE.md`, both profiles at `http(s)://ADDR/acp`) instead of on stdin/stdout.
+//! [`sacp::remote`], both profiles at `http(s)://ADDR/acp`) instead of on stdin/stdout.
 //!
 //! Every ACP connection is a client of the session layer (`crate::sessions`): its
 //! `initialize` starts a chain of its own, with its own component processes, exactly as if an

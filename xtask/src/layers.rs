@@ -1,5 +1,5 @@
 //! `cargo xtask layers`: the module graph of the workspace's crates, checked against the
-//! layering of `DESIGN.md` ("Layers"): no import circle between the modules of a layer list.
+//! layering below ([`CHECKS`], the layers `sacp`'s crate docs list): no import circle between the modules of a layer list.
 //!
 //! Every `.rs` file under a crate's `src/` is parsed (`syn`); each path it names — in `use`
 //! items and in code, `crate::…`, `super::…`, `self::…` — is resolved to the module it points
@@ -57,7 +57,7 @@ pub(crate) const CHECKS: &[Check] = &[
         allowed_group: &["connection", "responder", "response"],
         leaves: &[],
         roots: &[],
-        // DESIGN.md: data → framing → transports → tables → handler and connection → the
+        // Data → framing → transports → tables → handler and connection → the
         // connection's reader and writer → the builder that starts them.
         ranks: &[
             &["error", "id", "hold", "budget", "member"],

@@ -116,7 +116,7 @@ fn main() -> ExitCode {
                   regen-schema: generates sacp-schema/src/generated/ from the pinned schemas in \
                   $SACP_SCHEMA_DIR (or fetches them when it is unset).\n    --check  write nothing; \
                   fail if a generated file is stale\n  \
-                  layers: fails on an import circle between the modules of DESIGN.md's layers\n    \
+                  layers: fails on an import circle between the modules of one layer, or an import of a higher layer\n    \
                   --graph  print the module graphs too\n  \
                   public-api: lists each published library's public API in <crate>/public-api.txt\n    \
                   --check  write nothing; fail if a listing is stale"
@@ -243,7 +243,7 @@ fn regen_into(
         let list: Vec<String> = stale.iter().map(|p| format!("  {}", p.display())).collect();
         problems.push(format!(
             "generated files are stale (edited by hand, or the generator changed):\n{}\n  \
-             Run `cargo xtask regen-schema` (with SACP_SCHEMA_DIR=../shared/schemas) and commit the result.",
+             Run `cargo xtask regen-schema` (with SACP_SCHEMA_DIR at the pinned schemas) and commit the result.",
             list.join("\n")
         ));
     }

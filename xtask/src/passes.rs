@@ -1,8 +1,8 @@
 //! Schema passes: rewrites of the JSON Schema that make typify 0.8 produce correct types.
 //!
 //! Each pass is a function over the definitions map, returns how many places it changed, and
-//! has a unit test on a tiny fixture. Why each exists (measured in
-//! `shared/research/typify-study/REPORT.md`):
+//! has a unit test on a tiny fixture. Why each exists (each measured against typify 0.8 on the
+//! pinned schemas):
 //! - typify panics on a `$ref` with sibling keywords, and on `not`;
 //! - it ignores `const`, so discriminators do not discriminate;
 //! - a non-nullable `anyOf` becomes a struct of flattened options that drops data;

@@ -1,7 +1,7 @@
 //! Where the pinned schemas come from, and their checksums.
 //!
-//! The schemas are read from `$SACP_SCHEMA_DIR` (CI and the README point it at
-//! `../shared/schemas`). Without it they are fetched from their public sources into
+//! The schemas are read from `$SACP_SCHEMA_DIR` (CI points it at its copy of the pinned
+//! schemas). Without it they are fetched from their public sources into
 //! `target/schema-cache/` with the ordinary tools (`npm pack` for the ACP schemas, which are
 //! published inside the npm package `@agentclientprotocol/sdk`; `curl` for MCP). Either way
 //! every file's sha256 must match its pin, or generation stops and says what to do.
@@ -95,7 +95,7 @@ pub(crate) fn load(
             if !path.is_file() {
                 return Err(format!(
                     "schema {} is missing (SACP_SCHEMA_DIR={}).\n  \
-                     Point SACP_SCHEMA_DIR at the pinned schemas (../shared/schemas), or unset it to \
+                     Point SACP_SCHEMA_DIR at the pinned schemas, or unset it to \
                      fetch them into {}.",
                     path.display(),
                     dir.display(),
@@ -111,7 +111,7 @@ pub(crate) fn load(
     if actual != pin.sha256 {
         return Err(format!(
             "schema {} does not match its pin:\n  expected sha256 {}\n  found    sha256 {actual}\n  \
-             Use the pinned file (../shared/schemas/{}); to move to a new schema version, update the \
+             Use the pinned file ({} in SACP_SCHEMA_DIR); to move to a new schema version, update the \
              pin in xtask/src/sources.rs and regenerate.",
             path.display(),
             pin.sha256,
@@ -184,7 +184,7 @@ fn fetch(pin: &Pinned, cache: &Path) -> Result<PathBuf, String> {
 
 fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
     let out = cmd.output().map_err(|e| {
-        format!("cannot run {what} to fetch the schemas ({e}); set SACP_SCHEMA_DIR to ../shared/schemas instead")
+        format!("cannot run {what} to fetch the schemas ({e}); set SACP_SCHEMA_DIR to the directory of the pinned schemas instead")
     })?;
     if !out.status.success() {
         return Err(format!(

@@ -1,5 +1,5 @@
 //! The MCP translator: MCP over ACP between a caller and a provider that speak different forms
-//! of it (`DIALECTS.md`, "What follows for a conductor", 5). It is one more connection of the
+//! of it (the RFD's `mcp/*` or ours `_mcp/*`, see [`sacp::protocol::dialect`]). It is one more connection of the
 //! router, [`RoutingTable::translator_conn`](sacp::protocol::routing::RoutingTable::translator_conn),
 //! and reaches providers through the bridges' [`Hub`] (as the agent, up the chain).
 //!

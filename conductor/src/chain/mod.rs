@@ -23,7 +23,7 @@
 //! ```
 //!
 //! A component may also be an ACP server reached over the network (ACP's remote transport,
-//! `spec/REMOTE.md`) instead of a process: a single word that is a `ws://`, `wss://`,
+//! [`sacp::remote`]) instead of a process: a single word that is a `ws://`, `wss://`,
 //! `http://` or `https://` URL on the command line (with `--header 'Name: value'` and
 //! `--ca-file FILE` for every such component), or in a chain file:
 //! ```toml

@@ -1,6 +1,6 @@
 //! Components reached over the network instead of spawned: a URL in the chain (`ws://…/acp`,
 //! `wss://…`, `http://…`, `https://…`) is an ACP server speaking ACP's remote transport
-//! (`spec/REMOTE.md`), reached with [`sacp::remote::Remote`] — as the agent, or as a
+//! (see [`sacp::remote`]), reached with [`sacp::remote::Remote`] — as the agent, or as a
 //! proxy (which must then speak a proxy dialect over it like any other).
 //!
 //! A remote component ends as a process does, only with its connection as the one sign of its

@@ -1,4 +1,4 @@
-//! Proxies of other SDKs in our chains (`../shared/spec/DIALECTS.md`): a pass-through built on
+//! Proxies of other SDKs in our chains (see `sacp::protocol::dialect`): a pass-through built on
 //! symposium's `sacp` 11 (S11) and one on `agent-client-protocol` 5 (the RFD), real crates
 //! from the registry (`conductor/tests/peers`), found by probing their `initialize` or
 //! declared, alone and mixed with ours.

@@ -1,5 +1,5 @@
 //! Against the other SDKs, with their real crates and packages from the registries: the three
-//! proxy-chain dialects (`../shared/spec/DIALECTS.md`) — their proxies in our chains (`chain`),
+//! proxy-chain dialects (see `sacp::protocol::dialect`) — their proxies in our chains (`chain`),
 //! ours under their conductors (`foreign_conductor`) —, ACP v2 (`v2`), the unstable surface
 //! (`unstable`) and ACP over the network (`remote`). A test binary of its own: the other SDKs' crates are built on first
 //! use (`tests/peers`), and that build runs beside these tests only.

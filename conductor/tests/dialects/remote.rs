@@ -1,4 +1,4 @@
-//! ACP over the network with the official SDKs' remote transports as peers (REMOTE.md): the
+//! ACP over the network with the official SDKs' remote transports as peers (see `sacp::remote`): the
 //! TypeScript SDK 2.4's HTTP and WebSocket clients and its `AcpServer`, the official Rust
 //! SDK's `agent-client-protocol-http` 5.0 client and server, each against ours — the test
 //! agent served with `--listen`, and `sacp`'s `Remote` transport under a scripted editor. Every

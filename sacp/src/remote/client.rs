@@ -24,7 +24,7 @@ use crate::jsonrpc::transport::Transport;
 /// - `http://…` and `https://…`: the Streamable HTTP profile (the first message sent must be
 ///   `initialize`, which opens the connection).
 ///
-/// The URL is used as given, path and all (REMOTE.md §1.1: servers conventionally serve
+/// The URL is used as given, path and all (servers conventionally serve
 /// `/acp`). TLS trusts the system's root certificates and the CA files added with
 /// [`Remote::ca_file`]. Headers given with [`Remote::header`] (authentication, say) go on
 /// every request and on the WebSocket upgrade; cookies the server sets go back on every later

@@ -1,5 +1,6 @@
 //! The cookies a server — or the load balancer in front of it — sets, sent back on every
-//! request of the connection: what HTTP affinity (REMOTE.md §5.1–5.2) runs on.
+//! request of the connection: what HTTP affinity runs on (see *Cookies and affinity* in
+//! [`crate::remote`]).
 
 use std::sync::{Arc, Mutex};
 

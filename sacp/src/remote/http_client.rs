@@ -1,5 +1,5 @@
-//! The client of ACP's Streamable HTTP profile (REMOTE.md §2), as the TypeScript SDK's
-//! `createHttpStream` behaves, so that servers written for it serve us too.
+//! The client of ACP's Streamable HTTP profile (see *Streamable HTTP* in [`crate::remote`]), as the
+//! TypeScript SDK's `createHttpStream` behaves, so that servers written for it serve us too.
 //!
 //! - The first message written must be `initialize`: it is POSTed alone, and its answer comes
 //!   back in the POST's body with the connection's id (`Acp-Connection-Id`). Then the
@@ -50,7 +50,7 @@ const RESUME_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100
 
 /// How many messages the streams may read ahead of the connection.
 const READ_AHEAD: usize = 64;
-/// The most of an error body kept (REMOTE.md §5.4).
+/// The most of an error body kept (see *Limits* in [`crate::remote`]).
 const MAX_ERROR_BODY: usize = 8 * 1024;
 
 /// An ACP connection over Streamable HTTP (made by [`Remote`](super::Remote)).

@@ -1,5 +1,5 @@
-//! The server side of ACP's Streamable HTTP profile (REMOTE.md §2): its connections, their
-//! SSE streams, and which message goes on which.
+//! The server side of ACP's Streamable HTTP profile (see *Streamable HTTP* in [`crate::remote`]):
+//! its connections, their SSE streams, and which message goes on which.
 //!
 //! Each ACP connection is an in-process [`Channel`](crate::jsonrpc::Channel) pair: one end is
 //! handed to whatever serves the connection (an agent, a chain), the other is driven here —

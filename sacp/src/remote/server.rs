@@ -1,4 +1,4 @@
-//! Serving ACP on a network listener: both profiles on one endpoint (REMOTE.md), one
+//! Serving ACP on a network listener: both profiles on one endpoint (see [`crate::remote`]), one
 //! [`Accepted`] transport per ACP connection.
 
 use std::convert::Infallible;

@@ -1,7 +1,7 @@
-//! Server-sent events as ACP uses them (REMOTE.md §2.9): each event one `data:` line of JSON;
-//! an idle stream gets a `:` comment now and then. Our server gives each event an `id:` (after
-//! its data, which SSE allows), so that a receiver whose stream broke can resume after the last
-//! one it got (`Last-Event-ID`); a parser keeps the last id it read.
+//! Server-sent events as ACP uses them (see *Server-sent events* in [`crate::remote`]): each event
+//! one `data:` line of JSON; an idle stream gets a `:` comment now and then. Our server gives each
+//! event an `id:` (after its data, which SSE allows), so that a receiver whose stream broke can
+//! resume after the last one it got (`Last-Event-ID`); a parser keeps the last id it read.
 
 use bytes::Bytes;
 

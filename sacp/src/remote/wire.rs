@@ -17,7 +17,7 @@ pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
 pub(crate) const EVENT_STREAM: &str = "text/event-stream";
 
 /// The methods whose POST must name their session (`Acp-Session-Id`), as the TypeScript SDK
-/// lists them (REMOTE.md §2.4 step 6).
+/// lists them.
 const SESSION_SCOPED: [&str; 10] = [
     "session/cancel",
     "session/close",

@@ -1,4 +1,5 @@
-//! ACP over WebSocket (REMOTE.md §3), both roles: one JSON-RPC message per text frame.
+//! ACP over WebSocket (see *WebSocket* in [`crate::remote`]), both roles: one JSON-RPC message per
+//! text frame.
 //!
 //! The transport reads and writes the socket directly — no task and no queue between it and
 //! the connection — so a slow reader holds back its writer through the socket's own buffers.
@@ -7,7 +8,7 @@
 //! - A text frame that is not a message is handed to the connection as [`Inbound::Invalid`],
 //!   which answers it (`-32700`, `-32600`) with `id: null` and goes on, as the TypeScript SDK
 //!   does.
-//! - **Server side** (REMOTE.md §3.3–3.4): the first frame acted on must be an `initialize`
+//! - **Server side**: the first frame acted on must be an `initialize`
 //!   request with an id. Before it, responses are dropped, invalid frames answered, and any
 //!   other request or notification closes the socket with `1002`; so does an `initialize` with
 //!   `id: null`. A later `initialize` is refused with `-32600` and the socket stays open. A

@@ -1,6 +1,6 @@
 //! What serves the requests of one HTTP connection: authentication and the `Host` and
 //! `Origin` checks, the WebSocket upgrade, and the Streamable HTTP profile's POST, GET and
-//! DELETE (REMOTE.md §2).
+//! DELETE (see *Streamable HTTP* in [`crate::remote`]).
 
 use super::*;
 use crate::jsonrpc::transport::{Inbound, MessageReader};
@@ -280,7 +280,7 @@ impl Service {
                 // An answer names the session of the stream its request went on, if it names
                 // one. Unlike the TypeScript SDK's server we take an answer without
                 // `Acp-Session-Id` (routed by its id): the official Rust client sends none
-                // (REMOTE.md §7b).
+                // (measured against it: its HTTP permission round trip fails otherwise).
                 if let (Some(Route::Session(asked)), Some(named)) =
                     (conn.asked_route(&response.id), &session)
                     && *named != asked
