@@ -60,6 +60,15 @@ pub mod stderr;
 mod trace;
 mod versions;
 
+#[doc = include_str!("../docs/conductor.md")]
+pub mod _chains {}
+
+#[doc = include_str!("../docs/router.md")]
+pub mod _router {}
+
+#[doc = include_str!("../docs/benchmarks.md")]
+pub mod _benchmarks {}
+
 pub use self::chain::{BridgeMode, Chain, ChainError, Component, InProcess, UnknownBridgeMode};
 pub use self::conductor::{Exit, Failure, Options, run, run_stdio};
 pub use self::listen::{Listen, serve as serve_listen};

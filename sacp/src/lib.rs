@@ -79,13 +79,15 @@ pub use serde;
 /// to need no `schemars` of your own, or depend on `schemars = "1"`.
 pub use schemars;
 
-/// The README's examples, compiled as doc tests so they cannot drift (one of them is of the
-/// network transports: `cargo test --workspace` turns `remote` on).
-#[cfg(all(doctest, feature = "remote"))]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
+#[doc = include_str!("../docs/proxies.md")]
+pub mod _proxies {}
 
-/// The crate's own README (what crates.io shows), compiled the same way (it tests with
+#[cfg(feature = "remote")]
+#[doc = include_str!("../docs/network.md")]
+pub mod _network {}
+
+/// The crate's own README (what crates.io shows), compiled as doc tests so that it cannot
+/// drift (it tests with
 /// `sacp::testing`, so with that feature: `cargo test --workspace` turns it on).
 #[cfg(all(doctest, feature = "testing"))]
 #[doc = include_str!("../README.md")]

@@ -247,7 +247,7 @@ mod tests {
     /// The README's config file reads, durations in the command line's grammar.
     #[test]
     fn the_readme_config_reads() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../docs/router.md");
         let start = readme
             .find("```toml\nbackend = \"docker exec")
             .expect("the README shows a config");

@@ -1,6 +1,6 @@
 //! `--trace FILE`: the chain's traffic, one JSON line per message per hop, and what happens to
-//! its components — trace format 2, documented in the README ("Traces") and described by
-//! `conductor/trace.schema.json`.
+//! its components — trace format 2, documented in [`crate::_chains`] ("Traces, and the live
+//! viewer") and described by `conductor/trace.schema.json`.
 //!
 //! The first line names the chain (`"type": "chain"`: the conductor's version, the components
 //! in order with name, command, dialect and pid, the start time). Then, in `seq` order:

@@ -1,4 +1,4 @@
-//! `--trace FILE`: trace format 2 (see the README's "Traces").
+//! `--trace FILE`: trace format 2 (see `conductor/docs/conductor.md`, "Traces, and the live viewer").
 
 use serde_json::Value;
 

@@ -31,6 +31,8 @@
 //! assert_eq!(answer.as_str(), r#"{"hi":1}"#);
 //! # Ok(()) }
 //! ```
+//!
+#![doc = include_str!("../../docs/jsonrpc.md")]
 
 mod budget;
 mod builder;
