@@ -12,17 +12,22 @@
 //!   its end, from a component's failure to the last process group killed (`ending.rs`);
 //!   `endpoint.rs`: each connection's reader and writer, with backpressure; `process.rs`:
 //!   process groups and stderr; `trace/`: `--trace` and the live viewer;
-//! - `bridge/`: the MCP bridges (§4) that give an agent which knows nothing of `acp:` URLs
-//!   the proxies' MCP servers, over stdio (`conductor mcp PORT`) or HTTP;
+//! - `bridge/`: the MCP bridges that give an agent which knows nothing of `acp:` URLs the
+//!   proxies' MCP servers, over stdio (`conductor mcp PORT`) or HTTP, and the translator
+//!   between the MCP-over-ACP forms of the dialects;
 //! - [`Chain`]: the components, from command lines or a TOML chain file, Rust proxies that
 //!   run in this process ([`Chain::proxy`]), or ACP servers reached over the network
 //!   (`chain/remote.rs`);
-//! - `listen.rs`: the chain served over the network, a chain per connection
-//!   ([`serve_listen`]);
+//! - `listen.rs`: the chain served over the network ([`serve_listen`]), standing on the
+//!   session layer (`sessions/`): connections attach to sessions, sessions live in chains, a
+//!   dropped connection detaches and a later one takes its sessions back;
 //! - [`router`]: the session router (`conductor route`): one ACP agent for the editor that
 //!   runs each session on a backend of the session's workspace; `route.rs` runs it with
 //!   backends as processes or servers over the network;
 //! - [`cli`]: the `conductor` command line.
+//!
+//! The guides: [`_chains`] (running chains: ending, traces, other SDKs' proxies, versions,
+//! the network, sessions), [`_router`] (`conductor route`), [`_benchmarks`].
 //!
 //! The library runs a conductor over any transport, for instance inside another program:
 //!

@@ -1,4 +1,4 @@
-//! `conductor route`: the session router of `sacp::router` on stdio, with backends as
+//! `conductor route`: the session router of [`crate::router`] on stdio, with backends as
 //! processes — each in its own process group, its stderr relayed with a `[workspace]`
 //! prefix, dying with the conductor (see `launch.rs`), and all of them ended when the editor
 //! closes stdin — or as ACP servers reached over the network, when the backend's template is

@@ -28,6 +28,9 @@
 //!   uses it.
 //! - `testing` (feature `testing`): utilities for testing proxies and agents.
 //!
+//! The guides: [`_proxies`] (a proxy in one example, tools, the conductor's MCP bridges) and,
+//! with the feature `remote`, `_network` (serving an agent over the network, reaching one).
+//!
 //! A proxy that forwards everything is one line plus `main`:
 //!
 //! ```no_run

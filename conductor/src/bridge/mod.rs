@@ -16,8 +16,14 @@
 //! `_mcp/*` for it to them, see `sacp/src/protocol/routing/mcp.rs`). The request is never held
 //! back: listeners serve from the moment the rewritten entry is forwarded, and connections
 //! opened before the agent answered `session/new` go without a session id (the owner knows
-//! the session by the URL anyway). An entry ends with its session (`session/close`, `session/delete`, a failed
-//! `session/new`) and with the conductor; a bridge process ends when its socket closes.
+//! the session by the URL anyway). An entry ends with its session (`session/close`,
+//! `session/delete`, a failed `session/new`) and with the conductor; a bridge process ends
+//! when its socket closes.
+//!
+//! The bridges' other half is the MCP translator (`translate.rs`, the largest file here): MCP
+//! over ACP between a caller and a provider that speak different forms of it (the RFD's
+//! `mcp/*` and ours `_mcp/*`), one more connection of the routing table that reaches providers
+//! through the same hub.
 
 mod http;
 mod hub;
