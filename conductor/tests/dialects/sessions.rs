@@ -614,6 +614,91 @@ async fn a_session_whose_chain_ended_is_refused_as_ended_on_load() {
     );
 }
 
+/// A `session/load` of `id` on a new connection through `jar`: the refusal it gets.
+async fn refused_load(server: &Listening, jar: &sacp::remote::CookieJar, id: &str) -> sacp::Error {
+    let back = through(&server.ws(), jar).await;
+    within(
+        "session/load of an ended session",
+        back.connection()
+            .request(sacp::acp::LoadSessionRequest::new(
+                Vec::new(),
+                "/",
+                sacp::acp::SessionId::from(id.to_owned()),
+            )),
+    )
+    .await
+    .expect_err("the session ended")
+}
+
+/// The two other ends of a session, each named on a later `session/load` with why once its
+/// chain is gone: closed by a client (`session/close`), and left without a client past
+/// `--detached-timeout`, after which the chain, with no session and no client left, ends.
+/// While the chain lives, a load of the closed session is the agent's to answer (an agent
+/// that saves its sessions may take it back).
+#[tokio::test]
+async fn closed_and_timed_out_sessions_are_refused_as_ended_on_load() {
+    let server = conductor_listening(&["--detached-timeout", "1s"], &[agent()]).await;
+    let jar = sacp::remote::CookieJar::new();
+    let editor = through(&server.ws(), &jar).await;
+    let closed = within("session/new", editor.new_session()).await.unwrap();
+    let closed_id = closed.id().0.to_string();
+    let left = within("session/new", editor.new_session()).await.unwrap();
+    let left_id = left.id().0.to_string();
+    let agents = processes::children(server.child.id().unwrap());
+    assert_eq!(agents.len(), 1, "one chain, its agent: {agents:?}");
+    let params = sacp::jsonrpc::RawJson::to_raw(&serde_json::json!({"sessionId": closed_id}));
+    within(
+        "session/close",
+        editor
+            .connection()
+            .request_raw("session/close", Some(params.unwrap())),
+    )
+    .await
+    .expect("the session closes");
+    let asked = refused_load(&server, &jar, &closed_id).await;
+    assert!(
+        asked.code == -32602 && asked.message.contains("the test agent has no session"),
+        "the agent answers while its chain lives: {asked:?}"
+    );
+
+    // The editor leaves; its other session waits for a client the timeout long, then ends,
+    // and its chain with it. (Each later connection's `initialize` starts a chain of its own.)
+    editor.connection().close();
+    drop(left);
+    drop(editor);
+    until("the detached session's chain gone", PATIENCE, || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", agents[0]));
+        match stat {
+            Ok(stat)
+                if !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') =>
+            {
+                Err("the agent still runs".to_owned())
+            }
+            _ => Ok(()),
+        }
+    })
+    .await;
+    for (id, why) in [
+        (
+            &left_id,
+            "no client took it back within the detached timeout",
+        ),
+        (&closed_id, "it was closed"),
+    ] {
+        let refused = refused_load(&server, &jar, id).await;
+        assert_eq!(refused.code, -32002, "{refused:?}");
+        assert_eq!(
+            refused.data,
+            Some(serde_json::json!({"sessionId": id, "ended": why}))
+        );
+    }
+}
+
 /// An editor on `url` through `sacp`'s WebSocket client with `Remote::rejoin`, initialized,
 /// and a new session of it.
 async fn rejoining(url: &str) -> (sacp::testing::ScriptedEditor, sacp::testing::Session) {
