@@ -11,33 +11,11 @@ pub async fn run_stdio(chain: Chain, options: Options) -> Exit {
 /// Runs `chain` as one ACP agent, talking to the editor over `editor`, until the editor closes
 /// it or the chain fails.
 pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit {
-    // A viewer needs a trace (with payloads) to show.
-    let (trace_path, scratch) = match (&options.trace, options.serve) {
-        (Some(path), _) => (Some(path.clone()), false),
-        (None, Some(_)) => (
-            Some(std::env::temp_dir().join(format!(
-                "sacp-trace-{}-{}.jsonl",
-                std::process::id(),
-                uuid::Uuid::new_v4().simple()
-            ))),
-            true,
-        ),
-        (None, None) => (None, false),
-    };
-    let mut trace = match &trace_path {
-        None => None,
-        Some(path) => {
-            match Trace::create(path, options.trace_payloads || options.serve.is_some()) {
-                Ok(trace) => Some(trace),
-                Err(e) => {
-                    let failure = Failure::Trace {
-                        path: path.clone(),
-                        source: Arc::new(e),
-                    };
-                    tracing::error!("{failure}");
-                    return Exit::Failed(failure);
-                }
-            }
+    let (mut trace, scratch) = match open_trace(&options) {
+        Ok(opened) => opened,
+        Err(failure) => {
+            tracing::error!("{failure}");
+            return Exit::Failed(failure);
         }
     };
     // Components' stderr lines for the trace: dropped, not waited for, when it lags.
@@ -49,209 +27,45 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         None => (None, None),
     };
     let (events_tx, events) = mpsc::unbounded_channel();
-    let mut members: Vec<Member> = Vec::new();
-    let mut outboxes = vec![None];
     let down = Arc::new(Account::default());
+    let mut started = Started {
+        members: Vec::new(),
+        outboxes: vec![None],
+        events: events_tx.clone(),
+        down: down.clone(),
+    };
     for (index, component) in chain.components.iter().enumerate() {
-        let position = index + 1;
-        if let Some(proxy) = &component.in_process {
-            // A proxy in this process: a channel instead of pipes, a task instead of a child.
-            let (ours, theirs) = sacp::jsonrpc::channel();
-            let task = tokio::spawn(proxy.run(theirs));
-            let exited = events_tx.clone();
-            tokio::spawn(async move {
-                use std::os::unix::process::ExitStatusExt;
-                let status = match task.await {
-                    Ok(Ok(())) => ExitStatus::from_raw(0),
-                    Ok(Err(e)) => {
-                        tracing::error!(position, "the in-process proxy failed: {e}");
-                        ExitStatus::from_raw(1 << 8)
-                    }
-                    Err(e) => {
-                        tracing::error!(position, "the in-process proxy panicked: {e}");
-                        ExitStatus::from_raw(101 << 8)
-                    }
-                };
-                let _ = exited.send(Event::Exited(position, Ok(status)));
-            });
-            outboxes.push(Some(endpoint::start(
-                position,
-                ours,
-                events_tx.clone(),
-                down.clone(),
-            )));
-            members.push(Member::new(None, Tail::default(), None));
-            tracing::debug!(position, name = %component.name, "started in-process");
-            continue;
-        }
-        if let Some(address) = &component.remote {
-            // A server over the network: a connection instead of a child.
-            let transport = match address.connect().await {
-                Ok(transport) => transport,
-                Err(e) => {
-                    let failure = Failure::Start {
-                        position,
-                        name: component.name.clone(),
-                        command: None,
-                        source: Arc::new(e),
-                    };
-                    tracing::error!("{failure}");
-                    for member in &members {
-                        member.signal(Signal::SIGKILL);
-                    }
-                    return Exit::Failed(failure);
-                }
-            };
-            outboxes.push(Some(endpoint::start(
-                position,
-                transport,
-                events_tx.clone(),
-                down.clone(),
-            )));
-            let url = address.display_url();
-            tracing::debug!(position, name = %component.name, %url, "connected");
-            members.push(Member::new(None, Tail::default(), Some(url)));
-            continue;
-        }
-        let started = match process::spawn(
-            position,
-            component,
-            options.launcher.as_deref(),
-            stderr_tap.clone(),
-        ) {
-            Ok(started) => started,
-            Err(e) => {
-                let failure = Failure::Start {
-                    position,
-                    name: component.name.clone(),
-                    command: Some(component.command_line()),
-                    source: Arc::new(e),
-                };
-                tracing::error!("{failure}");
-                for member in &members {
-                    member.signal(Signal::SIGKILL);
-                }
-                return Exit::Failed(failure);
+        if let Err(failure) = started
+            .start(index + 1, component, &options, stderr_tap.clone())
+            .await
+        {
+            tracing::error!("{failure}");
+            for member in &started.members {
+                member.signal(Signal::SIGKILL);
             }
-        };
-        let process::Process {
-            pid,
-            mut child,
-            stdin,
-            stdout,
-            tail,
-        } = started;
-        let exited = events_tx.clone();
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            let _ = exited.send(Event::Exited(position, status));
-        });
-        let transport = ByteStream::new(stdout, stdin);
-        outboxes.push(Some(endpoint::start(
-            position,
-            transport,
-            events_tx.clone(),
-            down.clone(),
-        )));
-        members.push(Member::new(Some(pid), tail, None));
-        tracing::debug!(position, name = %component.name, pid, "started");
+            return Exit::Failed(failure);
+        }
     }
-    // The MCP bridges are one more connection, after the components'.
-    let (hub_end, router_end) = sacp::jsonrpc::channel();
-    let bridge_conn = outboxes.len();
-    outboxes.push(Some(endpoint::start(
-        bridge_conn,
-        router_end,
-        events_tx.clone(),
-        down.clone(),
-    )));
-    let program = options
-        .bridge_program
-        .clone()
-        .or_else(|| options.launcher.clone());
-    // The MCP translator after them.
-    let (translator_end, router_end) = sacp::jsonrpc::channel();
-    let translator_conn = outboxes.len();
-    outboxes.push(Some(endpoint::start(
-        translator_conn,
-        router_end,
-        events_tx.clone(),
-        down.clone(),
-    )));
-    let mode = options.mcp_bridge.or(chain.mcp_bridge).unwrap_or_default();
-    let bridges = Bridges::new(mode, program, hub_end, translator_end);
-    // The session layer's notes of its clients, for the trace.
-    if let Some(mut notes) = options
-        .notes
-        .as_ref()
-        .and_then(crate::sessions::Notes::take)
-    {
-        let events = events_tx.clone();
-        tokio::spawn(async move {
-            while let Some(note) = notes.recv().await {
-                if events.send(Event::Note(note)).is_err() {
-                    return;
-                }
-            }
-        });
-    }
+    let Started {
+        members,
+        mut outboxes,
+        ..
+    } = started;
+    let (bridges, translator_conn) =
+        start_bridges(&chain, &options, &mut outboxes, &events_tx, &down);
+    hear_notes(&options, &events_tx);
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
-    let mut viewer = None;
-    if let Some(trace) = &mut trace {
-        let members: Vec<trace::Member> = chain
-            .components
-            .iter()
-            .zip(&members)
-            .enumerate()
-            .map(|(i, (component, member))| trace::Member {
-                position: i + 1,
-                name: component.name.clone(),
-                command: component.command_line(),
-                dialect: component.dialect.map(|d| d.name().to_owned()),
-                pid: member.pid,
-                transport: component.remote.as_ref().map(|r| r.transport()),
-                url: component.url(),
-            })
-            .collect();
-        trace.header("agent", options.connection.as_deref(), &members);
-        trace.flush();
-        if let Some(addr) = options.serve {
-            let source = trace::serve::Source::Live {
-                path: trace.path().to_owned(),
-                written: trace.written(),
-            };
-            match trace::serve::start(addr, source).await {
-                Ok(served) => {
-                    let of = options
-                        .connection
-                        .as_ref()
-                        .map(|id| format!("connection {id}: "))
-                        .unwrap_or_default();
-                    crate::stderr::write_line(
-                        format!("[conductor] {of}trace viewer: {}\n", served.url).into_bytes(),
-                    );
-                    viewer = Some(served);
-                }
-                Err(e) => tracing::error!("cannot serve the trace viewer on {addr}: {e}"),
-            }
-        }
-    }
-    let names = chain.components.iter().map(|c| c.name.clone()).collect();
-    let mut router = RoutingTable::new(names);
-    debug_assert_eq!(router.translator_conn(), translator_conn);
-    router.translate();
-    for (i, component) in chain.components.iter().enumerate() {
-        if let Some(dialect) = component.dialect {
-            router.declare(i + 1, dialect);
-        }
-    }
+    let viewer = match &mut trace {
+        Some(trace) => announce(trace, &chain, &members, &options).await,
+        None => None,
+    };
     let conductor = Conductor {
-        core: ChainCore::new(router),
+        core: ChainCore::new(routing_table(&chain, translator_conn)),
         bridges,
         members,
         outboxes,
         trace,
-        scratch_trace: scratch.then_some(trace_path).flatten(),
+        scratch_trace: scratch,
         versions: Versions::default(),
         viewer,
         deliveries: Vec::new(),
@@ -275,4 +89,246 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
             Exit::Failed(failure)
         }
     }
+}
+
+/// The trace the options ask for (a viewer needs one, with payloads, to show: a scratch file
+/// then, removed at the end, whose path comes second).
+fn open_trace(options: &Options) -> Result<(Option<Trace>, Option<PathBuf>), Failure> {
+    let (path, scratch) = match (&options.trace, options.serve) {
+        (Some(path), _) => (path.clone(), false),
+        (None, Some(_)) => (
+            std::env::temp_dir().join(format!(
+                "sacp-trace-{}-{}.jsonl",
+                std::process::id(),
+                uuid::Uuid::new_v4().simple()
+            )),
+            true,
+        ),
+        (None, None) => return Ok((None, None)),
+    };
+    let trace =
+        Trace::create(&path, options.trace_payloads || options.serve.is_some()).map_err(|e| {
+            Failure::Trace {
+                path: path.clone(),
+                source: Arc::new(e),
+            }
+        })?;
+    Ok((Some(trace), scratch.then_some(path)))
+}
+
+/// The chain's components as they start: each one's member and connection, in chain order.
+struct Started {
+    members: Vec<Member>,
+    /// Every connection's outbox, by its number (the editor's, 0, comes last).
+    outboxes: Vec<Option<Outbox>>,
+    events: mpsc::UnboundedSender<Event>,
+    down: Arc<Account>,
+}
+
+impl Started {
+    /// Starts the component at `position`: a proxy in this process, a server over the
+    /// network, or a process.
+    async fn start(
+        &mut self,
+        position: usize,
+        component: &crate::chain::Component,
+        options: &Options,
+        stderr_tap: Option<process::Tap>,
+    ) -> Result<(), Failure> {
+        if let Some(proxy) = &component.in_process {
+            self.in_process(position, proxy);
+            tracing::debug!(position, name = %component.name, "started in-process");
+        } else if let Some(address) = &component.remote {
+            // A server over the network: a connection instead of a child.
+            let transport = address.connect().await.map_err(|e| Failure::Start {
+                position,
+                name: component.name.clone(),
+                command: None,
+                source: Arc::new(e),
+            })?;
+            self.connect(position, transport);
+            let url = address.display_url();
+            tracing::debug!(position, name = %component.name, %url, "connected");
+            self.members
+                .push(Member::new(None, Tail::default(), Some(url)));
+        } else {
+            let started =
+                process::spawn(position, component, options.launcher.as_deref(), stderr_tap)
+                    .map_err(|e| Failure::Start {
+                        position,
+                        name: component.name.clone(),
+                        command: Some(component.command_line()),
+                        source: Arc::new(e),
+                    })?;
+            let pid = started.pid;
+            self.process(position, started);
+            tracing::debug!(position, name = %component.name, pid, "started");
+        }
+        Ok(())
+    }
+
+    /// A proxy in this process: a channel instead of pipes, a task instead of a child.
+    fn in_process(&mut self, position: usize, proxy: &crate::chain::InProcess) {
+        let (ours, theirs) = sacp::jsonrpc::channel();
+        let task = tokio::spawn(proxy.run(theirs));
+        let exited = self.events.clone();
+        tokio::spawn(async move {
+            use std::os::unix::process::ExitStatusExt;
+            let status = match task.await {
+                Ok(Ok(())) => ExitStatus::from_raw(0),
+                Ok(Err(e)) => {
+                    tracing::error!(position, "the in-process proxy failed: {e}");
+                    ExitStatus::from_raw(1 << 8)
+                }
+                Err(e) => {
+                    tracing::error!(position, "the in-process proxy panicked: {e}");
+                    ExitStatus::from_raw(101 << 8)
+                }
+            };
+            let _ = exited.send(Event::Exited(position, Ok(status)));
+        });
+        self.connect(position, ours);
+        self.members.push(Member::new(None, Tail::default(), None));
+    }
+
+    /// A process: its pipes, and its exit watched.
+    fn process(&mut self, position: usize, started: process::Process) {
+        let process::Process {
+            pid,
+            mut child,
+            stdin,
+            stdout,
+            tail,
+        } = started;
+        let exited = self.events.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            let _ = exited.send(Event::Exited(position, status));
+        });
+        self.connect(position, ByteStream::new(stdout, stdin));
+        self.members.push(Member::new(Some(pid), tail, None));
+    }
+
+    /// The connection to the component at `position`.
+    fn connect(&mut self, position: usize, transport: impl Transport) {
+        let outbox = endpoint::start(position, transport, self.events.clone(), self.down.clone());
+        self.outboxes.push(Some(outbox));
+    }
+}
+
+/// The MCP bridges and, after them, the MCP translator: two more connections, after the
+/// components'. The translator's connection number comes second.
+fn start_bridges(
+    chain: &Chain,
+    options: &Options,
+    outboxes: &mut Vec<Option<Outbox>>,
+    events: &mpsc::UnboundedSender<Event>,
+    down: &Arc<Account>,
+) -> (Bridges, Conn) {
+    let (hub_end, router_end) = sacp::jsonrpc::channel();
+    let bridge_conn = outboxes.len();
+    outboxes.push(Some(endpoint::start(
+        bridge_conn,
+        router_end,
+        events.clone(),
+        down.clone(),
+    )));
+    let program = options
+        .bridge_program
+        .clone()
+        .or_else(|| options.launcher.clone());
+    let (translator_end, router_end) = sacp::jsonrpc::channel();
+    let translator_conn = outboxes.len();
+    outboxes.push(Some(endpoint::start(
+        translator_conn,
+        router_end,
+        events.clone(),
+        down.clone(),
+    )));
+    let mode = options.mcp_bridge.or(chain.mcp_bridge).unwrap_or_default();
+    (
+        Bridges::new(mode, program, hub_end, translator_end),
+        translator_conn,
+    )
+}
+
+/// The session layer's notes of its clients, passed to the loop for the trace.
+fn hear_notes(options: &Options, events: &mpsc::UnboundedSender<Event>) {
+    if let Some(mut notes) = options
+        .notes
+        .as_ref()
+        .and_then(crate::sessions::Notes::take)
+    {
+        let events = events.clone();
+        tokio::spawn(async move {
+            while let Some(note) = notes.recv().await {
+                if events.send(Event::Note(note)).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// The trace's header (who is in the chain) and, if asked for, its live viewer.
+async fn announce(
+    trace: &mut Trace,
+    chain: &Chain,
+    members: &[Member],
+    options: &Options,
+) -> Option<trace::serve::Served> {
+    let described: Vec<trace::Member> = chain
+        .components
+        .iter()
+        .zip(members)
+        .enumerate()
+        .map(|(i, (component, member))| trace::Member {
+            position: i + 1,
+            name: component.name.clone(),
+            command: component.command_line(),
+            dialect: component.dialect.map(|d| d.name().to_owned()),
+            pid: member.pid,
+            transport: component.remote.as_ref().map(|r| r.transport()),
+            url: component.url(),
+        })
+        .collect();
+    trace.header("agent", options.connection.as_deref(), &described);
+    trace.flush();
+    let addr = options.serve?;
+    let source = trace::serve::Source::Live {
+        path: trace.path().to_owned(),
+        written: trace.written(),
+    };
+    match trace::serve::start(addr, source).await {
+        Ok(served) => {
+            let of = options
+                .connection
+                .as_ref()
+                .map(|id| format!("connection {id}: "))
+                .unwrap_or_default();
+            crate::stderr::write_line(
+                format!("[conductor] {of}trace viewer: {}\n", served.url).into_bytes(),
+            );
+            Some(served)
+        }
+        Err(e) => {
+            tracing::error!("cannot serve the trace viewer on {addr}: {e}");
+            None
+        }
+    }
+}
+
+/// The routing table of `chain`: its components by name, the translator's connection, the
+/// dialects declared.
+fn routing_table(chain: &Chain, translator_conn: Conn) -> RoutingTable {
+    let names = chain.components.iter().map(|c| c.name.clone()).collect();
+    let mut router = RoutingTable::new(names);
+    debug_assert_eq!(router.translator_conn(), translator_conn);
+    router.translate();
+    for (i, component) in chain.components.iter().enumerate() {
+        if let Some(dialect) = component.dialect {
+            router.declare(i + 1, dialect);
+        }
+    }
+    router
 }
