@@ -550,6 +550,40 @@ mod tests {
         }
     }
 
+    /// The JSON-RPC layer knows no ACP: outside its tests, no file of `sacp::jsonrpc` names
+    /// a method of ACP or of the proxy dialects.
+    #[test]
+    fn the_jsonrpc_layer_names_no_acp_method() {
+        const ACP: [&str; 7] = [
+            "\"initialize\"",
+            "\"authenticate\"",
+            "\"session/",
+            "\"fs/",
+            "\"terminal/",
+            "\"_proxy/",
+            "\"proxy/",
+        ];
+        let mut named = Vec::new();
+        let mut dirs = vec![workspace().join("sacp/src/jsonrpc")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                // Tests sit at the end of a file, from their `#[cfg(test)]` on.
+                let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                let proptests = path.file_name().is_some_and(|n| n == "proptests.rs");
+                for method in ACP.iter().filter(|m| !proptests && code.contains(**m)) {
+                    named.push(format!("{}: {method}", path.display()));
+                }
+            }
+        }
+        assert!(named.is_empty(), "{named:#?}");
+    }
+
     /// Adds the edge `a -> b` (from `a.rs:1`) to `g`.
     fn edge(g: &mut Graph, a: &str, b: &str) {
         g.entry(a.into())
