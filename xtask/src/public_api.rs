@@ -5,27 +5,48 @@
 //! writes JSON only when unstable options are allowed; on the pinned stable toolchain that is
 //! `RUSTC_BOOTSTRAP=1` for this one `cargo rustdoc` run (into `target/public-api`, so the
 //! ordinary build cache is left alone). The crates are documented with their default features
-//! only: the API a user gets without opting in to anything (`unstable`, `testing`, …).
+//! — the API a user gets without opting in to anything — and `sacp-schema` once more with
+//! `unstable` (`public-api.unstable.txt`), whose items share one generated file per protocol
+//! version with the stable ones and must not drift from what the unstable schemas define.
 //!
 //! `--check` writes nothing and fails, with the lines that differ, when a listing is stale.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `(package, library name, directory)` of each published library with an API to list.
-const LIBRARIES: &[(&str, &str, &str)] = &[
-    ("sacp-sdk", "sacp", "sacp"),
-    ("sacp-schema", "sacp_schema", "sacp-schema"),
-    ("sacp-chain", "sacp_conductor", "conductor"),
+/// `(package, library name, directory, features, listing)` of each API to list.
+const LIBRARIES: &[(&str, &str, &str, &str, &str)] = &[
+    ("sacp-sdk", "sacp", "sacp", "", "public-api.txt"),
+    (
+        "sacp-schema",
+        "sacp_schema",
+        "sacp-schema",
+        "",
+        "public-api.txt",
+    ),
+    (
+        "sacp-schema",
+        "sacp_schema",
+        "sacp-schema",
+        "unstable",
+        "public-api.unstable.txt",
+    ),
+    (
+        "sacp-chain",
+        "sacp_conductor",
+        "conductor",
+        "",
+        "public-api.txt",
+    ),
 ];
 
 /// Lists (or checks) every library's public API.
 pub(crate) fn run(root: &Path, check: bool) -> Result<(), String> {
     let target = root.join("target/public-api");
     let mut stale = Vec::new();
-    for (package, lib, dir) in LIBRARIES {
-        let listing = listing(root, &target, package, lib)?;
-        let path = root.join(dir).join("public-api.txt");
+    for (package, lib, dir, features, file) in LIBRARIES {
+        let listing = listing(root, &target, package, lib, features)?;
+        let path = root.join(dir).join(file);
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         if current == listing {
             continue;
@@ -53,12 +74,27 @@ pub(crate) fn run(root: &Path, check: bool) -> Result<(), String> {
     }
 }
 
-/// The public API of `package`, one item a line.
-fn listing(root: &Path, target: &Path, package: &str, lib: &str) -> Result<String, String> {
+/// The public API of `package` (with `features`), one item a line.
+fn listing(
+    root: &Path,
+    target: &Path,
+    package: &str,
+    lib: &str,
+    features: &str,
+) -> Result<String, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .current_dir(root)
-        .args(["rustdoc", "--quiet", "--lib", "-p", package, "--target-dir"])
+        .args([
+            "rustdoc",
+            "--quiet",
+            "--lib",
+            "-p",
+            package,
+            "--features",
+            features,
+        ])
+        .arg("--target-dir")
         .arg(target)
         .args(["--", "-Z", "unstable-options", "--output-format", "json"])
         .env("RUSTC_BOOTSTRAP", "1")
