@@ -4,8 +4,9 @@
 //! `cargo xtask regen-schema` (never edited by hand):
 //! - [`acp::v1`]: Agent Client Protocol v1 (stable);
 //! - [`acp::v2`]: Agent Client Protocol v2 (draft);
-//! - with the feature `unstable`, both from ACP's unstable schemas instead: the same types
-//!   with the unstable methods, fields and updates added (see [`acp`]);
+//! - with the feature `unstable`, both as ACP's unstable schemas define them: the same types
+//!   with the unstable methods, fields and updates added (see [`acp`]); one generated file per
+//!   version holds both, what only the unstable schema has under `cfg(feature = "unstable")`;
 //! - [`mcp`]: Model Context Protocol 2025-11-25 (messages of older MCP versions deserialize
 //!   where the schemas agree).
 //!
@@ -56,8 +57,7 @@ pub mod lenient;
 /// The method table of ACP v1.
 #[allow(clippy::all, missing_docs)]
 #[rustfmt::skip]
-#[cfg_attr(not(feature = "unstable"), path = "generated/acp_v1_methods.rs")]
-#[cfg_attr(feature = "unstable", path = "generated/acp_v1_unstable_methods.rs")]
+#[path = "generated/acp_v1_methods.rs"]
 #[doc(hidden)]
 pub mod acp_v1_methods;
 #[allow(
@@ -69,14 +69,12 @@ pub mod acp_v1_methods;
     dead_code
 )]
 #[rustfmt::skip]
-#[cfg_attr(not(feature = "unstable"), path = "generated/acp_v1.rs")]
-#[cfg_attr(feature = "unstable", path = "generated/acp_v1_unstable.rs")]
+#[path = "generated/acp_v1.rs"]
 mod acp_v1_types;
 /// The method table of ACP v2.
 #[allow(clippy::all, missing_docs)]
 #[rustfmt::skip]
-#[cfg_attr(not(feature = "unstable"), path = "generated/acp_v2_methods.rs")]
-#[cfg_attr(feature = "unstable", path = "generated/acp_v2_unstable_methods.rs")]
+#[path = "generated/acp_v2_methods.rs"]
 #[doc(hidden)]
 pub mod acp_v2_methods;
 #[allow(
@@ -88,8 +86,7 @@ pub mod acp_v2_methods;
     dead_code
 )]
 #[rustfmt::skip]
-#[cfg_attr(not(feature = "unstable"), path = "generated/acp_v2.rs")]
-#[cfg_attr(feature = "unstable", path = "generated/acp_v2_unstable.rs")]
+#[path = "generated/acp_v2.rs"]
 mod acp_v2_types;
 /// The method table of MCP 2025-11-25.
 #[allow(clippy::all, missing_docs)]
@@ -111,10 +108,10 @@ mod mcp_types;
 
 /// Agent Client Protocol.
 ///
-/// With the feature `unstable`, both versions are generated from ACP's unstable schemas
+/// With the feature `unstable`, both versions are as ACP's unstable schemas
 /// (`schema.unstable.json`: forks, subagents, system prompts, session titles, archive and
-/// status, providers, `auth/status`, the RFD's `proxy/*` and `mcp/message`, …) instead of the
-/// stable ones. That output is a strict superset — every stable type, field, variant and
+/// status, providers, `auth/status`, the RFD's `proxy/*` and `mcp/message`, …) define them
+/// instead of the stable ones. That surface is a strict superset — every stable type, field, variant and
 /// constructor stays as it is, which `cargo xtask regen-schema` checks — so turning the
 /// feature on never changes the meaning of code written without it; only a `match` on one of
 /// the enums that gain variants, written without a `_` arm, needs one.

@@ -10,11 +10,14 @@
 //! Pipeline, per schema: load and verify the pin ([`sources`]) → take the unions typify cannot
 //! model and write them ourselves ([`emit_unions`]) → schema passes ([`passes`]) → typify 0.8 →
 //! syn post-passes ([`post`]) → method tables ([`tables`]) → prettyplease → a file with an
-//! `@generated` header, written only when it changed. `--check` writes nothing and fails,
+//! `@generated` header, written only when it changed. An unstable schema's output is checked
+//! against its stable twin's ([`twins`]) and merged into the same files ([`merge`]): one file
+//! of types and one of method tables per protocol version. `--check` writes nothing and fails,
 //! naming each stale file, when the committed output differs from what would be generated.
 
 mod emit_unions;
 mod layers;
+mod merge;
 mod passes;
 mod patches;
 mod post;
@@ -46,7 +49,8 @@ struct Target {
     methods_file: &'static str,
     protocol: Protocol,
     /// For an unstable schema: the types file of its stable twin, which its output must be a
-    /// superset of (see [`twins`]).
+    /// superset of (see [`twins`]), and is merged into ([`merge`]); its own files are never
+    /// written.
     twin_of: Option<&'static str>,
 }
 
@@ -186,28 +190,34 @@ fn regen_into(
         }
         Ok(())
     };
+    // Every file, by its path, until all are generated and merged.
     let mut generated: Vec<(String, String)> = Vec::new();
     let mut additions = Vec::new();
     for target in TARGETS {
         let started = Instant::now();
         let loaded = sources::load(&target.pin, schema_dir, cache)?;
         let files = generate(target, &loaded)?;
-        for (rel, text) in &files {
-            emit(rel, text)?;
-        }
+        let mut committed_methods = target.methods_file;
         if let Some(stable) = target.twin_of {
-            let text_of = |rel: &str| {
-                generated
+            let twin = TARGETS
+                .iter()
+                .find(|t| t.types_file == stable)
+                .ok_or_else(|| format!("no target generates {stable}"))?;
+            committed_methods = twin.methods_file;
+            let parse = |rel: &str, list: &[(String, String)]| {
+                let text = list
                     .iter()
-                    .chain(files.iter())
                     .find(|(r, _)| r == rel)
                     .map(|(_, t)| t.as_str())
-                    .ok_or_else(|| format!("{rel} must be generated before {}", target.types_file))
+                    .ok_or_else(|| {
+                        format!("{rel} must be generated before {}", target.types_file)
+                    })?;
+                syn::parse_file(text).map_err(|e| format!("{rel} does not parse: {e}"))
             };
-            let parse = |rel: &str| {
-                syn::parse_file(text_of(rel)?).map_err(|e| format!("{rel} does not parse: {e}"))
-            };
-            match twins::compare(&parse(stable)?, &parse(target.types_file)?) {
+            match twins::compare(
+                &parse(stable, &generated)?,
+                &parse(target.types_file, &files)?,
+            ) {
                 Ok(added) => additions.push((target.module, target.pin.rel_path, added)),
                 Err(differences) => problems.push(format!(
                     "{} is not a superset of {stable}, so the `unstable` feature would break \
@@ -216,18 +226,41 @@ fn regen_into(
                     differences.join("\n  ")
                 )),
             }
+            for (stable_rel, unstable_rel) in [
+                (twin.types_file, target.types_file),
+                (twin.methods_file, target.methods_file),
+            ] {
+                let (merged, stats) = merge::merge(
+                    &parse(stable_rel, &generated)?,
+                    &parse(unstable_rel, &files)?,
+                )
+                .map_err(|e| format!("{stable_rel} and {unstable_rel}: {e}"))?;
+                eprintln!(
+                    "  {stable_rel} + {unstable_rel}: {} items the same, {} merged, {} twice, {} unstable only",
+                    stats.same, stats.merged, stats.twice, stats.added
+                );
+                let text = format!(
+                    "{}{}",
+                    merged_header(&twin.pin, &target.pin),
+                    prettyplease::unparse(&merged)
+                );
+                if let Some(entry) = generated.iter_mut().find(|(r, _)| r == stable_rel) {
+                    entry.1 = text;
+                }
+            }
+        } else {
+            generated.extend(files);
         }
-        generated.extend(files);
         if check && target.protocol == Protocol::Acp {
             let committed =
-                std::fs::read_to_string(out_dir.join(target.methods_file)).unwrap_or_default();
+                std::fs::read_to_string(out_dir.join(committed_methods)).unwrap_or_default();
             problems.extend(
                 missing_methods(&loaded.text, &committed)
                     .into_iter()
                     .map(|m| {
                         format!(
-                            "{}: {m} is missing from the method tables in {}",
-                            target.pin.rel_path, target.methods_file
+                            "{}: {m} is missing from the method tables in {committed_methods}",
+                            target.pin.rel_path
                         )
                     }),
             );
@@ -237,6 +270,9 @@ fn regen_into(
             target.pin.rel_path,
             started.elapsed().as_millis()
         );
+    }
+    for (rel, text) in &generated {
+        emit(rel, text)?;
     }
     emit(UNSTABLE_DOC, &twins::render(&additions))?;
     if !stale.is_empty() {
@@ -369,6 +405,15 @@ fn generate(target: &Target, loaded: &sources::Loaded) -> Result<Vec<(String, St
             format!("{header}{}", prettyplease::unparse(&methods)),
         ),
     ])
+}
+
+/// The header of a file merged from a stable and an unstable schema.
+fn merged_header(stable: &Pinned, unstable: &Pinned) -> String {
+    format!(
+        "// @generated by cargo xtask regen-schema from {} (sha256 {}) and, under the feature\n\
+         // `unstable`, {} (sha256 {}). Do not edit.\n\n",
+        stable.rel_path, stable.sha256, unstable.rel_path, unstable.sha256
+    )
 }
 
 fn header(pin: &Pinned) -> String {

@@ -75,28 +75,31 @@ fn fixture_texts(version: &str) -> String {
     stable.to_string()
 }
 
-/// The kinds, as the generated enum spells them on the wire (read back from its serde renames).
+/// The kinds, as the generated enum spells them on the wire (read back from its serde renames),
+/// of this build: a variant under `cfg(feature = "unstable")` only with the feature.
 fn session_update_kinds(version: &str) -> Vec<&'static str> {
-    #[cfg(not(feature = "unstable"))]
     let source = match version {
         "v1" => include_str!("../../src/generated/acp_v1.rs"),
         _ => include_str!("../../src/generated/acp_v2.rs"),
-    };
-    #[cfg(feature = "unstable")]
-    let source = match version {
-        "v1" => include_str!("../../src/generated/acp_v1_unstable.rs"),
-        _ => include_str!("../../src/generated/acp_v2_unstable.rs"),
     };
     let start = source
         .find("pub enum SessionUpdate {")
         .expect("SessionUpdate in the generated code");
     let body = &source[start..start + source[start..].find("\n}").unwrap_or(0)];
-    body.match_indices("#[serde(rename = \"")
-        .map(|(i, m)| {
-            let rest = &body[i + m.len()..];
-            &rest[..rest.find('"').unwrap_or(0)]
-        })
-        .collect()
+    let mut kinds = Vec::new();
+    let mut unstable_only = false;
+    for line in body.lines().skip(1).map(str::trim) {
+        if line == "#[cfg(feature = \"unstable\")]" {
+            unstable_only = true;
+        } else if let Some(rest) = line.strip_prefix("#[serde(rename = \"") {
+            if !unstable_only || cfg!(feature = "unstable") {
+                kinds.push(&rest[..rest.find('"').unwrap_or(0)]);
+            }
+        } else if line.starts_with(|c: char| c.is_ascii_uppercase()) {
+            unstable_only = false;
+        }
+    }
+    kinds
 }
 
 /// The MCP messages the SDK relies on: initialize, tools/list, tools/call, progress, errors.
