@@ -364,39 +364,7 @@ pub(crate) fn trait_impl(
             );
         )
     });
-    // Each handler's message must be of a version the service speaks: checked at compile time
-    // (a free constant is always evaluated; a generic impl's message types may name its
-    // parameters, which a free constant cannot). The versions are the macro's own (as written,
-    // or the default), not the impl's constant: a type that is no proxy at all (not `Sync`,
-    // say) then gets its one error, not a second one here.
-    let spoken = match protocols_list {
-        Some(list) => quote!(&[#(#list),*]),
-        None => quote!(#krate::protocol::version::SPOKEN),
-    };
-    let checks = item.generics.params.is_empty().then(|| {
-        let who = match role {
-            Role::Proxy => "proxy",
-            Role::Agent => "agent",
-        };
-        let message = format!(
-            "this handler takes a message of an ACP version the {who} does not declare: add \
-             `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::{who}]`, \
-             or take the message type of a version it speaks (`sacp::acp` is v1)"
-        );
-        handlers
-            .iter()
-            .zip(&routes)
-            .map(|(h, route)| {
-                quote_spanned! {h.message.span()=>
-                    const _: () = ::core::assert!(
-                        #krate::__private::speaks(#spoken, #route::VERSION),
-                        #message
-                    );
-                }
-            })
-            .collect::<Vec<_>>()
-    });
-    let checks = checks.unwrap_or_default();
+    let checks = version_checks(role, krate, item, handlers, &routes, protocols_list);
     quote! {
         #(#checks)*
 
@@ -416,6 +384,49 @@ pub(crate) fn trait_impl(
             }
         }
     }
+}
+
+/// Each handler's message must be of a version the service speaks: checked at compile time
+/// (a free constant is always evaluated; a generic impl's message types may name its
+/// parameters, which a free constant cannot, so a generic impl gets none). The versions are
+/// the macro's own (as written, or the default), not the impl's constant: a type that is no
+/// proxy at all (not `Sync`, say) then gets its one error, not a second one here.
+fn version_checks(
+    role: Role,
+    krate: &Path,
+    item: &ItemImpl,
+    handlers: &[Handler],
+    routes: &[TokenStream],
+    protocols: Option<&[u16]>,
+) -> Vec<TokenStream> {
+    if !item.generics.params.is_empty() {
+        return Vec::new();
+    }
+    let spoken = match protocols {
+        Some(list) => quote!(&[#(#list),*]),
+        None => quote!(#krate::protocol::version::SPOKEN),
+    };
+    let who = match role {
+        Role::Proxy => "proxy",
+        Role::Agent => "agent",
+    };
+    let message = format!(
+        "this handler takes a message of an ACP version the {who} does not declare: add \
+         `protocol = 2` (a `sacp::acp::v2` type) or `protocol = [1, 2]` to its `#[sacp::{who}]`, \
+         or take the message type of a version it speaks (`sacp::acp` is v1)"
+    );
+    handlers
+        .iter()
+        .zip(routes)
+        .map(|(h, route)| {
+            quote_spanned! {h.message.span()=>
+                const _: () = ::core::assert!(
+                    #krate::__private::speaks(#spoken, #route::VERSION),
+                    #message
+                );
+            }
+        })
+        .collect()
 }
 
 /// `<T as RequestFromClient>` (or the trait for that kind and side), spanned at `T` so that a

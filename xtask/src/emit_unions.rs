@@ -197,80 +197,18 @@ fn tagged_union(
     for member in members {
         let docs = doc_attrs(member.get("description"));
         if let Some((_, value)) = tag_of(member) {
-            let variant = ident(value);
-            used.insert(variant.to_string());
-            let extra: Map<String, Value> = member
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|p| {
-                    p.iter()
-                        .filter(|(k, _)| Some(k.as_str()) != tag)
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let all_of = member
-                .get("allOf")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let payload = match (extra.is_empty(), all_of.as_slice()) {
-                (true, []) => None,
-                (true, [one]) if one.get("$ref").is_some() => {
-                    one["$ref"].as_str().map(|r| ref_name(r).to_owned())
-                }
-                _ => {
-                    let mut body: Map<String, Value> =
-                        member.as_object().cloned().unwrap_or_default();
-                    body.insert("properties".into(), Value::Object(extra));
-                    let required: Vec<Value> = member
-                        .get("required")
-                        .and_then(Value::as_array)
-                        .map(|r| r.iter().filter(|x| x.as_str() != tag).cloned().collect())
-                        .unwrap_or_default();
-                    body.insert("required".into(), Value::Array(required));
-                    Some(hoist(
-                        &format!("{union_name}{variant}"),
-                        body,
-                        defs,
-                        hoisted,
-                    ))
-                }
-            };
-            variants.push(match payload {
-                None => quote! { #docs #[serde(rename = #value)] #variant, },
-                Some(p) => {
-                    let p = ident(&p);
-                    quote! { #docs #[serde(rename = #value)] #variant(#p), }
-                }
-            });
+            used.insert(ident(value).to_string());
+            variants.push(tagged_variant(
+                union_name, member, tag, value, &docs, defs, hoisted,
+            ));
         } else if is_not_catch_all(member) {
             // Re-added below for every union.
-        } else if let Some(target) = only_ref(member) {
-            let variant = ident(
-                member
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .unwrap_or(target),
-            );
-            used.insert(variant.to_string());
-            let target = ident(target);
-            untagged.push(quote! { #docs #[serde(untagged)] #variant(#target), });
-        } else if is_inline_object(member) {
-            // An untagged inline member: hoisted under its title.
-            let title = member
-                .get("title")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let variant = ident(&title.unwrap_or_else(|| format!("Variant{}", untagged.len())));
-            used.insert(variant.to_string());
-            let body = member.as_object().cloned().unwrap_or_default();
-            let name = hoist(&format!("{union_name}{variant}"), body, defs, hoisted);
-            let target = ident(&name);
-            untagged.push(quote! { #docs #[serde(untagged)] #variant(#target), });
         } else {
             // A member shape we do not model: leave the whole union to typify.
-            return None;
+            let (variant, tokens) =
+                untagged_variant(union_name, member, untagged.len(), &docs, defs, hoisted)?;
+            used.insert(variant);
+            untagged.push(tokens);
         }
     }
     let name = ident(enum_name);
@@ -303,6 +241,105 @@ fn tagged_union(
             #other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
         }
     })
+}
+
+/// The variant of a member tagged `value`: a unit variant, one holding the member's `$ref`,
+/// or one holding the member's other properties, hoisted into a definition of their own.
+fn tagged_variant(
+    union_name: &str,
+    member: &Value,
+    tag: Option<&str>,
+    value: &str,
+    docs: &TokenStream,
+    defs: &Defs,
+    hoisted: &mut Defs,
+) -> TokenStream {
+    let variant = ident(value);
+    let extra: Map<String, Value> = member
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .filter(|(k, _)| Some(k.as_str()) != tag)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let all_of = member
+        .get("allOf")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let payload = match (extra.is_empty(), all_of.as_slice()) {
+        (true, []) => None,
+        (true, [one]) if one.get("$ref").is_some() => {
+            one["$ref"].as_str().map(|r| ref_name(r).to_owned())
+        }
+        _ => {
+            let mut body: Map<String, Value> = member.as_object().cloned().unwrap_or_default();
+            body.insert("properties".into(), Value::Object(extra));
+            let required: Vec<Value> = member
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter(|x| x.as_str() != tag).cloned().collect())
+                .unwrap_or_default();
+            body.insert("required".into(), Value::Array(required));
+            Some(hoist(
+                &format!("{union_name}{variant}"),
+                body,
+                defs,
+                hoisted,
+            ))
+        }
+    };
+    match payload {
+        None => quote! { #docs #[serde(rename = #value)] #variant, },
+        Some(p) => {
+            let p = ident(&p);
+            quote! { #docs #[serde(rename = #value)] #variant(#p), }
+        }
+    }
+}
+
+/// The variant of an untagged member (the `index`th), told apart by its fields: one holding
+/// its `$ref`, or its inline object hoisted under its title; `None` for a shape not modelled.
+/// The variant's name and tokens.
+fn untagged_variant(
+    union_name: &str,
+    member: &Value,
+    index: usize,
+    docs: &TokenStream,
+    defs: &Defs,
+    hoisted: &mut Defs,
+) -> Option<(String, TokenStream)> {
+    if let Some(target) = only_ref(member) {
+        let variant = ident(
+            member
+                .get("title")
+                .and_then(Value::as_str)
+                .unwrap_or(target),
+        );
+        let target = ident(target);
+        return Some((
+            variant.to_string(),
+            quote! { #docs #[serde(untagged)] #variant(#target), },
+        ));
+    }
+    if !is_inline_object(member) {
+        return None;
+    }
+    let title = member
+        .get("title")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let variant = ident(&title.unwrap_or_else(|| format!("Variant{index}")));
+    let body = member.as_object().cloned().unwrap_or_default();
+    let name = hoist(&format!("{union_name}{variant}"), body, defs, hoisted);
+    let target = ident(&name);
+    Some((
+        variant.to_string(),
+        quote! { #docs #[serde(untagged)] #variant(#target), },
+    ))
 }
 
 /// Makes an inline variant payload a definition of its own, under the first free name of

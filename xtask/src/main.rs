@@ -204,49 +204,9 @@ fn regen_into(
                 .find(|t| t.types_file == stable)
                 .ok_or_else(|| format!("no target generates {stable}"))?;
             committed_methods = twin.methods_file;
-            let parse = |rel: &str, list: &[(String, String)]| {
-                let text = list
-                    .iter()
-                    .find(|(r, _)| r == rel)
-                    .map(|(_, t)| t.as_str())
-                    .ok_or_else(|| {
-                        format!("{rel} must be generated before {}", target.types_file)
-                    })?;
-                syn::parse_file(text).map_err(|e| format!("{rel} does not parse: {e}"))
-            };
-            match twins::compare(
-                &parse(stable, &generated)?,
-                &parse(target.types_file, &files)?,
-            ) {
+            match merge_into_twin(target, twin, &files, &mut generated)? {
                 Ok(added) => additions.push((target.module, target.pin.rel_path, added)),
-                Err(differences) => problems.push(format!(
-                    "{} is not a superset of {stable}, so the `unstable` feature would break \
-                     code written without it:\n  {}",
-                    target.types_file,
-                    differences.join("\n  ")
-                )),
-            }
-            for (stable_rel, unstable_rel) in [
-                (twin.types_file, target.types_file),
-                (twin.methods_file, target.methods_file),
-            ] {
-                let (merged, stats) = merge::merge(
-                    &parse(stable_rel, &generated)?,
-                    &parse(unstable_rel, &files)?,
-                )
-                .map_err(|e| format!("{stable_rel} and {unstable_rel}: {e}"))?;
-                eprintln!(
-                    "  {stable_rel} + {unstable_rel}: {} items the same, {} merged, {} twice, {} unstable only",
-                    stats.same, stats.merged, stats.twice, stats.added
-                );
-                let text = format!(
-                    "{}{}",
-                    merged_header(&twin.pin, &target.pin),
-                    prettyplease::unparse(&merged)
-                );
-                if let Some(entry) = generated.iter_mut().find(|(r, _)| r == stable_rel) {
-                    entry.1 = text;
-                }
+                Err(problem) => problems.push(problem),
             }
         } else {
             generated.extend(files);
@@ -405,6 +365,59 @@ fn generate(target: &Target, loaded: &sources::Loaded) -> Result<Vec<(String, St
             format!("{header}{}", prettyplease::unparse(&methods)),
         ),
     ])
+}
+
+/// Checks an unstable target's output (`files`) against its stable `twin`'s, already in
+/// `generated`, and merges it into the twin's files there: what it adds to the stable
+/// surface, or why it is not a superset of it.
+fn merge_into_twin(
+    target: &Target,
+    twin: &Target,
+    files: &[(String, String)],
+    generated: &mut [(String, String)],
+) -> Result<Result<twins::Additions, String>, String> {
+    let parse = |rel: &str, list: &[(String, String)]| {
+        let text = list
+            .iter()
+            .find(|(r, _)| r == rel)
+            .map(|(_, t)| t.as_str())
+            .ok_or_else(|| format!("{rel} must be generated before {}", target.types_file))?;
+        syn::parse_file(text).map_err(|e| format!("{rel} does not parse: {e}"))
+    };
+    let compared = twins::compare(
+        &parse(twin.types_file, generated)?,
+        &parse(target.types_file, files)?,
+    )
+    .map_err(|differences| {
+        format!(
+            "{} is not a superset of {}, so the `unstable` feature would break code written \
+             without it:\n  {}",
+            target.types_file,
+            twin.types_file,
+            differences.join("\n  ")
+        )
+    });
+    for (stable_rel, unstable_rel) in [
+        (twin.types_file, target.types_file),
+        (twin.methods_file, target.methods_file),
+    ] {
+        let (merged, stats) =
+            merge::merge(&parse(stable_rel, generated)?, &parse(unstable_rel, files)?)
+                .map_err(|e| format!("{stable_rel} and {unstable_rel}: {e}"))?;
+        eprintln!(
+            "  {stable_rel} + {unstable_rel}: {} items the same, {} merged, {} twice, {} unstable only",
+            stats.same, stats.merged, stats.twice, stats.added
+        );
+        let text = format!(
+            "{}{}",
+            merged_header(&twin.pin, &target.pin),
+            prettyplease::unparse(&merged)
+        );
+        if let Some(entry) = generated.iter_mut().find(|(r, _)| r == stable_rel) {
+            entry.1 = text;
+        }
+    }
+    Ok(compared)
 }
 
 /// The header of a file merged from a stable and an unstable schema.

@@ -516,39 +516,7 @@ pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
                 None => quote!(::std::option::Option::None),
             })
             .collect();
-        let setters = optional.iter().map(|f| {
-            let name = f.ident.as_ref().expect("named field");
-            let field = name.to_string().trim_start_matches("r#").to_owned();
-            let doc = format!(" Sets `{field}`.");
-            if let Some(inner) = patch_inner(&f.ty) {
-                // A patch field: a value, or `null` with `clear_…` (absent is what `new` left).
-                let clear = Ident::new(&format!("clear_{field}"), Span::call_site());
-                let clear_doc = format!(" Sets `{field}` to `null`: the receiver clears it.");
-                return quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    pub fn #name(mut self, value: impl ::std::convert::Into<#inner>) -> Self {
-                        self.#name = crate::Patch::Value(value.into());
-                        self
-                    }
-                    #[doc = #clear_doc]
-                    #[must_use]
-                    pub fn #clear(mut self) -> Self {
-                        self.#name = crate::Patch::Null;
-                        self
-                    }
-                };
-            }
-            let inner = option_inner(&f.ty).expect("optional field");
-            quote! {
-                #[doc = #doc]
-                #[must_use]
-                pub fn #name(mut self, value: impl ::std::convert::Into<#inner>) -> Self {
-                    self.#name = ::std::option::Option::Some(value.into());
-                    self
-                }
-            }
-        });
+        let setters = optional.iter().map(|f| setter(f));
         let new_doc = if req_names.is_empty() {
             format!(" A `{ty}` with every optional field unset.")
         } else {
@@ -573,6 +541,41 @@ pub(crate) fn constructors(file: &mut syn::File, defs: &Defs) -> usize {
     let extra: syn::File = syn::parse2(quote!(#(#impls)*)).expect("constructors parse");
     file.items.extend(extra.items);
     n
+}
+
+/// The setter of an optional field (with `clear_…` for a patch field).
+fn setter(f: &Field) -> TokenStream {
+    let name = f.ident.as_ref().expect("named field");
+    let field = name.to_string().trim_start_matches("r#").to_owned();
+    let doc = format!(" Sets `{field}`.");
+    if let Some(inner) = patch_inner(&f.ty) {
+        // A patch field: a value, or `null` with `clear_…` (absent is what `new` left).
+        let clear = Ident::new(&format!("clear_{field}"), Span::call_site());
+        let clear_doc = format!(" Sets `{field}` to `null`: the receiver clears it.");
+        return quote! {
+            #[doc = #doc]
+            #[must_use]
+            pub fn #name(mut self, value: impl ::std::convert::Into<#inner>) -> Self {
+                self.#name = crate::Patch::Value(value.into());
+                self
+            }
+            #[doc = #clear_doc]
+            #[must_use]
+            pub fn #clear(mut self) -> Self {
+                self.#name = crate::Patch::Null;
+                self
+            }
+        };
+    }
+    let inner = option_inner(&f.ty).expect("optional field");
+    quote! {
+        #[doc = #doc]
+        #[must_use]
+        pub fn #name(mut self, value: impl ::std::convert::Into<#inner>) -> Self {
+            self.#name = ::std::option::Option::Some(value.into());
+            self
+        }
+    }
 }
 
 /// Pass 6 (run first): every `f64` in a struct field or newtype becomes `serde_json::Number`.

@@ -288,27 +288,7 @@ impl Batch {
         message: &Message,
         payloads: bool,
     ) {
-        let (kind, wire_method, id, payload) = match message {
-            Message::Request(r) => (
-                Kind::Request,
-                Some(r.method.as_str()),
-                Some(&r.id),
-                r.params.as_ref(),
-            ),
-            Message::Notification(n) => (
-                Kind::Notification,
-                Some(n.method.as_str()),
-                None,
-                n.params.as_ref(),
-            ),
-            Message::Response(r) => {
-                let (kind, raw) = match &r.body {
-                    ResponseBody::Result(raw) => (Kind::Response, raw),
-                    ResponseBody::Error(raw) => (Kind::Error, raw),
-                };
-                (kind, hop.answers.as_deref(), Some(&r.id), Some(raw))
-            }
-        };
+        let (kind, wire_method, id, payload) = parts(message, hop);
         // The real method and params of what travels in an envelope (the router builds every
         // envelope it sends, so it has the parts at hand).
         let (method, via, inner) = match (wire_method, payload) {
@@ -382,6 +362,35 @@ impl Batch {
             dir: hop.dir,
             flags,
         }));
+    }
+}
+
+/// What a line of `message` is made of: its kind, its method on the wire (an answer's is the
+/// method it answers, from its hop), its id, its payload.
+fn parts<'a>(
+    message: &'a Message,
+    hop: &'a Hop,
+) -> (Kind, Option<&'a str>, Option<&'a Id>, Option<&'a RawJson>) {
+    match message {
+        Message::Request(r) => (
+            Kind::Request,
+            Some(r.method.as_str()),
+            Some(&r.id),
+            r.params.as_ref(),
+        ),
+        Message::Notification(n) => (
+            Kind::Notification,
+            Some(n.method.as_str()),
+            None,
+            n.params.as_ref(),
+        ),
+        Message::Response(r) => {
+            let (kind, raw) = match &r.body {
+                ResponseBody::Result(raw) => (Kind::Response, raw),
+                ResponseBody::Error(raw) => (Kind::Error, raw),
+            };
+            (kind, hop.answers.as_deref(), Some(&r.id), Some(raw))
+        }
     }
 }
 

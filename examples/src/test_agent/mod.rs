@@ -331,50 +331,16 @@ impl TestAgent {
             self.history.said(&session.0, &update);
         }
         let client = cx.client();
-        let say = |text: String| {
-            let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
-            let update = SessionUpdate::AgentMessageChunk(chunk);
-            self.history.said(&session.0, &update);
-            client.notify(SessionNotification::new(session.clone(), update))
-        };
+        let say = |text: String| self.say(cx, &session, text);
         let first = req.prompt.iter().find_map(|block| match block {
             ContentBlock::Text(text) => Some(text.text.as_str()),
             _ => None,
         });
         let words: Vec<&str> = first.unwrap_or_default().split_whitespace().collect();
         match words.as_slice() {
-            ["stream", count, rest @ ..] => {
-                let count: u64 = count.parse().map_err(|_| bad_prompt("stream N [SIZE]"))?;
-                let size: usize = match rest {
-                    [] => 0,
-                    [size] => size.parse().map_err(|_| bad_prompt("stream N [SIZE]"))?,
-                    _ => return Err(bad_prompt("stream N [SIZE]")),
-                };
-                for i in 1..=count {
-                    let mut text = format!("chunk {i}");
-                    if text.len() < size {
-                        text.extend(std::iter::repeat_n('.', size - text.len()));
-                    }
-                    say(text).await?;
-                }
-            }
+            ["stream", count, rest @ ..] => self.stream(cx, &session, count, rest).await?,
             ["then", count] => {
-                let count: u64 = count.parse().map_err(|_| bad_prompt("then N"))?;
-                let (client, session) = (cx.client(), session.clone());
-                cx.after_answer(async move {
-                    for i in 1..=count {
-                        let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(
-                            format!("after {i}"),
-                        )));
-                        let update = SessionNotification::new(
-                            session.clone(),
-                            SessionUpdate::AgentMessageChunk(chunk),
-                        );
-                        if client.notify(update).await.is_err() {
-                            return;
-                        }
-                    }
-                })?;
+                then(cx, &session, count)?;
                 return Ok(PromptResponse::new(StopReason::EndTurn));
             }
             ["future"] => {
@@ -387,20 +353,7 @@ impl TestAgent {
                 let answer = sacp::jsonrpc::RawJson::from_string(FUTURE_ANSWER)?;
                 return sacp::jsonrpc::lossless::read(&answer);
             }
-            ["noise", lines] => {
-                let lines: u64 = lines.parse().map_err(|_| bad_prompt("noise N"))?;
-                {
-                    let mut stderr = std::io::stderr().lock();
-                    for i in 1..=lines {
-                        let _ = std::io::Write::write_all(
-                            &mut stderr,
-                            format!("noise line {i} of {lines}, written to stderr on purpose\n")
-                                .as_bytes(),
-                        );
-                    }
-                }
-                say(format!("made {lines} lines of noise")).await?;
-            }
+            ["noise", lines] => say(noise(lines)?).await?,
             ["tools", ..] | ["call", ..] | ["connect", ..] | ["mcp-request", ..] => {
                 for line in self.mcp.run(cx, &session, first.unwrap_or_default()).await {
                     say(line).await?;
@@ -414,32 +367,7 @@ impl TestAgent {
                 let child = self.subagent(cx, &session, &title.join(" ")).await?;
                 say(format!("started {child}")).await?;
             }
-            ["elicit"] => {
-                let request: CreateElicitationRequest =
-                    serde_json::from_value(serde_json::json!({
-                        "mode": "form",
-                        "message": "What is your name?",
-                        "sessionId": session.0,
-                        "requestedSchema": {
-                            "type": "object",
-                            "properties": {"name": {"type": "string", "title": "Name"}},
-                            "required": ["name"]
-                        }
-                    }))?;
-                let answer = cx.client().request(request).await?;
-                say(match answer.kind {
-                    CreateElicitationResponseKind::Accept(accept) => format!(
-                        "elicitation: accept {}",
-                        serde_json::to_string(&accept.content).unwrap_or_default()
-                    ),
-                    CreateElicitationResponseKind::Decline => "elicitation: decline".to_owned(),
-                    CreateElicitationResponseKind::Cancel => "elicitation: cancel".to_owned(),
-                    CreateElicitationResponseKind::Other(other) => {
-                        format!("elicitation: {}", serde_json::Value::Object(other))
-                    }
-                })
-                .await?;
-            }
+            ["elicit"] => say(elicit(cx, &session).await?).await?,
             ["sleep", ms] => {
                 let ms: u64 = ms.parse().map_err(|_| bad_prompt("sleep MS"))?;
                 let turn = cx.turn(&session);
@@ -449,31 +377,7 @@ impl TestAgent {
                 }
                 say(format!("slept {ms} ms")).await?;
             }
-            ["permission"] => {
-                let tool = ToolCallUpdate::new("call-1".to_owned()).title("write a file");
-                let options = vec![
-                    PermissionOption::new(
-                        "allow".to_owned(),
-                        "Allow",
-                        PermissionOptionKind::AllowOnce,
-                    ),
-                    PermissionOption::new(
-                        "reject".to_owned(),
-                        "Reject",
-                        PermissionOptionKind::RejectOnce,
-                    ),
-                ];
-                let request = RequestPermissionRequest::new(session.clone(), tool, options);
-                let answer = cx.client().request(request).await?;
-                say(match answer.outcome {
-                    RequestPermissionOutcome::Selected(selected) => {
-                        format!("permission: {}", selected.option_id.0)
-                    }
-                    RequestPermissionOutcome::Cancelled => "permission: cancelled".to_owned(),
-                    RequestPermissionOutcome::Other(other) => format!("permission: {other:?}"),
-                })
-                .await?;
-            }
+            ["permission"] => say(permission(cx, &session).await?).await?,
             ["read", path] => {
                 let request = ReadTextFileRequest::new(session.clone(), *path);
                 let file = cx.client().request(request).await?;
@@ -487,22 +391,7 @@ impl TestAgent {
                 eprintln!("test-agent: the turn of {} was cancelled", session.0);
                 return Ok(PromptResponse::new(StopReason::Cancelled));
             }
-            ["crash", rest @ ..] => {
-                let code = rest.first().and_then(|c| c.parse().ok()).unwrap_or(3);
-                let chunks: u64 = rest.get(1).and_then(|n| n.parse().ok()).unwrap_or(0);
-                for i in 1..=chunks {
-                    say(format!("chunk {i} before the crash")).await?;
-                }
-                say("crashing".to_owned()).await?;
-                // Its last words reach the client before the process ends.
-                cx.connection().flush().await;
-                tracing::error!(code, "crashing on purpose");
-                if self.in_process {
-                    // The test ends it (`RunningChain::kill`).
-                    return std::future::pending().await;
-                }
-                std::process::exit(code);
-            }
+            ["crash", rest @ ..] => return self.crash(cx, &session, rest).await,
             _ => {
                 if let Some((server, tool)) = first.and_then(mcp::instruction) {
                     let call = format!("call {server} {tool} {{}}");
@@ -519,6 +408,64 @@ impl TestAgent {
             }
         }
         Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+
+    /// Says `text` in `session`, as an agent message chunk it remembers.
+    async fn say(&self, cx: &Cx, session: &SessionId, text: String) -> sacp::Result<()> {
+        let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+        let update = SessionUpdate::AgentMessageChunk(chunk);
+        self.history.said(&session.0, &update);
+        cx.client()
+            .notify(SessionNotification::new(session.clone(), update))
+            .await
+    }
+
+    /// `stream N [SIZE]`: N chunks, each padded to SIZE bytes.
+    async fn stream(
+        &self,
+        cx: &Cx,
+        session: &SessionId,
+        count: &str,
+        rest: &[&str],
+    ) -> sacp::Result<()> {
+        let count: u64 = count.parse().map_err(|_| bad_prompt("stream N [SIZE]"))?;
+        let size: usize = match rest {
+            [] => 0,
+            [size] => size.parse().map_err(|_| bad_prompt("stream N [SIZE]"))?,
+            _ => return Err(bad_prompt("stream N [SIZE]")),
+        };
+        for i in 1..=count {
+            let mut text = format!("chunk {i}");
+            if text.len() < size {
+                text.extend(std::iter::repeat_n('.', size - text.len()));
+            }
+            self.say(cx, session, text).await?;
+        }
+        Ok(())
+    }
+
+    /// `crash [CODE [N]]`: N chunks, a last word, then the process exits with CODE.
+    async fn crash(
+        &self,
+        cx: &Cx,
+        session: &SessionId,
+        rest: &[&str],
+    ) -> sacp::Result<PromptResponse> {
+        let code = rest.first().and_then(|c| c.parse().ok()).unwrap_or(3);
+        let chunks: u64 = rest.get(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+        for i in 1..=chunks {
+            self.say(cx, session, format!("chunk {i} before the crash"))
+                .await?;
+        }
+        self.say(cx, session, "crashing".to_owned()).await?;
+        // Its last words reach the client before the process ends.
+        cx.connection().flush().await;
+        tracing::error!(code, "crashing on purpose");
+        if self.in_process {
+            // The test ends it (`RunningChain::kill`).
+            return std::future::pending().await;
+        }
+        std::process::exit(code);
     }
 
     /// Starts session `id`: its setup, its MCP servers, the history it begins with.
@@ -598,4 +545,82 @@ pub const FUTURE_ANSWER: &str = r#"{"stopReason":"end_turn","futureRes":3}"#;
 
 fn bad_prompt(usage: &str) -> sacp::Error {
     sacp::Error::invalid_params(format!("the test agent expects `{usage}`"))
+}
+
+/// `then N`: the turn ends at once, and N chunks follow its answer.
+fn then(cx: &Cx, session: &SessionId, count: &str) -> sacp::Result<()> {
+    let count: u64 = count.parse().map_err(|_| bad_prompt("then N"))?;
+    let (client, session) = (cx.client(), session.clone());
+    cx.after_answer(async move {
+        for i in 1..=count {
+            let chunk =
+                ContentChunk::new(ContentBlock::Text(TextContent::new(format!("after {i}"))));
+            let update =
+                SessionNotification::new(session.clone(), SessionUpdate::AgentMessageChunk(chunk));
+            if client.notify(update).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// `noise N`: N lines on stderr; what it says of them.
+fn noise(lines: &str) -> sacp::Result<String> {
+    let lines: u64 = lines.parse().map_err(|_| bad_prompt("noise N"))?;
+    let mut stderr = std::io::stderr().lock();
+    for i in 1..=lines {
+        let _ = std::io::Write::write_all(
+            &mut stderr,
+            format!("noise line {i} of {lines}, written to stderr on purpose\n").as_bytes(),
+        );
+    }
+    Ok(format!("made {lines} lines of noise"))
+}
+
+/// `elicit`: a form asking the client for a name; what it says of the answer.
+async fn elicit(cx: &Cx, session: &SessionId) -> sacp::Result<String> {
+    let request: CreateElicitationRequest = serde_json::from_value(serde_json::json!({
+        "mode": "form",
+        "message": "What is your name?",
+        "sessionId": session.0,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "title": "Name"}},
+            "required": ["name"]
+        }
+    }))?;
+    let answer = cx.client().request(request).await?;
+    Ok(match answer.kind {
+        CreateElicitationResponseKind::Accept(accept) => format!(
+            "elicitation: accept {}",
+            serde_json::to_string(&accept.content).unwrap_or_default()
+        ),
+        CreateElicitationResponseKind::Decline => "elicitation: decline".to_owned(),
+        CreateElicitationResponseKind::Cancel => "elicitation: cancel".to_owned(),
+        CreateElicitationResponseKind::Other(other) => {
+            format!("elicitation: {}", serde_json::Value::Object(other))
+        }
+    })
+}
+
+/// `permission`: asks the client to allow a write; what it says of the answer.
+async fn permission(cx: &Cx, session: &SessionId) -> sacp::Result<String> {
+    let tool = ToolCallUpdate::new("call-1".to_owned()).title("write a file");
+    let options = vec![
+        PermissionOption::new("allow".to_owned(), "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            "reject".to_owned(),
+            "Reject",
+            PermissionOptionKind::RejectOnce,
+        ),
+    ];
+    let request = RequestPermissionRequest::new(session.clone(), tool, options);
+    let answer = cx.client().request(request).await?;
+    Ok(match answer.outcome {
+        RequestPermissionOutcome::Selected(selected) => {
+            format!("permission: {}", selected.option_id.0)
+        }
+        RequestPermissionOutcome::Cancelled => "permission: cancelled".to_owned(),
+        RequestPermissionOutcome::Other(other) => format!("permission: {other:?}"),
+    })
 }

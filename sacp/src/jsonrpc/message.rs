@@ -247,6 +247,36 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
     <&'de RawValue>::deserialize(d).map(Some)
 }
 
+/// A message's id, which must be a string, an integer or `null`.
+#[inline]
+fn id_of(raw: &RawValue) -> Result<Id, Error> {
+    Id::from_raw(raw.get()).ok_or_else(|| {
+        Error::invalid_request(format!(
+            "id must be a string, an integer or null, not {}",
+            raw.get()
+        ))
+    })
+}
+
+/// Whether a message's `jsonrpc` member is `"2.0"`, as it must be.
+#[inline]
+fn version_of(jsonrpc: Option<&RawValue>) -> Result<(), Error> {
+    match jsonrpc {
+        // The fast path: the text of every message written as peers write it.
+        Some(v) if v.get() == r#""2.0""# => Ok(()),
+        Some(v) => match serde_json::from_str::<String>(v.get()) {
+            Ok(text) if text == "2.0" => Ok(()),
+            _ => Err(Error::invalid_request(format!(
+                r#"jsonrpc must be "2.0", not {}"#,
+                v.get()
+            ))),
+        },
+        None => Err(Error::invalid_request(
+            r#"a JSON-RPC 2.0 message needs "jsonrpc": "2.0""#,
+        )),
+    }
+}
+
 /// Parses one line (without its newline). The payloads of the result share `line`'s buffer.
 pub(crate) fn parse_line(line: &Bytes) -> Parsed {
     let invalid = |id: Id, error: Error| Parsed::Invalid { id, error };
@@ -278,36 +308,11 @@ pub(crate) fn parse_line(line: &Bytes) -> Parsed {
     };
 
     // The id, if any, is read first so that every later error can name it.
-    let id = match env.id {
-        None => None,
-        Some(raw) => match Id::from_raw(raw.get()) {
-            Some(id) => Some(id),
-            None => {
-                return invalid(
-                    Id::Null,
-                    Error::invalid_request(format!(
-                        "id must be a string, an integer or null, not {}",
-                        raw.get()
-                    )),
-                );
-            }
-        },
+    let id = match env.id.map(id_of).transpose() {
+        Ok(id) => id,
+        Err(error) => return invalid(Id::Null, error),
     };
-    let version = match env.jsonrpc {
-        // The fast path: the text of every message written as peers write it.
-        Some(v) if v.get() == r#""2.0""# => Ok(()),
-        Some(v) => match serde_json::from_str::<String>(v.get()) {
-            Ok(text) if text == "2.0" => Ok(()),
-            _ => Err(Error::invalid_request(format!(
-                r#"jsonrpc must be "2.0", not {}"#,
-                v.get()
-            ))),
-        },
-        None => Err(Error::invalid_request(
-            r#"a JSON-RPC 2.0 message needs "jsonrpc": "2.0""#,
-        )),
-    };
-    if let Err(error) = version {
+    if let Err(error) = version_of(env.jsonrpc) {
         return match (env.method, id) {
             (None, Some(id)) => Parsed::BadResponse { id, error },
             (_, id) => invalid(id.unwrap_or(Id::Null), error),

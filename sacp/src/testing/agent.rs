@@ -398,30 +398,7 @@ impl ScriptedAgent {
                     .await?
                 }
                 Do::AskPermission(title) => {
-                    let id = self.next_call(session);
-                    let options = vec![
-                        PermissionOption::new(
-                            "allow".to_owned(),
-                            "Allow",
-                            PermissionOptionKind::AllowOnce,
-                        ),
-                        PermissionOption::new(
-                            "reject".to_owned(),
-                            "Reject",
-                            PermissionOptionKind::RejectOnce,
-                        ),
-                    ];
-                    let tool = ToolCallUpdate::new(id).title(title);
-                    let request = RequestPermissionRequest::new(session.clone(), tool, options);
-                    let outcome = client.request(request).await?.outcome;
-                    lock(&self.0.records.permissions).push(outcome.clone());
-                    let said = match outcome {
-                        RequestPermissionOutcome::Selected(s) => {
-                            format!("permission: {}", s.option_id.0)
-                        }
-                        RequestPermissionOutcome::Cancelled => "permission: cancelled".to_owned(),
-                        RequestPermissionOutcome::Other(other) => format!("permission: {other:?}"),
-                    };
+                    let said = self.ask_permission(session, cx, title).await?;
                     tell(SessionUpdate::AgentMessageChunk(chunk(said))).await?;
                 }
                 Do::ReadFile(path) => {
@@ -436,12 +413,7 @@ impl ScriptedAgent {
                     .await?;
                 }
                 Do::ListTools => {
-                    for (name, client) in self.connect(session, cx).await? {
-                        let tools = client.list_tools().await;
-                        client.close().await;
-                        let names: Vec<String> = tools?.into_iter().map(|t| t.name).collect();
-                        lock(&self.0.records.tools).push((name.clone(), names.clone()));
-                        let said = format!("tools of {name}: {}", names.join(", "));
+                    for said in self.list_tools(session, cx).await? {
                         tell(SessionUpdate::AgentMessageChunk(chunk(said))).await?;
                     }
                 }
@@ -476,6 +448,48 @@ impl ScriptedAgent {
             }
         }
         Ok(StopReason::EndTurn)
+    }
+
+    /// Asks the client's permission for a tool call titled `title`, and records its answer;
+    /// what the agent says of it.
+    async fn ask_permission(
+        &self,
+        session: &SessionId,
+        cx: &Cx,
+        title: String,
+    ) -> Result<String, Error> {
+        let id = self.next_call(session);
+        let options = vec![
+            PermissionOption::new("allow".to_owned(), "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                "reject".to_owned(),
+                "Reject",
+                PermissionOptionKind::RejectOnce,
+            ),
+        ];
+        let tool = ToolCallUpdate::new(id).title(title);
+        let request = RequestPermissionRequest::new(session.clone(), tool, options);
+        let outcome = cx.client().request(request).await?.outcome;
+        lock(&self.0.records.permissions).push(outcome.clone());
+        Ok(match outcome {
+            RequestPermissionOutcome::Selected(s) => format!("permission: {}", s.option_id.0),
+            RequestPermissionOutcome::Cancelled => "permission: cancelled".to_owned(),
+            RequestPermissionOutcome::Other(other) => format!("permission: {other:?}"),
+        })
+    }
+
+    /// Lists the tools of each of `session`'s `acp:` MCP servers, and records them; what the
+    /// agent says of each.
+    async fn list_tools(&self, session: &SessionId, cx: &Cx) -> Result<Vec<String>, Error> {
+        let mut said = Vec::new();
+        for (name, client) in self.connect(session, cx).await? {
+            let tools = client.list_tools().await;
+            client.close().await;
+            let names: Vec<String> = tools?.into_iter().map(|t| t.name).collect();
+            lock(&self.0.records.tools).push((name.clone(), names.clone()));
+            said.push(format!("tools of {name}: {}", names.join(", ")));
+        }
+        Ok(said)
     }
 
     /// The id of `session`'s next tool call.

@@ -591,34 +591,10 @@ impl RoutingTable {
             tracing::warn!("{}", error.message);
             return self.answer(conn, id, &error, out);
         }
-        let mut initialize = None;
-        let mut wire_method = None;
-        if resolved.dir == Dir::Down && resolved.method == "initialize" {
-            let offered = resolved.to <= self.n() && self.is_proxy(resolved.to);
-            let dialect = self.dialect(resolved.to);
-            let plain = match handshake::offer(resolved.params.as_ref(), false) {
-                Ok(params) => params,
-                Err(error) => return self.answer(conn, id, &error, out),
-            };
-            if offered && dialect == Dialect::Sacp {
-                match handshake::offer(Some(&plain), true) {
-                    Ok(params) => resolved.params = Some(params),
-                    Err(error) => return self.answer(conn, id, &error, out),
-                }
-            } else {
-                resolved.params = Some(plain.clone());
-            }
-            if offered {
-                wire_method = Some(dialect.init_method());
-            }
-            initialize = Some(Init {
-                position: resolved.to,
-                offered,
-                params: offered.then_some(plain),
-                tried: vec![dialect],
-                diagnosing: None,
-            });
-        }
+        let (initialize, wire_method) = match self.offer(&mut resolved) {
+            Ok(offered) => offered,
+            Err(error) => return self.answer(conn, id, &error, out),
+        };
 
         let target = self.target_conn(&resolved, true);
         if target == self.translator_conn() {
@@ -653,6 +629,34 @@ impl RoutingTable {
             }),
             hop,
         });
+    }
+
+    /// An `initialize` going down the chain: the proxy capability offered to a proxy (in its
+    /// dialect's method, whose name is returned), or taken out for the agent; and what the
+    /// handshake must remember of it. Nothing for any other request.
+    fn offer(
+        &self,
+        resolved: &mut Resolved,
+    ) -> Result<(Option<Init>, Option<&'static str>), Error> {
+        if resolved.dir != Dir::Down || resolved.method != "initialize" {
+            return Ok((None, None));
+        }
+        let offered = resolved.to <= self.n() && self.is_proxy(resolved.to);
+        let dialect = self.dialect(resolved.to);
+        let plain = handshake::offer(resolved.params.as_ref(), false)?;
+        resolved.params = Some(if offered && dialect == Dialect::Sacp {
+            handshake::offer(Some(&plain), true)?
+        } else {
+            plain.clone()
+        });
+        let init = Init {
+            position: resolved.to,
+            offered,
+            params: offered.then_some(plain),
+            tried: vec![dialect],
+            diagnosing: None,
+        };
+        Ok((Some(init), offered.then(|| dialect.init_method())))
     }
 
     fn notification(&mut self, conn: Conn, notification: Notification, out: &mut Vec<Delivery>) {

@@ -76,39 +76,10 @@ impl RoutingTable {
                 }
                 ResponseBody::Error(_) => {}
                 ResponseBody::Result(result) => {
-                    self.note_agent_initialize(position, result);
-                    if pending.origin == EDITOR {
-                        self.client_version = crate::protocol::version::of(Some(result)).ok();
+                    match self.initialized(init, pending.origin, pending.requester, result) {
+                        Ok(answer) => body = ResponseBody::Result(answer),
+                        Err(error) => return self.end_with(error, pending, out),
                     }
-                    // Ours accepts with the marker; the other dialects' proxies answer their
-                    // own init method with their successor's result.
-                    let accepted =
-                        self.dialect(position) != Dialect::Sacp || handshake::accepted(result);
-                    if let Some(declared) = init.diagnosing {
-                        let error = match accepted {
-                            true => self.contradiction(position, declared, Dialect::Sacp),
-                            false => self.refusal(position),
-                        };
-                        return self.end_with(error, pending, out);
-                    }
-                    if init.offered && !accepted {
-                        let refusal = self.refusal(position);
-                        return self.end_with(refusal, pending, out);
-                    }
-                    if init.offered {
-                        if self.accepted.len() <= position {
-                            self.accepted.resize(position + 1, false);
-                        }
-                        self.accepted[position] = true;
-                    }
-                    if init.offered && self.dialect(position) != Dialect::Sacp {
-                        tracing::info!(
-                            "component {position} ({:?}) speaks the {} proxy dialect",
-                            self.name(position),
-                            self.dialect(position)
-                        );
-                    }
-                    body = ResponseBody::Result(self.initialize_result(result, pending.requester));
                 }
             }
         }
@@ -127,6 +98,50 @@ impl RoutingTable {
             },
         });
         None
+    }
+
+    /// The component at `init`'s position answered `initialize` (asked by `origin` for
+    /// `requester`) with `result`: whether it took the proxy capability offered, noted; the
+    /// answer to pass up, or the error the chain ends with (a refusal, or a dialect that
+    /// contradicts the declared one).
+    fn initialized(
+        &mut self,
+        init: &Init,
+        origin: Conn,
+        requester: Node,
+        result: &RawJson,
+    ) -> Result<RawJson, Error> {
+        let position = init.position;
+        self.note_agent_initialize(position, result);
+        if origin == EDITOR {
+            self.client_version = crate::protocol::version::of(Some(result)).ok();
+        }
+        // Ours accepts with the marker; the other dialects' proxies answer their own init
+        // method with their successor's result.
+        let accepted = self.dialect(position) != Dialect::Sacp || handshake::accepted(result);
+        if let Some(declared) = init.diagnosing {
+            return Err(match accepted {
+                true => self.contradiction(position, declared, Dialect::Sacp),
+                false => self.refusal(position),
+            });
+        }
+        if init.offered && !accepted {
+            return Err(self.refusal(position));
+        }
+        if init.offered {
+            if self.accepted.len() <= position {
+                self.accepted.resize(position + 1, false);
+            }
+            self.accepted[position] = true;
+            if self.dialect(position) != Dialect::Sacp {
+                tracing::info!(
+                    "component {position} ({:?}) speaks the {} proxy dialect",
+                    self.name(position),
+                    self.dialect(position)
+                );
+            }
+        }
+        Ok(self.initialize_result(result, requester))
     }
 
     /// What to do after `error` answered the offer in `init`: offer the dialect the refusal

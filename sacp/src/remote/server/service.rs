@@ -15,6 +15,72 @@ pub(super) struct Service {
     pub(super) peer: SocketAddr,
 }
 
+/// Whether `message` may go to `conn`'s agent as its headers name it: its session header
+/// agrees with its params, its ids are not too long, and a request has room for its answer
+/// (waited for), which is then expected on the stream of its session. The answer refusing it
+/// otherwise.
+async fn admit(
+    conn: &Conn,
+    headers: &HeaderMap,
+    message: &Message,
+) -> Result<(), http::Response<Body>> {
+    let session = header_of(headers, wire::SESSION_ID).map(str::to_owned);
+    let too_long = || {
+        text(
+            StatusCode::BAD_REQUEST,
+            "Session ID exceeds maxIdLength (1024)",
+        )
+    };
+    if session.as_deref().is_some_and(wire::too_long) {
+        return Err(too_long());
+    }
+    let mismatched = || text(StatusCode::BAD_REQUEST, "Mismatched Acp-Session-Id");
+    if let Message::Response(response) = message {
+        // An answer names the session of the stream its request went on, if it names one.
+        // Unlike the TypeScript SDK's server we take an answer without `Acp-Session-Id`
+        // (routed by its id): the official Rust client sends none (measured against it: its
+        // HTTP permission round trip fails otherwise).
+        if let (Some(Route::Session(asked)), Some(named)) =
+            (conn.asked_route(&response.id), &session)
+            && *named != asked
+        {
+            return Err(mismatched());
+        }
+        return Ok(());
+    }
+    let of_params = wire::session_of_params(message);
+    let method = message.method().unwrap_or_default();
+    if (wire::session_scoped(method) || of_params.is_some()) && session.is_none() {
+        return Err(text(StatusCode::BAD_REQUEST, "Missing Acp-Session-Id"));
+    }
+    if let (Some(header), Some(params)) = (&session, &of_params)
+        && header != params
+    {
+        return Err(mismatched());
+    }
+    if of_params.as_deref().is_some_and(wire::too_long) {
+        return Err(too_long());
+    }
+    if let Message::Request(request) = message {
+        if wire::id_too_long(&request.id) {
+            return Err(text(
+                StatusCode::BAD_REQUEST,
+                "Request ID exceeds maxIdLength (1024)",
+            ));
+        }
+        // Anything the agent answers waits for room for the answer.
+        if !conn.room().await {
+            return Err(text(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id"));
+        }
+        let route = match (&session, method) {
+            (_, "session/load") | (None, _) => Route::Connection,
+            (Some(s), _) => Route::Session(s.clone()),
+        };
+        conn.expect_answer(request.id.clone(), route);
+    }
+    Ok(())
+}
+
 fn text(status: StatusCode, body: &str) -> http::Response<Body> {
     let mut response = http::Response::new(full(Bytes::from(body.to_owned())));
     *response.status_mut() = status;
@@ -199,50 +265,9 @@ impl Service {
     }
 
     async fn post(&self, req: Request<Incoming>) -> http::Response<Body> {
-        let media = header_of(req.headers(), "content-type")
-            .and_then(|c| c.split(';').next())
-            .map(|m| m.trim().to_ascii_lowercase());
-        if media.as_deref() != Some("application/json") {
-            return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
-        }
-        let too_large = || {
-            text(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("Request body exceeds {} bytes", self.config.max_body),
-            )
-        };
-        let declared =
-            header_of(req.headers(), "content-length").and_then(|l| l.parse::<usize>().ok());
-        if declared.is_some_and(|l| l > self.config.max_body) {
-            return too_large();
-        }
-        let (parts, body) = req.into_parts();
-        let body = match Limited::new(body, self.config.max_body).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
-            Err(_) => return text(StatusCode::BAD_REQUEST, "Request body could not be read"),
-        };
-        let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
-        if first == Some(b'[') && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_ok() {
-            let error = Error::invalid_request("JSON-RPC batches are not supported");
-            return json(
-                StatusCode::BAD_REQUEST,
-                wire::encode(&Message::Response(Response::error(Id::Null, &error))),
-            );
-        }
-        let message = match wire::decode(body) {
-            Parsed::Message(message) => message,
-            Parsed::Invalid { error, .. } if error.code == crate::jsonrpc::code::PARSE_ERROR => {
-                return text(StatusCode::BAD_REQUEST, "Invalid JSON");
-            }
-            Parsed::Invalid { id, error } | Parsed::BadResponse { id, error } => {
-                if first != Some(b'{') {
-                    return text(StatusCode::BAD_REQUEST, "Invalid JSON-RPC message");
-                }
-                // An object that is not a message: answered on the connection's stream, as an
-                // agent would answer it.
-                return self.answer_invalid(&parts.headers, id, error).await;
-            }
+        let (parts, message) = match self.read_message(req).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
         };
         let connection = header_of(&parts.headers, wire::CONNECTION_ID);
         if message.method() == Some("initialize")
@@ -268,66 +293,72 @@ impl Service {
         let Some(conn) = self.config.registry.get(connection) else {
             return text(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id");
         };
-        let session = header_of(&parts.headers, wire::SESSION_ID).map(str::to_owned);
-        if session.as_deref().is_some_and(wire::too_long) {
-            return text(
-                StatusCode::BAD_REQUEST,
-                "Session ID exceeds maxIdLength (1024)",
-            );
-        }
-        match &message {
-            Message::Response(response) => {
-                // An answer names the session of the stream its request went on, if it names
-                // one. Unlike the TypeScript SDK's server we take an answer without
-                // `Acp-Session-Id` (routed by its id): the official Rust client sends none
-                // (measured against it: its HTTP permission round trip fails otherwise).
-                if let (Some(Route::Session(asked)), Some(named)) =
-                    (conn.asked_route(&response.id), &session)
-                    && *named != asked
-                {
-                    return text(StatusCode::BAD_REQUEST, "Mismatched Acp-Session-Id");
-                }
-            }
-            _ => {
-                let of_params = wire::session_of_params(&message);
-                let method = message.method().unwrap_or_default();
-                if (wire::session_scoped(method) || of_params.is_some()) && session.is_none() {
-                    return text(StatusCode::BAD_REQUEST, "Missing Acp-Session-Id");
-                }
-                if let (Some(header), Some(params)) = (&session, &of_params)
-                    && header != params
-                {
-                    return text(StatusCode::BAD_REQUEST, "Mismatched Acp-Session-Id");
-                }
-                if of_params.as_deref().is_some_and(wire::too_long) {
-                    return text(
-                        StatusCode::BAD_REQUEST,
-                        "Session ID exceeds maxIdLength (1024)",
-                    );
-                }
-                if let Message::Request(request) = &message {
-                    if wire::id_too_long(&request.id) {
-                        return text(
-                            StatusCode::BAD_REQUEST,
-                            "Request ID exceeds maxIdLength (1024)",
-                        );
-                    }
-                    // Anything the agent answers waits for room for the answer.
-                    if !conn.room().await {
-                        return text(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id");
-                    }
-                    let route = match (&session, method) {
-                        (_, "session/load") | (None, _) => Route::Connection,
-                        (Some(s), _) => Route::Session(s.clone()),
-                    };
-                    conn.expect_answer(request.id.clone(), route);
-                }
-            }
+        if let Err(refused) = admit(&conn, &parts.headers, &message).await {
+            return refused;
         }
         if !conn.to_agent(message).await {
             return text(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id");
         }
         empty(StatusCode::ACCEPTED)
+    }
+
+    /// The message of a POST, within the body limit; or the answer refusing it (an object
+    /// that is not a message is answered on its connection's stream, as an agent would).
+    async fn read_message(
+        &self,
+        req: Request<Incoming>,
+    ) -> Result<(http::request::Parts, Message), http::Response<Body>> {
+        let media = header_of(req.headers(), "content-type")
+            .and_then(|c| c.split(';').next())
+            .map(|m| m.trim().to_ascii_lowercase());
+        if media.as_deref() != Some("application/json") {
+            return Err(text(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Unsupported Media Type",
+            ));
+        }
+        let too_large = || {
+            text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("Request body exceeds {} bytes", self.config.max_body),
+            )
+        };
+        let declared =
+            header_of(req.headers(), "content-length").and_then(|l| l.parse::<usize>().ok());
+        if declared.is_some_and(|l| l > self.config.max_body) {
+            return Err(too_large());
+        }
+        let (parts, body) = req.into_parts();
+        let body = match Limited::new(body, self.config.max_body).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+            Err(_) => {
+                return Err(text(
+                    StatusCode::BAD_REQUEST,
+                    "Request body could not be read",
+                ));
+            }
+        };
+        let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
+        if first == Some(b'[') && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_ok() {
+            let error = Error::invalid_request("JSON-RPC batches are not supported");
+            return Err(json(
+                StatusCode::BAD_REQUEST,
+                wire::encode(&Message::Response(Response::error(Id::Null, &error))),
+            ));
+        }
+        match wire::decode(body) {
+            Parsed::Message(message) => Ok((parts, message)),
+            Parsed::Invalid { error, .. } if error.code == crate::jsonrpc::code::PARSE_ERROR => {
+                Err(text(StatusCode::BAD_REQUEST, "Invalid JSON"))
+            }
+            Parsed::Invalid { id, error } | Parsed::BadResponse { id, error } => {
+                if first != Some(b'{') {
+                    return Err(text(StatusCode::BAD_REQUEST, "Invalid JSON-RPC message"));
+                }
+                Err(self.answer_invalid(&parts.headers, id, error).await)
+            }
+        }
     }
 
     /// Answers a POSTed object that is not a JSON-RPC message on its connection's stream.
