@@ -363,9 +363,9 @@ pub fn helper_subcommand() -> Option<ExitCode> {
     if first == launch::SUBCOMMAND {
         return Some(launch::run(argv.collect()));
     }
-    if first == crate::bridge::relay::SUBCOMMAND {
+    if first == crate::bridge::pipe::SUBCOMMAND {
         let port = argv.next()?.to_str()?.parse().ok()?;
-        return Some(crate::bridge::relay::run(port));
+        return Some(crate::bridge::pipe::run(port));
     }
     None
 }
@@ -379,7 +379,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Command::Agent(args) => *args,
-        Command::Mcp { port } => return crate::bridge::relay::run(port),
+        Command::Mcp { port } => return crate::bridge::pipe::run(port),
         Command::Route(args) => {
             init_logging();
             return route(args);

@@ -82,7 +82,7 @@ pub(crate) fn spawn(
     let stderr = child.stderr.take().ok_or_else(missing)?;
     let tail = Tail::default();
     let prefix = format!("[{position} {}] ", component.name);
-    tokio::spawn(relay_stderr(
+    tokio::spawn(copy_stderr(
         stderr,
         prefix,
         tail.clone(),
@@ -184,7 +184,7 @@ impl Tail {
 /// position; a line that finds it full is not waited for.
 pub(crate) type Tap = tokio::sync::mpsc::Sender<(usize, Vec<u8>)>;
 
-async fn relay_stderr(
+async fn copy_stderr(
     mut stderr: tokio::process::ChildStderr,
     prefix: String,
     tail: Tail,

@@ -1,6 +1,6 @@
-//! The conductor's stderr: its own log and every component's relayed stderr, written by a
-//! thread of its own through a bounded queue, so that an editor that does not read the
-//! conductor's stderr can never hold up routing.
+//! The conductor's stderr: its own log and every component's stderr, copied line by line,
+//! written by a thread of its own through a bounded queue, so that an editor that does not
+//! read the conductor's stderr can never hold up routing.
 //!
 //! A line that finds the queue full is dropped and counted; the next line that gets through
 //! is preceded by a note saying how many were dropped. At the end, [`finish`] waits a moment
@@ -15,7 +15,7 @@
 //! that writes to fd 2) then costs its writer a pipe write that the drain takes at once, never
 //! a wait for the editor to read: it is one more line of the one non-blocking path.
 //!
-//! Library users who never call [`init`] get what they set up themselves: the relay then
+//! Library users who never call [`init`] get what they set up themselves: the copying then
 //! writes to the process's stderr directly.
 
 use std::fs::File;

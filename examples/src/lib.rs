@@ -11,6 +11,8 @@
 //! - [`logger`]: a proxy that writes a JSON line per message it sees to a file
 //!   (`logging-proxy`), written against the `Proxy` trait without the macro.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
+//! - [`reminder`]: a proxy that speaks between turns: `/remind 2s TEXT` ends the turn at once,
+//!   and the editor gets `reminder: TEXT` two seconds later (`reminder-proxy`).
 //! - [`steward`]: a typed proxy for ACP's unstable surface: forks, subagents and elicitations
 //!   (`steward-proxy`).
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`
@@ -34,6 +36,7 @@ pub mod demo;
 mod lock;
 pub mod logger;
 pub mod prefix;
+pub mod reminder;
 pub mod steward;
 pub mod test_agent;
 pub mod toolbox;

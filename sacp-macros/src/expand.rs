@@ -9,7 +9,7 @@ use syn::spanned::Spanned;
 use syn::{ImplItem, ItemImpl, Path};
 
 use crate::fallback;
-use crate::model::{Handler, Kind, MethodAttr, Role, Service, Side};
+use crate::model::{Handler, MessageKind, MethodAttr, Role, Service, Side};
 use crate::parse::{self, Errors};
 use crate::validate;
 
@@ -434,8 +434,8 @@ fn version_checks(
 fn route(krate: &Path, handler: &Handler) -> TokenStream {
     let ty = &handler.message;
     let kind = match handler.kind {
-        Kind::Request => "Request",
-        Kind::Notification => "Notification",
+        MessageKind::Request => "Request",
+        MessageKind::Notification => "Notification",
     };
     let side = match handler.from {
         Side::Client => "Client",
@@ -459,7 +459,7 @@ fn rung(handler: &Handler, route: &TokenStream) -> TokenStream {
     // the same error at the same place, which the compiler shows once.
     let span = handler.message.span();
     match handler.kind {
-        Kind::Request => quote_spanned! {span=>
+        MessageKind::Request => quote_spanned! {span=>
             let message = match #route::take(message) {
                 ::core::result::Result::Ok((message, reply)) => {
                     #call
@@ -468,7 +468,7 @@ fn rung(handler: &Handler, route: &TokenStream) -> TokenStream {
                 ::core::result::Result::Err(message) => message,
             };
         },
-        Kind::Notification => quote_spanned! {span=>
+        MessageKind::Notification => quote_spanned! {span=>
             let message = match #route::take(message) {
                 ::core::result::Result::Ok(message) => {
                     #call

@@ -7,7 +7,7 @@ use quote::quote;
 use syn::{ItemImpl, Path};
 
 use crate::expand;
-use crate::model::{Kind, Role};
+use crate::model::{MessageKind, Role};
 use crate::parse::Errors;
 
 /// The errors, the impl block (helper attributes removed) and a handler-less trait impl.
@@ -46,7 +46,7 @@ pub(crate) fn misplaced_mcp(attr: &str, item: TokenStream) -> TokenStream {
 }
 
 /// `#[on_request]` / `#[on_notification]` that no `#[proxy]` or `#[agent]` removed.
-pub(crate) fn misplaced(kind: Kind, item: TokenStream) -> TokenStream {
+pub(crate) fn misplaced(kind: MessageKind, item: TokenStream) -> TokenStream {
     let message = format!(
         "`#[{}]` only works on a method of an impl block marked `#[sacp::proxy]` or `#[sacp::agent]`",
         kind.attr()

@@ -70,7 +70,7 @@ pub fn agent(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// such as `session/request_permission`).
 #[proc_macro_attribute]
 pub fn on_request(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    fallback::misplaced(model::Kind::Request, item.into()).into()
+    fallback::misplaced(model::MessageKind::Request, item.into()).into()
 }
 
 /// Marks a notification handler inside a `#[proxy]` or `#[agent]` impl block: `async fn
@@ -80,7 +80,7 @@ pub fn on_request(_attr: TokenStream, item: TokenStream) -> TokenStream {
 /// the agent sends, such as `session/update`).
 #[proc_macro_attribute]
 pub fn on_notification(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    fallback::misplaced(model::Kind::Notification, item.into()).into()
+    fallback::misplaced(model::MessageKind::Notification, item.into()).into()
 }
 
 /// Marks an MCP tool inside a `#[proxy]` impl block: `async fn name(&self, input: I, cx:

@@ -22,25 +22,25 @@ impl Role {
 
 /// Which kind of handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum MessageKind {
     Request,
     Notification,
 }
 
-impl Kind {
+impl MessageKind {
     /// The attribute's name.
     pub(crate) fn attr(self) -> &'static str {
         match self {
-            Kind::Request => "on_request",
-            Kind::Notification => "on_notification",
+            MessageKind::Request => "on_request",
+            MessageKind::Notification => "on_notification",
         }
     }
 
     /// The kind whose attribute is `name`, if any.
-    pub(crate) fn from_attr(name: &str) -> Option<Kind> {
+    pub(crate) fn from_attr(name: &str) -> Option<MessageKind> {
         match name {
-            "on_request" => Some(Kind::Request),
-            "on_notification" => Some(Kind::Notification),
+            "on_request" => Some(MessageKind::Request),
+            "on_notification" => Some(MessageKind::Notification),
             _ => None,
         }
     }
@@ -65,7 +65,7 @@ impl Side {
 /// One handler method.
 #[derive(Debug)]
 pub(crate) struct Handler {
-    pub(crate) kind: Kind,
+    pub(crate) kind: MessageKind,
     pub(crate) from: Side,
     /// The method's name.
     pub(crate) name: Ident,
@@ -153,7 +153,7 @@ impl MethodAttr {
 /// The attribute arguments of `#[on_request(...)]` / `#[on_notification(...)]`.
 #[derive(Debug)]
 pub(crate) struct HandlerArgs {
-    pub(crate) kind: Kind,
+    pub(crate) kind: MessageKind,
     pub(crate) from: Side,
     /// Where `from = ...` was written, if it was.
     pub(crate) from_span: Option<Span>,

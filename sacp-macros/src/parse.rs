@@ -9,7 +9,7 @@ use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{Attribute, Ident, Path, Token};
 
-use crate::model::{HandlerArgs, Kind, MethodAttr, Role, ServiceArgs, Side, ToolArgs};
+use crate::model::{HandlerArgs, MessageKind, MethodAttr, Role, ServiceArgs, Side, ToolArgs};
 
 /// Errors collected along the way; all of them are reported.
 #[derive(Debug, Default)]
@@ -269,7 +269,7 @@ pub(crate) fn valid_tool_name(name: &str) -> bool {
 /// or `#[sacp::on_notification]`. Its arguments are read into [`HandlerArgs`].
 pub(crate) fn handler_attr(attr: &Attribute, errors: &mut Errors) -> Option<HandlerArgs> {
     let last = attr.path().segments.last()?;
-    let kind = Kind::from_attr(&last.ident.to_string())?;
+    let kind = MessageKind::from_attr(&last.ident.to_string())?;
     let mut args = HandlerArgs {
         kind,
         from: Side::Client,
@@ -346,12 +346,15 @@ mod tests {
     fn reads_handler_attributes() {
         let (args, errors) = handler(syn::parse_quote!(#[on_request]));
         let args = args.unwrap();
-        assert_eq!((args.kind, args.from), (Kind::Request, Side::Client));
+        assert_eq!((args.kind, args.from), (MessageKind::Request, Side::Client));
         assert!(errors.is_empty());
 
         let (args, errors) = handler(syn::parse_quote!(#[sacp::on_notification(from = agent)]));
         let args = args.unwrap();
-        assert_eq!((args.kind, args.from), (Kind::Notification, Side::Agent));
+        assert_eq!(
+            (args.kind, args.from),
+            (MessageKind::Notification, Side::Agent)
+        );
         assert!(errors.is_empty());
 
         assert!(handler(syn::parse_quote!(#[doc = "x"])).0.is_none());

@@ -130,7 +130,7 @@ pub(crate) fn routes(handlers: &[Handler], errors: &mut Errors) {
     }
 }
 
-fn route_key(handler: &Handler) -> (crate::model::Kind, Side, String) {
+fn route_key(handler: &Handler) -> (crate::model::MessageKind, Side, String) {
     (
         handler.kind,
         handler.from,

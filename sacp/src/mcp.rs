@@ -77,8 +77,8 @@
 pub use crate::agent::McpClient;
 pub use crate::jsonrpc::BoxFuture;
 #[cfg(feature = "rmcp")]
-pub use crate::proxy::mcp::Rmcp;
-pub use crate::proxy::mcp::{
+pub use crate::proxy::mcp_servers::Rmcp;
+pub use crate::proxy::mcp_servers::{
     ClientLink, McpConnection, McpMessage, McpServer, McpServers, PROTOCOL_VERSIONS, ToolCx,
     ToolInput, ToolServer, ToolSet,
 };

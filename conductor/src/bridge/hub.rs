@@ -1,4 +1,4 @@
-//! The bridges' side of MCP over ACP: one JSON-RPC connection to the router (as the agent),
+//! The bridges' side of MCP over ACP: one JSON-RPC connection to the routing table (as the agent),
 //! and on it one [`Link`] per MCP connection a bridge opened.
 //!
 //! A link turns what the agent's MCP client sends into `_mcp/request` / `_mcp/notification`
@@ -39,7 +39,7 @@ pub(crate) struct ToClient {
     pub(crate) related: Option<Value>,
 }
 
-/// The bridges' connection to the router.
+/// The bridges' connection to the routing table.
 #[derive(Debug, Clone)]
 pub(crate) struct Hub {
     conn: Connection,
@@ -111,7 +111,7 @@ struct Shared {
 }
 
 impl Hub {
-    /// Starts the bridges' connection on `transport` (the other end is the router's).
+    /// Starts the bridges' connection on `transport` (the other end is the routing table's).
     pub(crate) fn start(transport: impl jsonrpc::Transport) -> Hub {
         let links = Arc::new(Links::default());
         let notes = Arc::new(RfdNotes::default());

@@ -9,11 +9,11 @@
 //!   headers;
 //! - otherwise: a stdio entry that runs `conductor mcp PORT` (the absolute path) with a secret in
 //!   its environment, PORT being a loopback listener of the entry's own (`stdio.rs`; the process
-//!   is `relay.rs`); for a v2 agent tagged `"type": "stdio"`, as v2 requires.
+//!   is `pipe.rs`); for a v2 agent tagged `"type": "stdio"`, as v2 requires.
 //!
 //! Either way each MCP connection the agent's client opens becomes one MCP connection over
-//! ACP, opened by the bridges as if they were the agent (`hub.rs`; the router sends the owner's
-//! `_mcp/*` for it to them, see `sacp/src/protocol/routing/mcp.rs`). The request is never held
+//! ACP, opened by the bridges as if they were the agent (`hub.rs`; the routing table sends the
+//! owner's `_mcp/*` for it to them, see `sacp/src/protocol/routing/mcp_routes.rs`). The request is never held
 //! back: listeners serve from the moment the rewritten entry is forwarded, and connections
 //! opened before the agent answered `session/new` go without a session id (the owner knows
 //! the session by the URL anyway). An entry ends with its session (`session/close`,
@@ -27,7 +27,7 @@
 
 mod http;
 mod hub;
-pub(crate) mod relay;
+pub(crate) mod pipe;
 mod stdio;
 mod translate;
 
@@ -126,7 +126,7 @@ pub(crate) struct Bridges {
 }
 
 impl Bridges {
-    /// The bridges, talking to the router over `transport`, and the MCP translator over
+    /// The bridges, talking to the routing table over `transport`, and the MCP translator over
     /// `translator` (see `translate.rs`).
     pub(crate) fn new(
         mode: BridgeMode,
@@ -162,7 +162,7 @@ impl Bridges {
             self.note_rfd_setup(request);
             return;
         }
-        // An agent that calls them itself — ours, or the RFD's way (the router gave it RFD
+        // An agent that calls them itself — ours, or the RFD's way (the routing table gave it RFD
         // entries, see `sacp::protocol::routing`) — needs no bridge.
         if agent.native || agent.rfd || !SESSION_SETUP.contains(&method) {
             return;
@@ -367,7 +367,7 @@ impl Bridges {
         // v2 requires an absolute command; v1 agents run it as it is given.
         let program = std::path::absolute(program)?;
         Ok(McpServer::Stdio(McpServerStdio {
-            args: vec![relay::SUBCOMMAND.to_owned(), port.to_string()],
+            args: vec![pipe::SUBCOMMAND.to_owned(), port.to_string()],
             command: program.to_string_lossy().into_owned(),
             env: vec![EnvVariable {
                 meta: None,

@@ -1,6 +1,7 @@
 //! The MCP translator: MCP over ACP between a caller and a provider that speak different forms
-//! of it (the RFD's `mcp/*` or ours `_mcp/*`, see [`sacp::protocol::dialect`]). It is one more connection of the
-//! router, [`RoutingTable::translator_conn`](sacp::protocol::routing::RoutingTable::translator_conn),
+//! of it (the RFD's `mcp/*` or ours `_mcp/*`, see [`sacp::protocol::dialect`]). It is one more
+//! connection of the routing table,
+//! [`RoutingTable::translator_conn`](sacp::protocol::routing::RoutingTable::translator_conn),
 //! and reaches providers through the bridges' [`Hub`] (as the agent, up the chain).
 //!
 //! **A stateless caller in front of a connection provider.** An RFD agent's `mcp/message` for
@@ -45,7 +46,7 @@ use crate::lock::lock;
 /// The MCP revision the translator speaks to connection-oriented peers.
 const CONNECTED_REVISION: &str = mcp::PROTOCOL_VERSIONS[0];
 
-/// The running translator: its connection to the router, and what the bridges tell it.
+/// The running translator: its connection to the routing table, and what the bridges tell it.
 #[derive(Debug)]
 pub(crate) struct Translator {
     _conn: Connection,
@@ -67,7 +68,7 @@ impl Translator {
     }
 }
 
-/// Starts the translator on `transport` (the other end is the router's translator
+/// Starts the translator on `transport` (the other end is the routing table's translator
 /// connection); it reaches providers through `hub`.
 pub(crate) fn start(transport: impl jsonrpc::Transport, hub: Hub) -> Translator {
     let state = Arc::new(State {
@@ -527,7 +528,7 @@ struct Downstream {
 }
 
 impl State {
-    /// `_mcp/connect` for an RFD server (the router added its `server_id`).
+    /// `_mcp/connect` for an RFD server (the routing table added its `server_id`).
     fn open(&self, params: Option<RawJson>) -> Result<RawJson, Error> {
         #[derive(serde::Deserialize)]
         struct Connect {

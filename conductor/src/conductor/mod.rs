@@ -443,7 +443,7 @@ impl Conductor {
         }
     }
 
-    /// Writes out the router's deliveries, one batch per connection, in order. What came in
+    /// Writes out the routing table's deliveries, one batch per connection, in order. What came in
     /// on `from` is charged until it is written: up-traffic to `from`'s reader, down-traffic to
     /// the chain's down account (see [`crate::account`]).
     fn deliver(&mut self, from: Option<Conn>) {

@@ -322,13 +322,13 @@ async fn announce(
 /// dialects declared.
 fn routing_table(chain: &Chain, translator_conn: Conn) -> RoutingTable {
     let names = chain.components.iter().map(|c| c.name.clone()).collect();
-    let mut router = RoutingTable::new(names);
-    debug_assert_eq!(router.translator_conn(), translator_conn);
-    router.translate();
+    let mut table = RoutingTable::new(names);
+    debug_assert_eq!(table.translator_conn(), translator_conn);
+    table.translate();
     for (i, component) in chain.components.iter().enumerate() {
         if let Some(dialect) = component.dialect {
-            router.declare(i + 1, dialect);
+            table.declare(i + 1, dialect);
         }
     }
-    router
+    table
 }

@@ -105,7 +105,7 @@ impl Flows {
                 });
             }
         }
-        if hop.kind == super::record::Kind::Request
+        if hop.kind == super::record::MessageKind::Request
             && let Some(key) = hop.key()
         {
             if self.requests.len() >= UNANSWERED {

@@ -364,19 +364,19 @@ impl Trace {
     pub(crate) fn record(
         &mut self,
         t: Duration,
-        router: &RoutingTable,
+        table: &RoutingTable,
         hop: &Hop,
         message: &Message,
     ) {
-        if router.proxy_mode() && !self.mode_said {
+        if table.proxy_mode() && !self.mode_said {
             self.mode_said = true;
             self.event("mode", serde_json::json!({"mode": "proxy"}));
         }
         self.batch.message(
             t,
             hop,
-            router.agent_conn(),
-            router.proxy_mode(),
+            table.agent_conn(),
+            table.proxy_mode(),
             message,
             self.payloads,
         );
@@ -384,13 +384,13 @@ impl Trace {
         if let (Some("initialize"), Node::Component(p), Message::Response(_)) =
             (hop.answers.as_deref(), hop.from, message)
         {
-            self.note_dialect(router, p);
+            self.note_dialect(table, p);
         }
     }
 
-    /// Says a proxy's dialect once the router knows it.
-    fn note_dialect(&mut self, router: &RoutingTable, position: usize) {
-        let dialect = router.dialect(position);
+    /// Says a proxy's dialect once the routing table knows it.
+    fn note_dialect(&mut self, table: &RoutingTable, position: usize) {
+        let dialect = table.dialect(position);
         // The agent (the last component) speaks no proxy dialect.
         let proxies = self.dialects.len().saturating_sub(1);
         let Some(said) = self.dialects[..proxies].get_mut(position.wrapping_sub(1)) else {

@@ -17,26 +17,26 @@ pub(super) type Span = (u32, u32);
 
 /// What a message line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(super) enum MessageKind {
     Request,
     Notification,
     Response,
     Error,
 }
 
-impl Kind {
+impl MessageKind {
     pub(super) fn as_str(self) -> &'static str {
         match self {
-            Kind::Request => "request",
-            Kind::Notification => "notification",
-            Kind::Response => "response",
-            Kind::Error => "error",
+            MessageKind::Request => "request",
+            MessageKind::Notification => "notification",
+            MessageKind::Response => "response",
+            MessageKind::Error => "error",
         }
     }
 
     /// A response or an error.
     pub(super) fn answers(self) -> bool {
-        matches!(self, Kind::Response | Kind::Error)
+        matches!(self, MessageKind::Response | MessageKind::Error)
     }
 }
 
@@ -68,7 +68,7 @@ pub(super) struct MessageLine {
     to: u16,
     /// The agent's position.
     agent: u16,
-    pub(super) kind: Kind,
+    pub(super) kind: MessageKind,
     pub(super) dir: Dir,
     /// [`PROXY_MODE`], [`PARAMS`], [`PAYLOAD`].
     flags: u8,
@@ -94,7 +94,7 @@ const MCP: usize = 4;
 fn node_code(node: Node) -> u16 {
     match node {
         Node::Client => 0,
-        Node::Successor => 1,
+        Node::Outer => 1,
         Node::Conductor => 2,
         Node::Bridge => 3,
         Node::Component(p) => u16::try_from(p + 4).unwrap_or(u16::MAX),
@@ -104,7 +104,7 @@ fn node_code(node: Node) -> u16 {
 fn node_of(code: u16) -> Node {
     match code {
         0 => Node::Client,
-        1 => Node::Successor,
+        1 => Node::Outer,
         2 => Node::Conductor,
         3 => Node::Bridge,
         p => Node::Component(usize::from(p) - 4),
@@ -289,7 +289,7 @@ impl Batch {
         payloads: bool,
     ) {
         let (kind, wire_method, id, payload) = parts(message, hop);
-        // The real method and params of what travels in an envelope (the router builds every
+        // The real method and params of what travels in an envelope (the routing table builds every
         // envelope it sends, so it has the parts at hand).
         let (method, via, inner) = match (wire_method, payload) {
             (Some(m), Some(p)) if !kind.answers() && sacp::protocol::envelope::is_envelope(m) => {
@@ -370,24 +370,29 @@ impl Batch {
 fn parts<'a>(
     message: &'a Message,
     hop: &'a Hop,
-) -> (Kind, Option<&'a str>, Option<&'a Id>, Option<&'a RawJson>) {
+) -> (
+    MessageKind,
+    Option<&'a str>,
+    Option<&'a Id>,
+    Option<&'a RawJson>,
+) {
     match message {
         Message::Request(r) => (
-            Kind::Request,
+            MessageKind::Request,
             Some(r.method.as_str()),
             Some(&r.id),
             r.params.as_ref(),
         ),
         Message::Notification(n) => (
-            Kind::Notification,
+            MessageKind::Notification,
             Some(n.method.as_str()),
             None,
             n.params.as_ref(),
         ),
         Message::Response(r) => {
             let (kind, raw) = match &r.body {
-                ResponseBody::Result(raw) => (Kind::Response, raw),
-                ResponseBody::Error(raw) => (Kind::Error, raw),
+                ResponseBody::Result(raw) => (MessageKind::Response, raw),
+                ResponseBody::Error(raw) => (MessageKind::Error, raw),
             };
             (kind, hop.answers.as_deref(), Some(&r.id), Some(raw))
         }

@@ -308,7 +308,7 @@ fn hop_fields(names: &[String], m: &MessageLine, method: &[u8], via: Option<&[u8
     let name = |node: Node| match node {
         Node::Client if m.proxy_mode() => r#""client""#,
         Node::Client => r#""editor""#,
-        Node::Successor => r#""successor""#,
+        Node::Outer => r#""successor""#,
         Node::Conductor => r#""conductor""#,
         Node::Bridge => r#""mcp-bridge""#,
         Node::Component(p) => names.get(p - 1).map_or(r#""?""#, String::as_str),
@@ -345,15 +345,15 @@ fn hop_number(m: &MessageLine) -> Option<usize> {
     let position = |node: Node| match node {
         Node::Client => Some(0),
         Node::Component(p) => Some(p),
-        Node::Successor => None,
+        Node::Outer => None,
         Node::Conductor | Node::Bridge => None,
     };
     let (from, to) = (m.from(), m.to());
     match (position(from), position(to)) {
         (Some(a), Some(b)) => Some(a.max(b)),
         // The successor (proxy mode) is after the last component.
-        (Some(a), None) if matches!(to, Node::Successor) => Some(a + 1),
-        (None, Some(b)) if matches!(from, Node::Successor) => Some(b + 1),
+        (Some(a), None) if matches!(to, Node::Outer) => Some(a + 1),
+        (None, Some(b)) if matches!(from, Node::Outer) => Some(b + 1),
         _ => None,
     }
 }

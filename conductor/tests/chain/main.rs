@@ -2,6 +2,7 @@
 //! over real pipes by an editor stand-in (`common::Editor`).
 
 mod answer_order;
+mod between_turns;
 mod bridge;
 mod common;
 mod concurrency;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use sacp::jsonrpc::ByteStream;
-use sacp::testing::{Kind, Permission, ScriptedEditor, TestChain, line, within};
+use sacp::testing::{MessageKind, Permission, ScriptedEditor, TestChain, line, within};
 use sacp_examples::prefix::Prefixer;
 use sacp_examples::test_agent::TestAgent;
 use serde_json::Value;
@@ -92,10 +92,10 @@ fn kit_hops(records: &[sacp::testing::Record]) -> BTreeMap<(String, String), Vec
     };
     by_link(records.iter().map(|r| {
         let kind = match r.kind {
-            Kind::Request => "request",
-            Kind::Notification => "notification",
-            Kind::Result => "response",
-            Kind::Error => "error",
+            MessageKind::Request => "request",
+            MessageKind::Notification => "notification",
+            MessageKind::Result => "response",
+            MessageKind::Error => "error",
         };
         // The conductor's own answers name no method in the trace.
         let method = if r.method == "?" { "" } else { &r.method };

@@ -93,7 +93,7 @@ async fn our_editor(transport: impl sacp::jsonrpc::Transport) -> Vec<Value> {
     within("initialize", editor.initialize()).await.unwrap();
     let session = within("session/new", editor.new_session()).await.unwrap();
     let mut lines = Vec::new();
-    let said = |turn: &sacp::testing::Turn| -> Vec<Value> {
+    let said = |turn: &sacp::testing::TurnSeen| -> Vec<Value> {
         turn.lines()
             .iter()
             .filter_map(|l| l.strip_prefix("message: ").map(|t| json!(t)))

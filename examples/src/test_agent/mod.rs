@@ -50,7 +50,7 @@
 //! Handlers run concurrently: a session that waits or sleeps never holds up another.
 
 mod history;
-mod mcp;
+mod mcp_client;
 mod v2;
 
 pub use self::v2::{FUTURE_V2, TestAgentV2};
@@ -81,7 +81,7 @@ pub struct TestAgent {
     /// The last subagent `cN` started.
     children: AtomicU64,
     /// The MCP servers of each session.
-    mcp: mcp::Servers,
+    mcp: mcp_client::Servers,
     /// Whether it declares `mcpCapabilities.http`.
     mcp_http: bool,
     /// Every session: its setup and what was said in it.
@@ -144,7 +144,7 @@ impl TestAgent {
     /// The agent that speaks MCP over ACP itself (`test-agent --mcp-acp`).
     pub fn speaking_mcp_over_acp() -> Self {
         TestAgent {
-            mcp: mcp::Servers::over_acp(),
+            mcp: mcp_client::Servers::over_acp(),
             ..TestAgent::default()
         }
     }
@@ -153,7 +153,7 @@ impl TestAgent {
     /// declares `mcpCapabilities.acp` and calls `{"type": "acp"}` servers with `mcp/message`.
     pub fn speaking_rfd_mcp_over_acp() -> Self {
         TestAgent {
-            mcp: mcp::Servers::rfd(),
+            mcp: mcp_client::Servers::rfd(),
             ..TestAgent::default()
         }
     }
@@ -393,7 +393,7 @@ impl TestAgent {
             }
             ["crash", rest @ ..] => return self.crash(cx, &session, rest).await,
             _ => {
-                if let Some((server, tool)) = first.and_then(mcp::instruction) {
+                if let Some((server, tool)) = first.and_then(mcp_client::instruction) {
                     let call = format!("call {server} {tool} {{}}");
                     for line in self.mcp.run(cx, &session, &call).await {
                         say(line).await?;

@@ -29,14 +29,14 @@ use sacp::acp::v2::{
 };
 use sacp::agent::{Cx, V2Turn};
 
-use super::mcp;
+use super::mcp_client;
 
 /// The test agent as an ACP v2 agent.
 #[derive(Debug, Default)]
 pub struct TestAgentV2 {
     sessions: AtomicU64,
     /// The MCP servers of each session.
-    mcp: Arc<mcp::Servers>,
+    mcp: Arc<mcp_client::Servers>,
     /// Whether it declares `session.mcp.http` (and not `stdio`).
     mcp_http: bool,
     /// Each session's `mcpServers`, as JSON.

@@ -79,10 +79,9 @@ pub(crate) use self::mcp_client::Clients;
 use self::turns::Turns;
 
 use crate::acp::Side;
-use crate::jsonrpc::{BoxFuture, Builder, ByteStream, Connection, Error, Transport};
-use crate::lock::lock;
+use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
 use crate::protocol::version::{self, Chosen};
-use crate::runtime::{Context, Neighbours};
+use crate::runtime::{AfterAnswer, Context, Neighbours};
 
 /// An agent: the handlers it has, and how to call them. Written by `#[sacp::agent]`.
 ///
@@ -159,25 +158,6 @@ pub struct Cx {
     chosen: Arc<Chosen>,
 }
 
-/// Work a request handler leaves for after its answer ([`Cx::after_answer`]).
-#[derive(Default)]
-pub(crate) struct AfterAnswer(std::sync::Mutex<Vec<BoxFuture>>);
-
-impl std::fmt::Debug for AfterAnswer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AfterAnswer")
-    }
-}
-
-impl AfterAnswer {
-    /// Starts the work left, now that the answer is queued.
-    pub(crate) fn start(&self, neighbours: &Neighbours) {
-        for work in std::mem::take(&mut *lock(&self.0)) {
-            neighbours.spawn_lingering(work);
-        }
-    }
-}
-
 impl Cx {
     /// The prompt turn of `session`: [`Turn::cancelled`] completes when the client sends
     /// `session/cancel` for it, as soon as that arrives. In a prompt handler this is the turn
@@ -252,16 +232,7 @@ impl Cx {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        match &self.after {
-            Some(after) => {
-                lock(&after.0).push(Box::pin(work));
-                Ok(())
-            }
-            None => Err(crate::jsonrpc::Error::internal_error(
-                "`Cx::after_answer` was called outside a request handler: there is no answer \
-                 to run the work after (`Cx::spawn` runs it at once)",
-            )),
-        }
+        AfterAnswer::leave(self.after.as_deref(), Box::pin(work))
     }
 
     /// The connection to the client, for what the methods above do not cover.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio_util::either::Either;
 
 use super::turns::Turns;
-use super::{AfterAnswer, Agent, Clients, Cx};
+use super::{Agent, Clients, Cx};
 use crate::acp::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
     InitializeResponse, PromptRequest, ProtocolVersion, Side,
@@ -17,7 +17,7 @@ use crate::jsonrpc::{
 };
 use crate::protocol::version::Chosen;
 use crate::protocol::{mcp, version};
-use crate::runtime::{HandlerSet, Incoming, Neighbours, Reply, schedule};
+use crate::runtime::{AfterAnswer, HandlerSet, Incoming, Neighbours, Reply, schedule};
 
 /// An [`Agent`] seen as a [`HandlerSet`].
 pub(crate) struct AsAgent<A>(A);

@@ -147,7 +147,7 @@ impl RawJson {
         })))
     }
 
-    /// The parts of a successor envelope built in this process (by the router or a proxy's
+    /// The parts of a successor envelope built in this process (by the routing table or a proxy's
     /// runtime): the method and the params. `None` for any other payload (whatever its text).
     pub fn envelope_parts(&self) -> Option<(&str, Option<&RawJson>)> {
         match &self.0 {

@@ -3,10 +3,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::mcp::McpServers;
-use super::mcp::registry::Registry;
+use super::mcp_servers::McpServers;
+use super::mcp_servers::registry::Registry;
 use crate::jsonrpc::Connection;
-use crate::runtime::{Context, Incoming, Neighbour, Neighbours};
+use crate::runtime::{AfterAnswer, Context, Incoming, Neighbour, Neighbours};
 
 /// A proxy handler's context: its two neighbours and a place to run background work.
 ///
@@ -19,6 +19,9 @@ pub struct Cx {
     /// Read by [`Cx::idle`] (ACP v2).
     #[cfg_attr(not(feature = "unstable_protocol_v2"), allow(dead_code))]
     idles: Arc<super::idle::Idles>,
+    /// Work to start once this request handler's answer is queued ([`Cx::after_answer`]);
+    /// `None` outside a request handler.
+    after: Option<Arc<AfterAnswer>>,
 }
 
 impl Cx {
@@ -28,12 +31,14 @@ impl Cx {
         dialect: Arc<crate::protocol::dialect::ConductorDialect>,
         chosen: Arc<crate::protocol::version::Chosen>,
         idles: Arc<super::idle::Idles>,
+        after: Option<Arc<AfterAnswer>>,
     ) -> Cx {
         Cx {
             neighbours: Neighbours::new(conn, dialect),
             mcp,
             chosen,
             idles,
+            after,
         }
     }
 
@@ -118,6 +123,22 @@ impl Cx {
         F: Future<Output = ()> + Send + 'static,
     {
         self.neighbours.spawn(work)
+    }
+
+    /// Runs `work` in the background once this request handler's answer has been queued for
+    /// whoever asked, so that whatever `work` sends goes out after the answer: a message a
+    /// proxy sends its client between turns, say, once the prompt it answered itself is
+    /// answered (the `reminder-proxy` example). Unlike [`Cx::spawn`]'s work, it gets the
+    /// grace requests get when the connection closes.
+    ///
+    /// An error, and `work` is not run, outside a request handler (a notification's handler,
+    /// or work spawned earlier): there is no answer to wait for there — [`Cx::spawn`] is what
+    /// runs work at once.
+    pub fn after_answer<F>(&self, work: F) -> crate::Result<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        AfterAnswer::leave(self.after.as_deref(), Box::pin(work))
     }
 
     /// The connection to the conductor, for what the methods above do not cover.

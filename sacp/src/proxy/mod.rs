@@ -70,7 +70,7 @@
 
 mod cx;
 mod idle;
-pub(crate) mod mcp;
+pub(crate) mod mcp_servers;
 mod runtime;
 
 pub use self::cx::Cx;
@@ -79,7 +79,7 @@ pub use crate::runtime::{Incoming, Neighbour, Reply};
 use std::future::Future;
 use std::sync::Arc;
 
-use self::mcp::McpServer;
+use self::mcp_servers::McpServer;
 use crate::acp::Side;
 use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio_util::either::Either;
 
 use super::idle::Idles;
-use super::mcp::registry::Registry;
+use super::mcp_servers::registry::Registry;
 use super::{Cx, Proxy};
 use crate::acp::Side;
 use crate::jsonrpc::{
@@ -25,7 +25,7 @@ use crate::protocol::dialect::{ConductorDialect, Dialect};
 use crate::protocol::envelope;
 use crate::protocol::version::Chosen;
 use crate::protocol::{handshake, version};
-use crate::runtime::{HandlerSet, Incoming, Kind, Reply, schedule};
+use crate::runtime::{AfterAnswer, HandlerSet, Incoming, MessageKind, Neighbours, Reply, schedule};
 
 const INITIALIZE: &str = "initialize";
 
@@ -69,13 +69,14 @@ impl<P: Proxy> ProxyHandler<P> {
         }
     }
 
-    fn cx(&self, conn: &Connection) -> Cx {
+    fn cx(&self, conn: &Connection, after: Option<Arc<AfterAnswer>>) -> Cx {
         Cx::new(
             conn.clone(),
             self.mcp.clone(),
             self.dialect.clone(),
             self.chosen.clone(),
             self.idles.clone(),
+            after,
         )
     }
 
@@ -127,7 +128,13 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
             match envelope::unwrap(params.as_ref()) {
                 Ok((method, params)) if self.mcp.owns(&method, params.as_ref()) => {
                     // The agent's MCP client, to one of this proxy's servers.
-                    return serve_mcp(self.mcp.clone(), self.cx(conn), method, params, responder);
+                    return serve_mcp(
+                        self.mcp.clone(),
+                        self.cx(conn, None),
+                        method,
+                        params,
+                        responder,
+                    );
                 }
                 Ok((method, _)) if let Some(e) = lacked(&method) => {
                     return refuse(responder, e, Side::Agent);
@@ -191,7 +198,15 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
                 }
             }
         };
-        schedule(&self.proxy, message, self.cx(conn), conn).map(Either::Left)
+        let after = Arc::new(AfterAnswer::default());
+        let cx = self.cx(conn, Some(after.clone()));
+        let neighbours = Neighbours::new(conn.clone(), Arc::default());
+        schedule(&self.proxy, message, cx, conn).map(|work| {
+            Either::Left(async move {
+                work.await;
+                after.start(&neighbours);
+            })
+        })
     }
 
     fn handle_notification(
@@ -220,7 +235,7 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
         } else {
             Incoming::notification(Side::Client, method, params)
         };
-        schedule(&self.proxy, message, self.cx(conn), conn).map(Either::<_, BoxFuture>::Left)
+        schedule(&self.proxy, message, self.cx(conn, None), conn).map(Either::<_, BoxFuture>::Left)
     }
 }
 
@@ -281,13 +296,19 @@ pub(crate) async fn forward(message: Incoming, cx: &Cx) {
     let (method, params, reply) = message.into_parts();
     match reply {
         Some(reply) if reply.is_cancelled() => {}
-        Some(reply) => match to.send_when_room(Kind::Request, method, params).await {
+        Some(reply) => match to
+            .send_when_room(MessageKind::Request, method, params)
+            .await
+        {
             Ok(Some(pending)) => pending.relay_to(reply),
             Ok(None) => {}
             Err(e) => reply.answer_raw(Err(e)),
         },
         None => {
-            if let Err(e) = to.send_when_room(Kind::Notification, method, params).await {
+            if let Err(e) = to
+                .send_when_room(MessageKind::Notification, method, params)
+                .await
+            {
                 tracing::debug!(error = %e, "could not forward a notification");
             }
         }
@@ -308,9 +329,9 @@ pub(crate) fn forward_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
         rejected,
     } = message;
     let kind = match &reply {
-        None => Kind::Notification,
+        None => MessageKind::Notification,
         Some(reply) if reply.is_cancelled() => return Ok(()),
-        Some(_) => Kind::Request,
+        Some(_) => MessageKind::Request,
     };
     match to.send(kind, method, params, Admission::Try) {
         Ok(pending) => {

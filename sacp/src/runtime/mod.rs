@@ -8,9 +8,12 @@
 //!   answer to it, with a finishing hook the role sets;
 //! - [`Neighbour`] and [`Neighbours`] (`neighbour.rs`): the handles to a component's client
 //!   and successor, over its one connection, with one send primitive;
+//! - [`AfterAnswer`] (`after.rs`): the work a request handler leaves for after its answer
+//!   (both roles' `Cx::after_answer`);
 //! - [`spawn`] and [`builder`]: the one entry point both roles' `serve` functions go through,
 //!   and the connection settings they start from ([`EOF_GRACE`]).
 
+mod after;
 mod handlers;
 mod incoming;
 mod lane;
@@ -18,11 +21,12 @@ mod neighbour;
 
 use std::time::Duration;
 
+pub(crate) use self::after::AfterAnswer;
 pub use self::handlers::Context;
 pub(crate) use self::handlers::{HandlerSet, schedule};
 pub use self::incoming::{Incoming, Reply};
 pub use self::neighbour::Neighbour;
-pub(crate) use self::neighbour::{Kind, Neighbours};
+pub(crate) use self::neighbour::{MessageKind, Neighbours};
 
 use crate::jsonrpc::{Builder, Connection, Handler, Transport};
 

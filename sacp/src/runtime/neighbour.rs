@@ -48,7 +48,7 @@ impl fmt::Debug for Neighbour {
 
 /// What [`Neighbour::send`] sends: a request or a notification of `method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum MessageKind {
     Request,
     Notification,
 }
@@ -71,7 +71,7 @@ impl Neighbour {
         method: impl Into<String>,
         params: Option<RawJson>,
     ) -> PendingResponse<RawJson> {
-        let outbound = self.address(Kind::Request, method.into(), params);
+        let outbound = self.address(MessageKind::Request, method.into(), params);
         self.conn
             .send_request(outbound, Admission::Now)
             .unwrap_or_else(|e| PendingResponse::failed(e, Ok))
@@ -95,7 +95,7 @@ impl Neighbour {
     ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
         let method = method.into();
         async move {
-            self.send_when_room(Kind::Notification, method, params)
+            self.send_when_room(MessageKind::Notification, method, params)
                 .await
                 .map(drop)
         }
@@ -106,7 +106,7 @@ impl Neighbour {
     /// ([`Connection::send`]) with `admission`. What finds no room comes back as it was given.
     pub(crate) fn send(
         &self,
-        kind: Kind,
+        kind: MessageKind,
         method: String,
         params: Option<RawJson>,
         admission: Admission,
@@ -121,7 +121,7 @@ impl Neighbour {
     /// [`Neighbour::send`], waiting for room in the outgoing queue when there is none.
     pub(crate) async fn send_when_room(
         &self,
-        kind: Kind,
+        kind: MessageKind,
         method: String,
         params: Option<RawJson>,
     ) -> Result<Option<PendingResponse<RawJson>>, Error> {
@@ -131,13 +131,13 @@ impl Neighbour {
 
     /// The message as it goes on the wire: wrapped for the successor, as it is for the client;
     /// a request's response is delivered in the turn of this neighbour's lane.
-    fn address(&self, kind: Kind, method: String, params: Option<RawJson>) -> Outbound {
+    fn address(&self, kind: MessageKind, method: String, params: Option<RawJson>) -> Outbound {
         let (method, params) = match self.side {
             Side::Client => (method, params),
             Side::Agent => {
                 let envelope = self.dialect.get().envelope(match kind {
-                    Kind::Request => Carried::Request,
-                    Kind::Notification => Carried::Notification,
+                    MessageKind::Request => Carried::Request,
+                    MessageKind::Notification => Carried::Notification,
                 });
                 (
                     envelope.to_owned(),
@@ -146,12 +146,12 @@ impl Neighbour {
             }
         };
         match kind {
-            Kind::Request => Outbound::Request {
+            MessageKind::Request => Outbound::Request {
                 method,
                 params,
                 lane: self.side.index(),
             },
-            Kind::Notification => Outbound::Notification { method, params },
+            MessageKind::Notification => Outbound::Notification { method, params },
         }
     }
 

@@ -369,7 +369,7 @@ impl Conductor {
             let name = |node: Node| match node {
                 Node::Client => "editor".to_owned(),
                 Node::Component(p) => names[p - 1].clone(),
-                Node::Successor => "successor".to_owned(),
+                Node::Outer => "successor".to_owned(),
                 Node::Conductor => "conductor".to_owned(),
                 Node::Bridge => "bridge".to_owned(),
             };

@@ -20,7 +20,7 @@ use crate::jsonrpc::{Connection, Error, Methods, Transport};
 use crate::lock::lock;
 
 use super::patience::within;
-use super::turn::Turn;
+use super::turn::TurnSeen;
 
 type Chooser = Arc<dyn Fn(&RequestPermissionRequest) -> RequestPermissionOutcome + Send + Sync>;
 
@@ -339,8 +339,8 @@ impl Session {
     }
 
     /// Sends a prompt of one text block. It is sent at once; await the [`PendingTurn`] for the
-    /// [`Turn`] — the updates that arrived between the prompt and its answer, exactly, and the
-    /// answer.
+    /// [`TurnSeen`] — the updates that arrived between the prompt and its answer, exactly, and
+    /// the answer.
     pub fn prompt(&self, text: impl Into<String>) -> PendingTurn {
         self.prompt_with(vec![ContentBlock::Text(TextContent::new(text.into()))])
     }
@@ -363,7 +363,7 @@ impl Session {
             let _ = sent_tx.send(());
             let answer = answer.await;
             let updates = log.since(from);
-            let _ = tx.send(answer.map(|response| Turn::new(updates, response, log, from)));
+            let _ = tx.send(answer.map(|response| TurnSeen::new(updates, response, log, from)));
         });
         PendingTurn { rx, connection }
     }
@@ -424,18 +424,18 @@ impl Session {
     }
 }
 
-/// A prompt on its way; await it for its [`Turn`] (failing the test after
+/// A prompt on its way; await it for its [`TurnSeen`] (failing the test after
 /// [`PATIENCE`](super::PATIENCE)).
 #[derive(Debug)]
 pub struct PendingTurn {
-    rx: oneshot::Receiver<Result<Turn, Error>>,
+    rx: oneshot::Receiver<Result<TurnSeen, Error>>,
     /// The editor's connection, for why it ended when it ends first.
     connection: Connection,
 }
 
 impl IntoFuture for PendingTurn {
-    type Output = Result<Turn, Error>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Result<Turn, Error>> + Send>>;
+    type Output = Result<TurnSeen, Error>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<TurnSeen, Error>> + Send>>;
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {

@@ -4,7 +4,7 @@
 //!   own `#[sacp::agent]`), in one process, through the real runtimes and the conductor's own
 //!   routing — handshake, per-hop ids, successor envelopes, ordering, MCP over ACP — with no
 //!   processes and no sleeps. Deterministic under `tokio::time::pause()`.
-//! - [`ScriptedEditor`] opens sessions and prompts; a [`Turn`] is exactly the updates that came
+//! - [`ScriptedEditor`] opens sessions and prompts; a [`TurnSeen`] is exactly the updates that came
 //!   between a prompt and its answer, with assertions that fail with a readable diff.
 //! - [`ScriptedAgent`] plays a script of [`Step`]s per prompt and records what it met.
 //! - [`Transcript`]: every message of every hop, in delivery order.
@@ -54,5 +54,5 @@ pub use self::agent::{ScriptedAgent, Step};
 pub use self::chain::{RunningChain, TestChain};
 pub use self::editor::{PendingTurn, Permission, ScriptedEditor, Session};
 pub use self::patience::{PATIENCE, Tally, within};
-pub use self::transcript::{Kind, Record, Transcript};
-pub use self::turn::{Turn, line};
+pub use self::transcript::{MessageKind, Record, Transcript};
+pub use self::turn::{TurnSeen, line};

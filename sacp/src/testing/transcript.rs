@@ -16,7 +16,7 @@ use super::patience::within;
 
 /// What a delivered message was.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
+pub enum MessageKind {
     /// A request.
     Request,
     /// A notification.
@@ -37,7 +37,7 @@ pub struct Record {
     /// Who got it.
     pub to: String,
     /// What it was.
-    pub kind: Kind,
+    pub kind: MessageKind,
     /// The method: of the request or notification, or of the request a response answers.
     pub method: String,
     /// The params, result or error (`null` when absent).
@@ -53,16 +53,18 @@ impl Record {
                 .unwrap_or(Value::Null)
         };
         let (kind, method, payload, wrapped) = match &delivery.message {
-            Message::Request(r) => unwrapped(Kind::Request, &r.method, r.params.as_ref()),
-            Message::Notification(n) => unwrapped(Kind::Notification, &n.method, n.params.as_ref()),
+            Message::Request(r) => unwrapped(MessageKind::Request, &r.method, r.params.as_ref()),
+            Message::Notification(n) => {
+                unwrapped(MessageKind::Notification, &n.method, n.params.as_ref())
+            }
             Message::Response(r) => {
                 let method = delivery.hop.answers.as_deref().unwrap_or("?").to_owned();
                 match &r.body {
                     ResponseBody::Result(result) => {
-                        (Kind::Result, method, parse(Some(result)), false)
+                        (MessageKind::Result, method, parse(Some(result)), false)
                     }
                     ResponseBody::Error(error) => (
-                        Kind::Error,
+                        MessageKind::Error,
                         method,
                         serde_json::to_value(error).unwrap_or(Value::Null),
                         false,
@@ -87,7 +89,11 @@ impl Record {
 }
 
 /// A request or notification as its receiver sees it: an envelope's inner message.
-fn unwrapped(kind: Kind, method: &str, params: Option<&RawJson>) -> (Kind, String, Value, bool) {
+fn unwrapped(
+    kind: MessageKind,
+    method: &str,
+    params: Option<&RawJson>,
+) -> (MessageKind, String, Value, bool) {
     let parse = |raw: Option<&RawJson>| {
         raw.and_then(|r| serde_json::from_str(r.as_str()).ok())
             .unwrap_or(Value::Null)
@@ -104,10 +110,10 @@ impl fmt::Display for Record {
     /// One line: `editor -> Redactor  request session/prompt {"sessionId":…}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.kind {
-            Kind::Request => "request",
-            Kind::Notification => "notification",
-            Kind::Result => "result of",
-            Kind::Error => "error for",
+            MessageKind::Request => "request",
+            MessageKind::Notification => "notification",
+            MessageKind::Result => "result of",
+            MessageKind::Error => "error for",
         };
         let wrapped = if self.wrapped { " (wrapped)" } else { "" };
         write!(

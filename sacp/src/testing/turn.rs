@@ -1,4 +1,4 @@
-//! [`Turn`]: what one prompt brought back, and the assertions tests make of it.
+//! [`TurnSeen`]: what one prompt brought back, and the assertions tests make of it.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -10,11 +10,12 @@ use super::editor::Log;
 /// One prompt's turn as the editor saw it: the session's updates that arrived after the prompt
 /// was sent and before its answer — exactly those, in arrival order — and the answer.
 ///
-/// The assertions ([`Turn::assert_text`], [`Turn::assert_lines`]) fail with the turn written
-/// out line by line, a diff against what was expected, and the updates of the session that
-/// arrived *after* the answer (a proxy that lets its answer overtake its updates shows there).
+/// The assertions ([`TurnSeen::assert_text`], [`TurnSeen::assert_lines`]) fail with the turn
+/// written out line by line, a diff against what was expected, and the updates of the session
+/// that arrived *after* the answer (a proxy that lets its answer overtake its updates shows
+/// there).
 #[derive(Clone)]
-pub struct Turn {
+pub struct TurnSeen {
     updates: Vec<SessionUpdate>,
     response: PromptResponse,
     /// The session's log and where this turn's updates begin in it, for what came later.
@@ -22,23 +23,23 @@ pub struct Turn {
     from: usize,
 }
 
-impl std::fmt::Debug for Turn {
+impl std::fmt::Debug for TurnSeen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Turn")
+        f.debug_struct("TurnSeen")
             .field("lines", &self.lines())
             .field("stop_reason", &self.response.stop_reason)
             .finish()
     }
 }
 
-impl Turn {
+impl TurnSeen {
     pub(super) fn new(
         updates: Vec<SessionUpdate>,
         response: PromptResponse,
         log: Arc<Log>,
         from: usize,
-    ) -> Turn {
-        Turn {
+    ) -> TurnSeen {
+        TurnSeen {
             updates,
             response,
             log,
@@ -108,7 +109,7 @@ impl Turn {
         text
     }
 
-    /// Asserts that the agent said `expected` in this turn ([`Turn::text`]).
+    /// Asserts that the agent said `expected` in this turn ([`TurnSeen::text`]).
     ///
     /// # Panics
     /// With the turn, and what arrived after its answer, when it did not.
@@ -124,7 +125,7 @@ impl Turn {
         }
     }
 
-    /// Asserts that the turn's updates are `expected`, line for line ([`Turn::lines`]).
+    /// Asserts that the turn's updates are `expected`, line for line ([`TurnSeen::lines`]).
     ///
     /// # Panics
     /// With a diff (`-` expected and missing, `+` came unexpected) and what arrived after the

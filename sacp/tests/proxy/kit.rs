@@ -12,7 +12,7 @@ use sacp::acp::{
 };
 use sacp::mcp::ToolCx;
 use sacp::proxy::Cx;
-use sacp::testing::{Kind, Permission, ScriptedAgent, ScriptedEditor, Step, TestChain};
+use sacp::testing::{MessageKind, Permission, ScriptedAgent, ScriptedEditor, Step, TestChain};
 use serde_json::json;
 
 /// Upper-cases what the agent says, counts prompts, and offers a tool that says how many.
@@ -138,7 +138,7 @@ async fn the_transcript_shows_every_hop_with_envelopes_unwrapped() -> sacp::Resu
         "{transcript}"
     );
     assert!(inits[1].payload.get("_meta").is_none(), "{transcript}");
-    assert_eq!(inits[1].kind, Kind::Request);
+    assert_eq!(inits[1].kind, MessageKind::Request);
     chain.close().await?;
     Ok(())
 }
@@ -271,7 +271,7 @@ async fn the_agent_lists_and_calls_a_proxys_tools_over_acp() -> sacp::Result<()>
     // server, and never reached the editor.
     let transcript = chain.transcript();
     for record in transcript.records() {
-        if record.method.starts_with("_mcp/") && record.kind == Kind::Request {
+        if record.method.starts_with("_mcp/") && record.kind == MessageKind::Request {
             let hop = (record.from.as_str(), record.to.as_str());
             assert!(
                 hop == ("ScriptedAgent", "Quiet") || hop == ("Quiet", "Shouter"),

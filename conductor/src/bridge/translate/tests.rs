@@ -1,5 +1,5 @@
 //! The translator between a stateless caller and a connection provider, message by
-//! message: the provider and the caller are JSON-RPC connections standing where the router
+//! message: the provider and the caller are JSON-RPC connections standing where the routing table
 //! would (the process-level tests in `tests/dialects` run it in real chains).
 
 use std::time::Duration;

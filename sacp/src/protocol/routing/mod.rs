@@ -26,7 +26,7 @@
 //!
 //! The [`RoutingTable`] is synchronous and owns no I/O: it turns one inbound message into the
 //! [`Delivery`]s to make, which the conductor's event loop writes in order. One loop, one
-//! router: no message can overtake another between the same two connections.
+//! routing table: no message can overtake another between the same two connections.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -77,8 +77,10 @@ pub enum Node {
     Client,
     /// Component at this 1-based position.
     Component(usize),
-    /// The successor side (proxy mode): the outer conductor.
-    Successor,
+    /// The outer conductor as what comes after the last component (proxy mode; a trace
+    /// names it `successor`, the side it is on). The next component in the chain is a
+    /// component's successor; this is the chain's.
+    Outer,
     /// The conductor itself (errors it answers).
     Conductor,
     /// The conductor's MCP bridges, speaking for the agent's MCP clients.
@@ -182,7 +184,7 @@ pub struct RoutingTable {
     /// One per connection: the editor's, then the components', then the MCP bridges'.
     conns: Vec<Ids>,
     /// What the agent said of MCP in its `initialize` result.
-    agent_mcp: Option<mcp::AgentMcp>,
+    agent_mcp: Option<mcp_routes::AgentMcp>,
     /// The MCP connections the bridges opened.
     bridged: std::collections::HashSet<String>,
     /// The proxy-chain dialect of each position (`0` unused; `n + 1`: the outer conductor in
@@ -221,7 +223,7 @@ struct Resolved {
 }
 
 impl RoutingTable {
-    /// A router for components with these names, in chain order.
+    /// A routing table for components with these names, in chain order.
     pub fn new(names: Vec<String>) -> RoutingTable {
         // The editor, the components, the bridges and the translator.
         let conns = (0..names.len() + 3).map(|_| Ids::default()).collect();
@@ -295,7 +297,7 @@ impl RoutingTable {
     fn node(&self, position: usize) -> Node {
         match position {
             0 => Node::Client,
-            p if p > self.n() => Node::Successor,
+            p if p > self.n() => Node::Outer,
             p => Node::Component(p),
         }
     }
@@ -738,12 +740,12 @@ impl fmt::Display for PeerName<'_> {
 }
 
 mod chain_core;
-mod mcp;
+mod mcp_routes;
 mod responses;
 mod settling;
 
 pub use self::chain_core::ChainCore;
-pub use self::mcp::AgentMcp;
+pub use self::mcp_routes::AgentMcp;
 pub use self::settling::Settling;
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ fn id_of(choice: u64, style: u8) -> Id {
     }
 }
 
-/// A peer's message, on its way into the router.
+/// A peer's message, on its way into the routing table.
 fn inbound(message: Message) -> Inbound {
     Inbound::Message(message)
 }
@@ -40,7 +40,7 @@ proptest! {
         styles in prop::collection::vec(any::<u8>(), 12),
         picks in prop::collection::vec(any::<usize>(), 400),
     ) {
-        let mut router = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
+        let mut table = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
         let mut out = Vec::new();
         // Deliveries not yet handled by the component they reach.
         let mut inbox: Vec<(Conn, Message)> = Vec::new();
@@ -54,7 +54,7 @@ proptest! {
             let id = id_of(n as u64, *style);
             expected.insert(id.clone(), raw(&format!(r#"{{ "marker" : {n} , "x":1.50 }}"#)));
             let params = raw(&format!(r#"{{"marker":{n}}}"#));
-            router.inbound(
+            table.inbound(
                 EDITOR,
                 inbound(Message::Request(Request { id, method: "session/prompt".into(), params: Some(params) })),
                 &mut out,
@@ -95,7 +95,7 @@ proptest! {
                 }
                 Message::Notification(_) => continue,
             };
-            router.inbound(conn, inbound(reply), &mut out);
+            table.inbound(conn, inbound(reply), &mut out);
             for d in out.drain(..) {
                 if d.conn == EDITOR {
                     let Message::Response(Response { id, body: ResponseBody::Result(result) }) = d.message else {
@@ -109,28 +109,28 @@ proptest! {
         }
         prop_assert_eq!(answers, expected);
         prop_assert!(owed.iter().all(HashMap::is_empty));
-        prop_assert_eq!(router.editor_requests_in_flight(), 0);
+        prop_assert_eq!(table.editor_requests_in_flight(), 0);
     }
 
     #[test]
-    fn arbitrary_lines_from_any_peer_never_panic_the_router(
+    fn arbitrary_lines_from_any_peer_never_panic_the_routing_table(
         components in 1usize..4,
         lines in prop::collection::vec((0usize..4, "\\PC{0,80}"), 1..40),
     ) {
-        let mut router = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
+        let mut table = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
         let mut out = Vec::new();
         for (conn, line) in lines {
             let conn = conn % (components + 1);
             if line.trim().is_empty() {
                 continue;
             }
-            router.inbound(conn, super::tests::parse_text(&line), &mut out);
+            table.inbound(conn, super::tests::parse_text(&line), &mut out);
             out.clear();
         }
     }
 
     #[test]
-    fn well_formed_messages_with_any_ids_never_panic_the_router(
+    fn well_formed_messages_with_any_ids_never_panic_the_routing_table(
         components in 1usize..4,
         messages in prop::collection::vec(
             (0usize..4, any::<u8>(), any::<u64>(), any::<u8>(), prop::sample::select(vec![
@@ -140,7 +140,7 @@ proptest! {
             1..60,
         ),
     ) {
-        let mut router = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
+        let mut table = RoutingTable::new((1..=components).map(|i| format!("c{i}")).collect());
         let mut out = Vec::new();
         for (conn, kind, n, style, method) in messages {
             let conn = conn % (components + 1);
@@ -161,7 +161,7 @@ proptest! {
                     body: ResponseBody::Result(raw(r#"{"_meta":{"proxy":true}}"#)),
                 }),
             };
-            router.inbound(conn, inbound(message), &mut out);
+            table.inbound(conn, inbound(message), &mut out);
             out.clear();
         }
     }

@@ -276,10 +276,10 @@ impl RoutingTable {
             Node::Client if self.proxy_mode => handshake::mark_accepted(result),
             // The editor hears of MCP over ACP only from an agent that speaks it itself.
             Node::Client => {
-                mcp::with_transport_as(result, self.agent_mcp.is_some_and(|a| a.native))
+                mcp_routes::with_transport_as(result, self.agent_mcp.is_some_and(|a| a.native))
             }
             // A proxy's successor speaks MCP over ACP: the conductor bridges for the agent.
-            Node::Component(_) => mcp::with_transport_as(result, true),
+            Node::Component(_) => mcp_routes::with_transport_as(result, true),
             _ => Ok(result),
         });
         rewritten.unwrap_or_else(|error| {

@@ -20,9 +20,9 @@ pub(super) fn parse_text(line: &str) -> Inbound {
 }
 
 /// Feeds `line` from `conn` and returns what goes out, as `(conn, json)`.
-fn feed(router: &mut RoutingTable, conn: Conn, line: Value) -> (Vec<(Conn, Value)>, Option<Fatal>) {
+fn feed(table: &mut RoutingTable, conn: Conn, line: Value) -> (Vec<(Conn, Value)>, Option<Fatal>) {
     let mut out = Vec::new();
-    let fatal = router.inbound(conn, parse(line), &mut out);
+    let fatal = table.inbound(conn, parse(line), &mut out);
     let sent = out
         .into_iter()
         .map(|d| (d.conn, serde_json::from_str(&d.message.to_line()).unwrap()))
@@ -30,8 +30,8 @@ fn feed(router: &mut RoutingTable, conn: Conn, line: Value) -> (Vec<(Conn, Value
     (sent, fatal)
 }
 
-fn one(router: &mut RoutingTable, conn: Conn, line: Value) -> (Conn, Value) {
-    let (mut sent, fatal) = feed(router, conn, line);
+fn one(table: &mut RoutingTable, conn: Conn, line: Value) -> (Conn, Value) {
+    let (mut sent, fatal) = feed(table, conn, line);
     assert!(fatal.is_none());
     assert_eq!(sent.len(), 1, "{sent:?}");
     sent.remove(0)

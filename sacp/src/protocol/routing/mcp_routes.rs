@@ -1,9 +1,9 @@
-//! The router's part in MCP over ACP (spec §4): what the agent can do, where the conductor's
-//! own MCP bridges sit, and which `_mcp/*` messages go to them instead of the agent.
+//! The routing table's part in MCP over ACP (spec §4): what the agent can do, where the
+//! conductor's own MCP bridges sit, and which `_mcp/*` messages go to them instead of the agent.
 //!
-//! A conductor's bridges (the `sacp-chain` crate's) speak for an agent that knows nothing of `acp:` URLs: they
-//! are one more connection of the router, [`RoutingTable::bridge_conn`], that sends and receives as if
-//! it were the agent — what it sends travels up from the agent's position, and the owner's
+//! A conductor's bridges (the `sacp-chain` crate's) speak for an agent that knows nothing of
+//! `acp:` URLs: they are one more connection of the routing table,
+//! [`RoutingTable::bridge_conn`], that sends and receives as if it were the agent — what it sends travels up from the agent's position, and the owner's
 //! `_mcp/request` and `_mcp/notification` for a connection it opened come to it rather than to
 //! the agent. It learns those connections from the answers to its `_mcp/connect`s.
 

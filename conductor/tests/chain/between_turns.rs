@@ -1,0 +1,170 @@
+//! Messages between turns: a component speaks to the editor when no turn is open — a proxy's
+//! reminder, an agent's updates after its answer — and the chain delivers them in their
+//! session, in the order sent, never ahead of the answer of the turn before them.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// `conductor agent reminder-proxy passthrough-proxy test-agent`.
+fn reminder_chain() -> Vec<String> {
+    vec![
+        "agent".to_owned(),
+        example("reminder-proxy"),
+        passthrough(),
+        agent(),
+    ]
+}
+
+fn text_of(message: &Value) -> &str {
+    message["params"]["update"]["content"]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_reminder_reaches_its_own_session_after_the_answer_and_before_the_next_turn() {
+    let mut editor = Editor::start(conductor(), &reminder_chain());
+    let a = editor.open_session().await;
+    let b = editor.new_session().await;
+    let asked_a = editor.send_prompt(&a, "/remind 300ms alpha").await;
+    let asked_b = editor.send_prompt(&b, "/remind 100ms beta").await;
+    // Everything that arrives until both reminders have: answers and updates, in order.
+    let mut seen: Vec<String> = Vec::new();
+    while seen.iter().filter(|s| s.starts_with("update")).count() < 2 {
+        let message = editor
+            .next_message()
+            .await
+            .expect("the chain ended before both reminders");
+        if message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            let session = if message["id"] == asked_a { &a } else { &b };
+            assert!(
+                message["id"] == asked_a || message["id"] == asked_b,
+                "{message}"
+            );
+            seen.push(format!("answer {session}"));
+            continue;
+        }
+        assert_eq!(message["method"], "session/update", "{message}");
+        let session = message["params"]["sessionId"].as_str().unwrap_or_default();
+        seen.push(format!("update {session} {}", text_of(&message)));
+    }
+    for (session, text) in [(&a, "alpha"), (&b, "beta")] {
+        let answer = seen.iter().position(|s| *s == format!("answer {session}"));
+        let reminder = seen
+            .iter()
+            .position(|s| *s == format!("update {session} reminder: {text}"));
+        assert!(
+            answer.is_some() && reminder.is_some() && answer < reminder,
+            "session {session}: its answer, then its reminder, and nothing the agent said \
+             (it never saw the prompt): {seen:?}"
+        );
+    }
+    // The next turn is the agent's again, and nothing else arrives in it.
+    let next = editor.send_prompt(&a, "hello").await;
+    let said = editor.next_message().await.expect("the echo");
+    assert_eq!(
+        (said["params"]["sessionId"].as_str(), text_of(&said)),
+        (Some(a.as_str()), "hello"),
+        "{said}"
+    );
+    let answer = editor.next_message().await.expect("the answer");
+    assert_eq!(answer["id"], next, "{answer}");
+    editor.close_and_expect_a_clean_exit().await;
+}
+
+/// A reminder due at once still comes after the answer it follows: it is timed from the
+/// answer, not from the prompt.
+#[tokio::test]
+async fn a_reminder_due_at_once_never_overtakes_its_answer() {
+    let mut editor = Editor::start(conductor(), &reminder_chain());
+    let session = editor.open_session().await;
+    for round in 1..=30 {
+        let asked = editor
+            .send_prompt(&session, &format!("/remind 0ms round {round}"))
+            .await;
+        let first = editor.next_message().await.expect("the answer");
+        assert_eq!(first["id"], asked, "round {round}: {first}");
+        let reminder = editor.next_message().await.expect("the reminder");
+        assert_eq!(
+            text_of(&reminder),
+            format!("reminder: round {round}"),
+            "{reminder}"
+        );
+    }
+    editor.close_and_expect_a_clean_exit().await;
+}
+
+#[tokio::test]
+async fn a_malformed_reminder_is_refused_saying_how_it_is_written() {
+    let mut editor = Editor::start(conductor(), &reminder_chain());
+    let session = editor.open_session().await;
+    let answer = editor.prompt(&session, "/remind soon stretch").await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("usage: /remind DELAY TEXT")),
+        "{answer}"
+    );
+    editor.close_and_expect_a_clean_exit().await;
+}
+
+/// 100 sessions, each a turn whose agent answers at once and then speaks 100 times: 10,000
+/// updates between turns, all delivered, each session's in order, none before its answer.
+#[tokio::test]
+async fn ten_thousand_updates_between_turns_in_a_hundred_sessions_keep_their_order() {
+    const SESSIONS: usize = 100;
+    const AFTER: usize = 100;
+    let mut editor = Editor::start(conductor(), &reminder_chain());
+    let mut sessions = vec![editor.open_session().await];
+    while sessions.len() < SESSIONS {
+        sessions.push(editor.new_session().await);
+    }
+    let mut asked: HashMap<Value, String> = HashMap::new();
+    for session in &sessions {
+        let id = editor.send_prompt(session, &format!("then {AFTER}")).await;
+        asked.insert(id, session.clone());
+    }
+    let mut answered: HashMap<String, bool> = HashMap::new();
+    let mut after: HashMap<String, usize> = HashMap::new();
+    let mut updates = 0;
+    while updates < SESSIONS * AFTER || answered.len() < SESSIONS {
+        let message = editor
+            .next_message()
+            .await
+            .unwrap_or_else(|| panic!("the chain ended after {updates} updates"));
+        if message.get("method").is_none() {
+            let session = asked
+                .get(&message["id"])
+                .expect("an answer to a prompt sent");
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            assert!(
+                answered.insert(session.clone(), true).is_none(),
+                "{message}"
+            );
+            continue;
+        }
+        let session = message["params"]["sessionId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            answered.contains_key(&session),
+            "an update of {session} overtook its turn's answer: {message}"
+        );
+        let n = after.entry(session.clone()).or_default();
+        *n += 1;
+        assert_eq!(
+            text_of(&message),
+            format!("after {n}"),
+            "session {session}: out of order"
+        );
+        updates += 1;
+    }
+    assert!(after.values().all(|n| *n == AFTER), "{after:?}");
+    editor.close_and_expect_a_clean_exit().await;
+}
