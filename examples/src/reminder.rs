@@ -5,43 +5,137 @@
 //!   proxy's own: it answers it at once, `end_turn`, and the agent never sees it. `DELAY` after
 //!   that answer, the editor gets `reminder: TEXT` as an `agent_message_chunk` of the same
 //!   session, with no turn open.
+//! - Its MCP server `reminders` gives the agent a tool, `start_job {name, millis}`: a
+//!   background job that runs `millis` ms and whose end the editor hears of as
+//!   `job NAME finished` in the session that started it — after the turn that started it is
+//!   over, never inside a turn.
 //! - Every other prompt, and everything else, passes through untouched.
 //!
 //! The reminder is timed from the answer ([`Cx::after_answer`]), so it can never overtake it,
 //! whatever the delay; what the editor sees is the answer, then, later, the reminder. A
-//! reminder due when the connection ends is not sent.
+//! reminder or a job due when the connection ends is not reported.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sacp::acp::{
     ContentBlock, ContentChunk, PromptRequest, PromptResponse, SessionNotification, SessionUpdate,
     StopReason, TextContent,
 };
+use sacp::mcp::ToolCx;
 use sacp::proxy::Cx;
+use tokio::sync::Notify;
+
+use crate::lock::lock;
 
 /// The reminder proxy: see the module docs.
 #[derive(Debug, Default)]
-pub struct Reminder;
+pub struct Reminder {
+    turns: Arc<OpenTurns>,
+}
 
-#[sacp::proxy]
+/// `start_job`'s input.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct JobInput {
+    /// What the job is called in the message that reports its end.
+    pub name: String,
+    /// How long the job runs, in milliseconds.
+    pub millis: u64,
+}
+
+#[sacp::proxy(mcp_name = "reminders")]
 impl Reminder {
+    /// Starts a background job that runs `millis` ms; its end is reported to the session as
+    /// a message once the turn that started it is over.
+    #[tool]
+    async fn start_job(&self, input: JobInput, cx: &ToolCx) -> sacp::Result<String> {
+        let session = cx
+            .session_id()
+            .ok_or_else(|| sacp::Error::invalid_params("start_job: the call names no session"))?;
+        let (client, turns) = (cx.proxy().client(), self.turns.clone());
+        let JobInput { name, millis } = input;
+        let started = format!("job {name} started");
+        cx.proxy().spawn(async move {
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            turns.until_none_open(&session.0).await;
+            if let Err(e) = client
+                .notify(said(session, format!("job {name} finished")))
+                .await
+            {
+                tracing::warn!(error = %e, "a job's end could not be reported");
+            }
+        });
+        Ok(started)
+    }
+
     #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         let Some((delay, text)) = command(&req)? else {
-            return cx.successor().request(req).await;
+            // The agent's turn: open until its answer is on its way to the editor.
+            let session = req.session_id.0.clone();
+            self.turns.open(&session);
+            let answer = cx.successor().request(req).await;
+            let turns = self.turns.clone();
+            cx.after_answer(async move { turns.close(&session) })?;
+            return answer;
         };
         let (client, session) = (cx.client(), req.session_id);
         cx.after_answer(async move {
             tokio::time::sleep(delay).await;
-            let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(format!(
-                "reminder: {text}"
-            ))));
-            let update = SessionNotification::new(session, SessionUpdate::AgentMessageChunk(chunk));
-            if let Err(e) = client.notify(update).await {
+            if let Err(e) = client
+                .notify(said(session, format!("reminder: {text}")))
+                .await
+            {
                 tracing::warn!(error = %e, "a reminder could not be sent");
             }
         })?;
         Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+/// `text` as an agent message of `session`.
+fn said(session: sacp::acp::SessionId, text: String) -> SessionNotification {
+    let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+    SessionNotification::new(session, SessionUpdate::AgentMessageChunk(chunk))
+}
+
+/// The agent's turns that are open, by session: a prompt passed on and not yet answered.
+#[derive(Debug, Default)]
+struct OpenTurns {
+    open: Mutex<HashMap<String, usize>>,
+    closed: Notify,
+}
+
+impl OpenTurns {
+    fn open(&self, session: &str) {
+        *lock(&self.open).entry(session.to_owned()).or_default() += 1;
+    }
+
+    fn close(&self, session: &str) {
+        let mut open = lock(&self.open);
+        if let Some(n) = open.get_mut(session) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(session);
+            }
+        }
+        drop(open);
+        self.closed.notify_waiters();
+    }
+
+    /// Completes when `session` has no turn open.
+    async fn until_none_open(&self, session: &str) {
+        loop {
+            let closed = self.closed.notified();
+            tokio::pin!(closed);
+            // Registered before looking, so that a close in between still wakes it.
+            closed.as_mut().enable();
+            if !lock(&self.open).contains_key(session) {
+                return;
+            }
+            closed.await;
+        }
     }
 }
 

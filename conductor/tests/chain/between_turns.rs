@@ -98,6 +98,51 @@ async fn a_reminder_due_at_once_never_overtakes_its_answer() {
     editor.close_and_expect_a_clean_exit().await;
 }
 
+/// A job the agent starts with the proxy's tool ends while its turn is still open; its end is
+/// reported after the turn's answer, in its session.
+#[tokio::test]
+async fn a_background_jobs_end_is_reported_after_the_turn_that_started_it() {
+    let mut editor = Editor::start(conductor(), &reminder_chain());
+    let session = editor.open_session().await;
+    let asked = editor
+        .send_prompt(
+            &session,
+            r#"call reminders start_job {"name": "build", "millis": 0}"#,
+        )
+        .await;
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|s: &String| s.contains("job build finished"))
+    {
+        let message = editor.next_message().await.expect("the job's end");
+        if message.get("method").is_none() {
+            assert_eq!(message["id"], asked, "{message}");
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            seen.push("answer".to_owned());
+            continue;
+        }
+        if message["method"] == "session/update" {
+            assert_eq!(
+                message["params"]["sessionId"],
+                session.as_str(),
+                "{message}"
+            );
+            if let Some(text) = message["params"]["update"]["content"]["text"].as_str() {
+                seen.push(text.to_owned());
+            }
+        }
+    }
+    let answer = seen.iter().position(|s| s == "answer");
+    let started = seen.iter().position(|s| s.contains("job build started"));
+    let finished = seen.iter().position(|s| s.contains("job build finished"));
+    assert!(
+        started < answer && answer < finished && started.is_some(),
+        "the tool's result in the turn, the answer, then the job's end: {seen:?}"
+    );
+    editor.close_and_expect_a_clean_exit().await;
+}
+
 #[tokio::test]
 async fn a_malformed_reminder_is_refused_saying_how_it_is_written() {
     let mut editor = Editor::start(conductor(), &reminder_chain());
@@ -119,7 +164,7 @@ async fn a_malformed_reminder_is_refused_saying_how_it_is_written() {
 async fn ten_thousand_updates_between_turns_in_a_hundred_sessions_keep_their_order() {
     const SESSIONS: usize = 100;
     const AFTER: usize = 100;
-    let mut editor = Editor::start(conductor(), &reminder_chain());
+    let mut editor = Editor::start(conductor(), &flat_chain(2));
     let mut sessions = vec![editor.open_session().await];
     while sessions.len() < SESSIONS {
         sessions.push(editor.new_session().await);

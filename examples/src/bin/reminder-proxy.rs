@@ -7,5 +7,5 @@ use sacp_examples::reminder::Reminder;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> sacp::Result<()> {
     sacp_examples::init_logging();
-    sacp::proxy::serve_stdio(Reminder).await
+    sacp::proxy::serve_stdio(Reminder::default()).await
 }
