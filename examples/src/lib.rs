@@ -12,8 +12,9 @@
 //!   (`logging-proxy`), written against the `Proxy` trait without the macro.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
 //! - [`reminder`]: a proxy that speaks between turns: `/remind 2s TEXT` ends the turn at once,
-//!   and the editor gets `reminder: TEXT` two seconds later; a `start_job` tool's end is
-//!   reported after the turn that started it (`reminder-proxy`).
+//!   and the editor gets `reminder: TEXT` two seconds later; `/later 2s TEXT` starts a turn
+//!   of the proxy's own; a `start_job` tool's end is reported after the turn that started it
+//!   (`reminder-proxy`).
 //! - [`steward`]: a typed proxy for ACP's unstable surface: forks, subagents and elicitations
 //!   (`steward-proxy`).
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`

@@ -5,6 +5,11 @@
 //!   proxy's own: it answers it at once, `end_turn`, and the agent never sees it. `DELAY` after
 //!   that answer, the editor gets `reminder: TEXT` as an `agent_message_chunk` of the same
 //!   session, with no turn open.
+//! - `/later DELAY TEXT` starts a turn of the proxy's own `DELAY` after its answer: the
+//!   agent gets `TEXT` as a prompt the editor did not send ([`Cx::start_turn`]: the editor
+//!   sees `TEXT` as a `user_message_chunk` marked as the proxy's, then the agent's updates),
+//!   and when that turn ends the editor gets `later: the turn ended (STOP_REASON)` — a
+//!   `session/cancel` from the editor cancels it like one of its own turns.
 //! - Its MCP server `reminders` gives the agent a tool, `start_job {name, millis}`: a
 //!   background job that runs `millis` ms and whose end the editor hears of as
 //!   `job NAME finished` in the session that started it — after the turn that started it is
@@ -71,7 +76,7 @@ impl Reminder {
 
     #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
-        let Some((delay, text)) = command(&req)? else {
+        let Some((kind, delay, text)) = command(&req)? else {
             // The agent's turn: open until its answer is on its way to the editor.
             let session = req.session_id.0.clone();
             self.turns.open(&session);
@@ -80,18 +85,33 @@ impl Reminder {
             cx.after_answer(async move { turns.close(&session) })?;
             return answer;
         };
-        let (client, session) = (cx.client(), req.session_id);
+        let (client, session, cx2) = (cx.client(), req.session_id, cx.clone());
         cx.after_answer(async move {
             tokio::time::sleep(delay).await;
-            if let Err(e) = client
-                .notify(said(session, format!("reminder: {text}")))
-                .await
-            {
+            let message = match kind {
+                Command::Remind => format!("reminder: {text}"),
+                Command::Later => {
+                    let prompt = vec![ContentBlock::Text(TextContent::new(text))];
+                    match cx2.start_turn(&session, prompt).await {
+                        Ok(answer) => format!("later: the turn ended ({})", stop_reason(&answer)),
+                        Err(e) => format!("later: the turn failed: {e}"),
+                    }
+                }
+            };
+            if let Err(e) = client.notify(said(session, message)).await {
                 tracing::warn!(error = %e, "a reminder could not be sent");
             }
         })?;
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
+}
+
+/// An answer's stop reason as the wire writes it (`end_turn`, `cancelled`, …).
+fn stop_reason(answer: &PromptResponse) -> String {
+    serde_json::to_value(answer.stop_reason)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// `text` as an agent message of `session`.
@@ -139,19 +159,33 @@ impl OpenTurns {
     }
 }
 
-/// The `/remind DELAY TEXT` of a prompt, if it is one; an error for a `/remind` that is
-/// malformed, saying how it is written.
-fn command(req: &PromptRequest) -> sacp::Result<Option<(Duration, String)>> {
+/// What a prompt of the proxy's own asks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Command {
+    /// `/remind`: a message.
+    Remind,
+    /// `/later`: a turn of the proxy's own.
+    Later,
+}
+
+/// The `/remind DELAY TEXT` (or `/later …`) of a prompt, if it is one; an error for one that
+/// is malformed, saying how it is written.
+fn command(req: &PromptRequest) -> sacp::Result<Option<(Command, Duration, String)>> {
     let Some(ContentBlock::Text(first)) = req.prompt.first() else {
         return Ok(None);
     };
-    let Some(rest) = first.text.trim_start().strip_prefix("/remind") else {
+    let text = first.text.trim_start();
+    let (kind, name, rest) = if let Some(rest) = text.strip_prefix("/remind") {
+        (Command::Remind, "/remind", rest)
+    } else if let Some(rest) = text.strip_prefix("/later") {
+        (Command::Later, "/later", rest)
+    } else {
         return Ok(None);
     };
     let usage = || {
-        sacp::Error::invalid_params(
-            "usage: /remind DELAY TEXT, DELAY as 250ms, 2s or 1m (and TEXT not empty)",
-        )
+        sacp::Error::invalid_params(format!(
+            "usage: {name} DELAY TEXT, DELAY as 250ms, 2s or 1m (and TEXT not empty)"
+        ))
     };
     let mut words = rest.trim_start().splitn(2, char::is_whitespace);
     let delay = words.next().and_then(delay).ok_or_else(usage)?;
@@ -159,7 +193,7 @@ fn command(req: &PromptRequest) -> sacp::Result<Option<(Duration, String)>> {
     if text.is_empty() {
         return Err(usage());
     }
-    Ok(Some((delay, text.to_owned())))
+    Ok(Some((kind, delay, text.to_owned())))
 }
 
 /// `250ms`, `2s`, `1m`.
@@ -190,16 +224,22 @@ mod tests {
     fn reminders_are_read_and_anything_else_is_not_one() {
         assert_eq!(
             command(&prompt("/remind 2s stretch your legs")).unwrap(),
-            Some((Duration::from_secs(2), "stretch your legs".to_owned()))
+            Some((
+                Command::Remind,
+                Duration::from_secs(2),
+                "stretch your legs".to_owned()
+            ))
         );
         assert_eq!(
-            command(&prompt("/remind 250ms x")).unwrap(),
-            Some((Duration::from_millis(250), "x".to_owned()))
+            command(&prompt("/later 250ms x")).unwrap(),
+            Some((Command::Later, Duration::from_millis(250), "x".to_owned()))
         );
         assert_eq!(command(&prompt("remind me")).unwrap(), None);
         for bad in ["/remind", "/remind 2s", "/remind soon x", "/remind 2h x"] {
             let error = command(&prompt(bad)).unwrap_err();
             assert!(error.message.contains("usage: /remind"), "{bad}: {error}");
         }
+        let error = command(&prompt("/later x")).unwrap_err();
+        assert!(error.message.contains("usage: /later"), "{error}");
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::*;
 
@@ -139,6 +139,63 @@ async fn a_background_jobs_end_is_reported_after_the_turn_that_started_it() {
     assert!(
         started < answer && answer < finished && started.is_some(),
         "the tool's result in the turn, the answer, then the job's end: {seen:?}"
+    );
+    editor.close_and_expect_a_clean_exit().await;
+}
+
+/// A turn the proxy starts with the agent: the editor sees its prompt marked as the proxy's,
+/// then the agent's updates, then (from the proxy) how it ended; the editor's
+/// `session/cancel` cancels it like one of its own turns.
+#[tokio::test]
+async fn a_turn_the_proxy_starts_is_shown_marked_and_the_editor_can_cancel_it() {
+    let mut editor = Editor::start(conductor(), &reminder_chain());
+    let session = editor.open_session().await;
+    let next_update = async |editor: &mut Editor| {
+        let message = editor.next_message().await.expect("an update");
+        assert_eq!(message["method"], "session/update", "{message}");
+        assert_eq!(
+            message["params"]["sessionId"],
+            session.as_str(),
+            "{message}"
+        );
+        message["params"]["update"].clone()
+    };
+    let answer = editor.prompt(&session, "/later 0ms hello there").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let prompt = next_update(&mut editor).await;
+    assert_eq!(
+        (
+            &prompt["sessionUpdate"],
+            &prompt["content"]["text"],
+            &prompt["_meta"]
+        ),
+        (
+            &json!("user_message_chunk"),
+            &json!("hello there"),
+            &json!({"sacp": {"from": "proxy"}})
+        ),
+        "{prompt}"
+    );
+    let echo = next_update(&mut editor).await;
+    assert_eq!(echo["content"]["text"], "hello there", "{echo}");
+    let ended = next_update(&mut editor).await;
+    assert_eq!(
+        ended["content"]["text"], "later: the turn ended (end_turn)",
+        "{ended}"
+    );
+
+    editor.prompt(&session, "/later 0ms wait").await;
+    let prompt = next_update(&mut editor).await;
+    assert_eq!(prompt["content"]["text"], "wait", "{prompt}");
+    let waiting = next_update(&mut editor).await;
+    assert_eq!(waiting["content"]["text"], "waiting", "{waiting}");
+    editor
+        .notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    let ended = next_update(&mut editor).await;
+    assert_eq!(
+        ended["content"]["text"], "later: the turn ended (cancelled)",
+        "{ended}"
     );
     editor.close_and_expect_a_clean_exit().await;
 }

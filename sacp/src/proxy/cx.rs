@@ -125,6 +125,35 @@ impl Cx {
         self.neighbours.spawn(work)
     }
 
+    /// Starts a turn of the proxy's own with the agent in `session`: a prompt the editor did
+    /// not send. The editor sees the prompt first, each block as a `user_message_chunk` marked
+    /// as the proxy's (`"_meta": {"sacp": {"from": "proxy"}}`, [`FROM_PROXY`]), then the
+    /// agent's updates as they come, like any others; the answer is the proxy's. A
+    /// `session/cancel` the editor sends for the session reaches the agent and cancels this
+    /// turn as it would one of the editor's.
+    ///
+    /// Call it from work started with [`Cx::after_answer`] or [`Cx::spawn`] (a turn between
+    /// the editor's turns), not while a turn of the session is open: ACP runs one turn at a
+    /// time per session.
+    pub async fn start_turn(
+        &self,
+        session: &crate::acp::SessionId,
+        prompt: Vec<crate::acp::ContentBlock>,
+    ) -> crate::Result<crate::acp::PromptResponse> {
+        use crate::acp::{ContentChunk, PromptRequest, SessionNotification, SessionUpdate};
+        for block in &prompt {
+            let mut chunk = ContentChunk::new(block.clone());
+            chunk.meta = Some(from_proxy());
+            let update = SessionUpdate::UserMessageChunk(chunk);
+            self.client()
+                .notify(SessionNotification::new(session.clone(), update))
+                .await?;
+        }
+        self.successor()
+            .request(PromptRequest::new(session.clone(), prompt))
+            .await
+    }
+
     /// Runs `work` in the background once this request handler's answer has been queued for
     /// whoever asked, so that whatever `work` sends goes out after the answer: a message a
     /// proxy sends its client between turns, say, once the prompt it answered itself is
@@ -149,6 +178,17 @@ impl Cx {
     pub(crate) fn neighbours(&self) -> &Neighbours {
         &self.neighbours
     }
+}
+
+/// The `_meta` key that marks a `user_message_chunk` as a prompt a proxy sent
+/// ([`Cx::start_turn`]): its value is `{"from": "proxy"}`.
+pub const FROM_PROXY: &str = "sacp";
+
+/// `{"sacp": {"from": "proxy"}}`.
+fn from_proxy() -> serde_json::Map<String, serde_json::Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert(FROM_PROXY.to_owned(), serde_json::json!({"from": "proxy"}));
+    meta
 }
 
 impl Context for Cx {
