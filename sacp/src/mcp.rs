@@ -67,7 +67,7 @@
 //! Other servers: any [`McpServer`], given to every session by a method marked
 //! `#[mcp_server]` in the impl (`fn name(&self) -> impl McpServer`), or to one session by a
 //! handler ([`McpServers::offer`]); with the `rmcp` feature, an existing `rmcp` server
-//! ([`Rmcp`]).
+//! (`Rmcp`, in this module under that feature).
 //!
 //! Agents that speak MCP over ACP themselves use [`McpClient`].
 //!

@@ -99,10 +99,11 @@ pub trait Agent: Send + Sync + 'static {
     const MCP_OVER_ACP: bool = false;
 
     /// The ACP versions the agent speaks, ascending: v1 unless it declares others
-    /// (`#[sacp::agent(protocol = 2)]`, or [`Dual`] for both). The runtime answers
-    /// `initialize` with the highest of them at or below the client's (`-32022` when none is),
-    /// hands the handlers the request asking for that one, and from then on answers `-32601`
-    /// to the methods that version lacks (see [`crate::protocol::version`]).
+    /// (`#[sacp::agent(protocol = 2)]`, or `Dual` for both, with `unstable_protocol_v2`). The
+    /// runtime answers `initialize` with the highest of them at or below the client's
+    /// (`-32022` when none is), hands the handlers the request asking for that one, and from
+    /// then on answers `-32601` to the methods that version lacks (see
+    /// [`crate::protocol::version`]).
     const PROTOCOLS: &'static [u16] = version::SPOKEN;
 
     /// The agent's name and version, for the runtime's own answer to `initialize` (`info` in
@@ -114,7 +115,8 @@ pub trait Agent: Send + Sync + 'static {
     fn takes(method: &str, from: Side) -> bool;
 
     /// Whether the handlers of a connection at ACP `version` take messages of `method`:
-    /// [`Agent::takes`], unless the agent has a handler set per version ([`Dual`]).
+    /// [`Agent::takes`], unless the agent has a handler set per version (`Dual`, with
+    /// `unstable_protocol_v2`).
     fn takes_in(version: u16, method: &str, from: Side) -> bool {
         let _ = version;
         Self::takes(method, from)
