@@ -331,7 +331,7 @@ impl TestAgent {
             self.history.said(&session.0, &update);
         }
         let client = cx.client();
-        let say = |text: String| self.say(cx, &session, text);
+        let say = |text: String| self.say(&client, &session, text);
         let first = req.prompt.iter().find_map(|block| match block {
             ContentBlock::Text(text) => Some(text.text.as_str()),
             _ => None,
@@ -410,12 +410,17 @@ impl TestAgent {
         Ok(PromptResponse::new(StopReason::EndTurn))
     }
 
-    /// Says `text` in `session`, as an agent message chunk it remembers.
-    async fn say(&self, cx: &Cx, session: &SessionId, text: String) -> sacp::Result<()> {
+    /// Says `text` to `client` in `session`, as an agent message chunk it remembers.
+    async fn say(
+        &self,
+        client: &sacp::agent::Neighbour,
+        session: &SessionId,
+        text: String,
+    ) -> sacp::Result<()> {
         let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
         let update = SessionUpdate::AgentMessageChunk(chunk);
         self.history.said(&session.0, &update);
-        cx.client()
+        client
             .notify(SessionNotification::new(session.clone(), update))
             .await
     }
@@ -434,12 +439,13 @@ impl TestAgent {
             [size] => size.parse().map_err(|_| bad_prompt("stream N [SIZE]"))?,
             _ => return Err(bad_prompt("stream N [SIZE]")),
         };
+        let client = cx.client();
         for i in 1..=count {
             let mut text = format!("chunk {i}");
             if text.len() < size {
                 text.extend(std::iter::repeat_n('.', size - text.len()));
             }
-            self.say(cx, session, text).await?;
+            self.say(&client, session, text).await?;
         }
         Ok(())
     }
@@ -453,11 +459,12 @@ impl TestAgent {
     ) -> sacp::Result<PromptResponse> {
         let code = rest.first().and_then(|c| c.parse().ok()).unwrap_or(3);
         let chunks: u64 = rest.get(1).and_then(|n| n.parse().ok()).unwrap_or(0);
+        let client = cx.client();
         for i in 1..=chunks {
-            self.say(cx, session, format!("chunk {i} before the crash"))
+            self.say(&client, session, format!("chunk {i} before the crash"))
                 .await?;
         }
-        self.say(cx, session, "crashing".to_owned()).await?;
+        self.say(&client, session, "crashing".to_owned()).await?;
         // Its last words reach the client before the process ends.
         cx.connection().flush().await;
         tracing::error!(code, "crashing on purpose");

@@ -134,15 +134,10 @@ impl<A: Agent> Handler for AgentHandler<A> {
             }));
         }
         let message = Incoming::request(request.method, request.params, reply);
-        let after = Arc::new(AfterAnswer::default());
-        let cx = self.cx(conn, turn, Some(after.clone()));
-        let neighbours = Neighbours::new(conn.clone(), Arc::default());
-        schedule(&self.agent, message, cx, conn).map(|work| {
-            Either::Left(async move {
-                work.await;
-                after.start(&neighbours);
-            })
-        })
+        let after = AfterAnswer::for_request::<AsAgent<A>>(&message);
+        let cx = self.cx(conn, turn, after.clone());
+        schedule(&self.agent, message, cx, conn)
+            .map(|work| Either::Left(AfterAnswer::following(work, after, conn)))
     }
 
     fn handle_notification(

@@ -127,7 +127,7 @@ impl Cx {
 
     /// Starts a turn of the proxy's own with the agent in `session`: a prompt the editor did
     /// not send. The editor sees the prompt first, each block as a `user_message_chunk` marked
-    /// as the proxy's (`"_meta": {"sacp": {"from": "proxy"}}`, [`FROM_PROXY`]), then the
+    /// as the proxy's (`"_meta": {"sacp": {"from": "proxy"}}`, [`META_KEY`]), then the
     /// agent's updates as they come, like any others; the answer is the proxy's. A
     /// `session/cancel` the editor sends for the session reaches the agent and cancels this
     /// turn as it would one of the editor's.
@@ -180,14 +180,14 @@ impl Cx {
     }
 }
 
-/// The `_meta` key that marks a `user_message_chunk` as a prompt a proxy sent
-/// ([`Cx::start_turn`]): its value is `{"from": "proxy"}`.
-pub const FROM_PROXY: &str = "sacp";
+/// The `_meta` key of sacp's own marks: a `user_message_chunk` of a prompt a proxy sent
+/// ([`Cx::start_turn`]) carries `{"from": "proxy"}` under it.
+pub const META_KEY: &str = "sacp";
 
 /// `{"sacp": {"from": "proxy"}}`.
 fn from_proxy() -> serde_json::Map<String, serde_json::Value> {
     let mut meta = serde_json::Map::new();
-    meta.insert(FROM_PROXY.to_owned(), serde_json::json!({"from": "proxy"}));
+    meta.insert(META_KEY.to_owned(), serde_json::json!({"from": "proxy"}));
     meta
 }
 

@@ -73,7 +73,7 @@ mod idle;
 pub(crate) mod mcp_servers;
 mod runtime;
 
-pub use self::cx::{Cx, FROM_PROXY};
+pub use self::cx::{Cx, META_KEY};
 pub use crate::runtime::{Incoming, Neighbour, Reply};
 
 use std::future::Future;

@@ -25,7 +25,7 @@ use crate::protocol::dialect::{ConductorDialect, Dialect};
 use crate::protocol::envelope;
 use crate::protocol::version::Chosen;
 use crate::protocol::{handshake, version};
-use crate::runtime::{AfterAnswer, HandlerSet, Incoming, MessageKind, Neighbours, Reply, schedule};
+use crate::runtime::{AfterAnswer, HandlerSet, Incoming, MessageKind, Reply, schedule};
 
 const INITIALIZE: &str = "initialize";
 
@@ -198,15 +198,10 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
                 }
             }
         };
-        let after = Arc::new(AfterAnswer::default());
-        let cx = self.cx(conn, Some(after.clone()));
-        let neighbours = Neighbours::new(conn.clone(), Arc::default());
-        schedule(&self.proxy, message, cx, conn).map(|work| {
-            Either::Left(async move {
-                work.await;
-                after.start(&neighbours);
-            })
-        })
+        let after = AfterAnswer::for_request::<AsProxy<P>>(&message);
+        let cx = self.cx(conn, after.clone());
+        schedule(&self.proxy, message, cx, conn)
+            .map(|work| Either::Left(AfterAnswer::following(work, after, conn)))
     }
 
     fn handle_notification(

@@ -1,10 +1,13 @@
 //! [`AfterAnswer`]: work a request handler leaves for after its answer, for both roles'
 //! `Cx::after_answer`.
 
-use crate::jsonrpc::{BoxFuture, Error};
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::jsonrpc::{BoxFuture, Connection, Error};
 use crate::lock::lock;
 
-use super::Neighbours;
+use super::{HandlerSet, Incoming};
 
 /// Work a request handler leaves for after its answer: started, each piece with the grace
 /// requests get at the connection's end, once the answer is queued.
@@ -33,10 +36,28 @@ impl AfterAnswer {
         }
     }
 
-    /// Starts the work left, now that the answer is queued.
-    pub(crate) fn start(&self, neighbours: &Neighbours) {
-        for work in std::mem::take(&mut *lock(&self.0)) {
-            neighbours.spawn_lingering(work);
+    /// The place for the work `message`'s handler leaves, when one of `H` takes it; none for
+    /// a request no handler takes (the runtime forwards or answers it itself, often without a
+    /// task, and nothing is allocated for it).
+    pub(crate) fn for_request<H: HandlerSet>(message: &Incoming) -> Option<Arc<AfterAnswer>> {
+        H::takes(&message.method, message.from).then(Arc::default)
+    }
+
+    /// `work` (a request's handling, which queues its answer), then the work its handler left
+    /// in `after`, started on `conn`.
+    pub(crate) fn following<F: Future<Output = ()>>(
+        work: F,
+        after: Option<Arc<AfterAnswer>>,
+        conn: &Connection,
+    ) -> impl Future<Output = ()> + use<F> {
+        let left = after.map(|after| (after, conn.clone()));
+        async move {
+            work.await;
+            if let Some((after, conn)) = left {
+                for work in std::mem::take(&mut *lock(&after.0)) {
+                    conn.spawn_lingering(work);
+                }
+            }
         }
     }
 }

@@ -223,15 +223,6 @@ impl Neighbours {
         self.conn.spawn(work)
     }
 
-    /// [`Neighbours::spawn`] for work left for after an answer (see
-    /// [`Connection::spawn_lingering`]).
-    pub(crate) fn spawn_lingering<F>(&self, work: F)
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        self.conn.spawn_lingering(work)
-    }
-
     /// The proxy-chain dialect of the conductor on the other end.
     pub(crate) fn dialect(&self) -> crate::protocol::dialect::Dialect {
         self.dialect.get()
