@@ -53,6 +53,7 @@ mod endpoint;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod history;
 mod in_process;
 mod launch;
 mod listen;

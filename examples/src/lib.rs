@@ -15,6 +15,8 @@
 //!   and the editor gets `reminder: TEXT` two seconds later; `/later 2s TEXT` starts a turn
 //!   of the proxy's own; a `start_job` tool's end is reported after the turn that started it
 //!   (`reminder-proxy`).
+//! - [`seed`]: a proxy that starts every session with a conversation from a file as its
+//!   history (session pre-population, `seed-proxy`).
 //! - [`steward`]: a typed proxy for ACP's unstable surface: forks, subagents and elicitations
 //!   (`steward-proxy`).
 //! - `passthrough-proxy`: the smallest proxy there is, `#[sacp::proxy] impl PassThrough {}`
@@ -39,6 +41,7 @@ mod lock;
 pub mod logger;
 pub mod prefix;
 pub mod reminder;
+pub mod seed;
 pub mod steward;
 pub mod test_agent;
 pub mod toolbox;

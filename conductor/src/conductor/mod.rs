@@ -236,6 +236,8 @@ struct Conductor {
     /// The routing table, and what a failed chain lets through (shared with the test kit).
     core: ChainCore,
     bridges: Bridges,
+    /// Sessions created with a history, adapted to the agent (see [`crate::history`]).
+    histories: crate::history::Histories,
     /// By position - 1.
     members: Vec<Member>,
     /// By connection; `None` once closed.
@@ -336,7 +338,11 @@ impl Conductor {
             Event::Inbound(conn, _) if conn != EDITOR && self.core.failed() => {
                 // The editor has its error answers: nothing of the failed chain follows them.
             }
-            Event::Inbound(conn, batch) => {
+            Event::Inbound(conn, mut batch) => {
+                if conn == self.core.table().agent_conn() && self.histories.watching() {
+                    let done = self.histories.on_from_agent(&mut batch);
+                    self.conductors_own(done);
+                }
                 if conn == self.core.table().agent_conn() && self.bridges.awaits_answers() {
                     for inbound in &batch {
                         if let sacp::jsonrpc::Inbound::Message(Message::Response(response)) =
@@ -463,10 +469,20 @@ impl Conductor {
                 deliveries.next_if(|d| d.conn == conn)
             })) {
                 if conn == agent
-                    && let (Some(mcp), Message::Request(request)) =
-                        (self.core.table().agent_mcp(), &mut delivery.message)
+                    && !self.core.table().proxy_mode()
+                    && let Message::Request(request) = &mut delivery.message
                 {
-                    self.bridges.on_request_to_agent(request, mcp);
+                    self.histories.on_request_to_agent(request);
+                    if let Some(mcp) = self.core.table().agent_mcp() {
+                        self.bridges.on_request_to_agent(request, mcp);
+                    }
+                }
+                if conn == EDITOR
+                    && delivery.hop.answers.as_deref() == Some("initialize")
+                    && !self.core.table().proxy_mode()
+                    && let Message::Response(response) = &mut delivery.message
+                {
+                    crate::history::offer(response);
                 }
                 if let (Some(trace), Some(t)) = (&mut self.trace, routed_at) {
                     trace.record(t, self.core.table(), &delivery.hop, &delivery.message);
@@ -504,6 +520,41 @@ impl Conductor {
         drop(deliveries);
         for one in &negotiated {
             self.negotiated(one);
+        }
+    }
+
+    /// Writes what the pre-population sends the agent of its own, and traces it, with what
+    /// it kept from everyone.
+    fn conductors_own(&mut self, done: crate::history::Done) {
+        let agent = self.core.table().agent_conn();
+        if let Some(trace) = &mut self.trace {
+            let t = trace.now();
+            let hop = |from, to, dir| sacp::protocol::routing::Hop {
+                from,
+                to,
+                dir,
+                answers: None,
+                key: None,
+            };
+            let down = hop(Node::Conductor, Node::Component(agent), Dir::Down);
+            for message in &done.to_agent {
+                trace.record(t, self.core.table(), &down, message);
+            }
+            let up = hop(Node::Component(agent), Node::Conductor, Dir::Up);
+            for message in &done.kept {
+                trace.record(t, self.core.table(), &up, message);
+            }
+        }
+        if done.to_agent.is_empty() {
+            return;
+        }
+        let out = Out {
+            messages: done.to_agent,
+            charges: Vec::new(),
+        };
+        match self.outboxes.get(agent).and_then(Option::as_ref) {
+            Some(outbox) if outbox.send(out) => {}
+            _ => tracing::debug!("dropped the conductor's own messages for a closed agent"),
         }
     }
 

@@ -62,6 +62,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     let conductor = Conductor {
         core: ChainCore::new(routing_table(&chain, translator_conn)),
         bridges,
+        histories: crate::history::Histories::default(),
         members,
         outboxes,
         trace,

@@ -11,6 +11,7 @@ mod editor_setup;
 mod endings;
 mod failures;
 mod faults;
+mod histories;
 mod in_process;
 mod in_process_agent;
 mod lossless;

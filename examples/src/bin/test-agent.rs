@@ -1,6 +1,6 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
 //! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
@@ -8,6 +8,10 @@
 //!   module docs); `--mcp-http` makes the v2 side declare HTTP only (else stdio only);
 //! - `--sessions DIR`: keeps its v1 sessions in `DIR` too, so that a later process loads or
 //!   resumes them;
+//! - `--history`: says in `initialize` that it takes a history with `session/new`
+//!   (`_meta.sacp.history`) and starts such a session with it;
+//! - `--max-prompt BYTES`: refuses a prompt with more text than that (invalid params), as an
+//!   agent with a small context would;
 //! - `--initialize-delay DURATION` (`500ms`, `2s`): answers `initialize` only after that long (an
 //!   agent slow to start; its client may send `session/new` meanwhile);
 //! - `--ignore-eof`: keeps running after its stdin ends, as the agents people run do (they end
@@ -55,6 +59,10 @@ struct Args {
     max_connections: Option<usize>,
     /// How long `initialize` waits before it is answered (`--initialize-delay`).
     initialize_delay: Option<std::time::Duration>,
+    /// It takes a history with `session/new` (`--history`).
+    history: bool,
+    /// The longest prompt it takes, in bytes of text (`--max-prompt`).
+    max_prompt: Option<usize>,
 }
 
 impl Args {
@@ -69,8 +77,16 @@ impl Args {
             Some(dir) => agent.keeping_sessions_in(dir.clone()),
             None => agent,
         };
-        match self.initialize_delay {
+        let agent = match self.initialize_delay {
             Some(delay) => agent.answering_initialize_after(delay),
+            None => agent,
+        };
+        let agent = match self.history {
+            true => agent.taking_histories(),
+            false => agent,
+        };
+        match self.max_prompt {
+            Some(bytes) => agent.refusing_prompts_over(bytes),
             None => agent,
         }
     }
@@ -127,6 +143,14 @@ fn args() -> Result<Args, String> {
             }
             "--sessions" => args.sessions = Some(value(&mut words, "--sessions", "a DIR")?.into()),
             "--ignore-eof" => args.ignore_eof = true,
+            "--history" => args.history = true,
+            "--max-prompt" => {
+                let n = value(&mut words, "--max-prompt", "a number of bytes")?;
+                args.max_prompt = Some(
+                    n.parse()
+                        .map_err(|_| format!("--max-prompt {n:?}: not a number"))?,
+                );
+            }
             "--ignore-sigterm" => args.ignore_sigterm = true,
             "--on-sigterm" => {
                 args.on_sigterm = Some(value(&mut words, "--on-sigterm", "a FILE")?.into())

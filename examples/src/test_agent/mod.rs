@@ -93,6 +93,10 @@ pub struct TestAgent {
     in_process: bool,
     /// Each session with a turn in flight, told when it is closed.
     closing: Closing,
+    /// It takes a history with `session/new` (`--history`).
+    takes_histories: bool,
+    /// It refuses prompts longer than this many bytes of text (`--max-prompt`).
+    max_prompt: Option<usize>,
 }
 
 /// Tells the turns of a session that it was closed.
@@ -168,6 +172,26 @@ impl TestAgent {
         }
     }
 
+    /// Says in `initialize` that it takes a history with `session/new`
+    /// (`_meta.sacp.history`, see [`sacp::protocol::history`]) and starts such a session with
+    /// it, as if its turns had been run here (`test-agent --history`).
+    pub fn taking_histories(self) -> Self {
+        TestAgent {
+            takes_histories: true,
+            ..self
+        }
+    }
+
+    /// Refuses a prompt whose text is longer than `bytes` with an invalid-params error, as an
+    /// agent whose model's context is too small for it would (`test-agent --max-prompt
+    /// BYTES`).
+    pub fn refusing_prompts_over(self, bytes: usize) -> Self {
+        TestAgent {
+            max_prompt: Some(bytes),
+            ..self
+        }
+    }
+
     /// The agent that declares `mcpCapabilities.http` (`test-agent --mcp-http`).
     pub fn with_mcp_over_http() -> Self {
         TestAgent {
@@ -199,6 +223,9 @@ impl TestAgent {
         if self.mcp_http {
             capabilities = capabilities.mcp_capabilities(McpCapabilities::default().http(true));
         }
+        if self.takes_histories {
+            sacp::protocol::history::History::offer(&mut capabilities);
+        }
         // ACP v1 is what it speaks, whatever the client asked for: the client decides whether
         // it can go on with that.
         let _ = req;
@@ -222,11 +249,16 @@ impl TestAgent {
     #[on_request]
     async fn new_session(
         &self,
-        req: NewSessionRequest,
+        mut req: NewSessionRequest,
         _cx: &Cx,
     ) -> sacp::Result<NewSessionResponse> {
+        let given = match self.takes_histories {
+            true => sacp::protocol::history::History::take(&mut req)?,
+            false => None,
+        };
         let session = self.history.fresh_id("session-", &self.sessions);
-        self.start(&session, &req.cwd, &req.mcp_servers, Vec::new())
+        let given = given.map(|h| h.into_updates()).unwrap_or_default();
+        self.start(&session, &req.cwd, &req.mcp_servers, given)
             .await;
         Ok(NewSessionResponse::new(session))
     }
@@ -326,6 +358,21 @@ impl TestAgent {
     /// What a prompt does (the module docs' table).
     async fn turn(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
         let session = req.session_id.clone();
+        if let Some(max) = self.max_prompt {
+            let size: usize = req
+                .prompt
+                .iter()
+                .map(|block| match block {
+                    ContentBlock::Text(text) => text.text.len(),
+                    _ => 0,
+                })
+                .sum();
+            if size > max {
+                return Err(sacp::Error::invalid_params(format!(
+                    "the prompt is {size} bytes of text, more than the {max} this agent takes"
+                )));
+            }
+        }
         for block in &req.prompt {
             let update = SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone()));
             self.history.said(&session.0, &update);

@@ -6,6 +6,7 @@
 pub mod dialect;
 pub mod envelope;
 pub mod handshake;
+pub mod history;
 pub mod mcp;
 pub mod routing;
 pub mod version;
