@@ -21,7 +21,8 @@
 //!
 //! The conductor offers the capability to its editor in every chain that ends in an agent
 //! (not in proxy mode, where the outer conductor adapts): it adds
-//! `_meta.sacp.history: true` to the `agentCapabilities` of its `initialize` answer.
+//! `_meta.sacp.history: true` to the `agentCapabilities` of its `initialize` answer (in ACP
+//! v2, `capabilities`).
 //!
 //! Nothing here is on the data path while no history is being adapted: the loop asks
 //! [`Histories::watching`] before it shows this module the agent's messages.
@@ -239,8 +240,9 @@ pub(crate) fn offer(response: &mut Response) {
     let Ok(mut value) = result.parse::<Map<String, Value>>() else {
         return;
     };
+    let key = capabilities_key(value.get("protocolVersion"));
     let capabilities = value
-        .entry("agentCapabilities")
+        .entry(key)
         .or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(capabilities) = capabilities else {
         return;
@@ -265,13 +267,24 @@ fn agent_of(result: &RawJson) -> Agent {
     let Ok(value) = result.parse::<Value>() else {
         return Agent::default();
     };
-    let capabilities = &value["agentCapabilities"];
+    let v2 = value["protocolVersion"].as_u64().is_some_and(|v| v >= 2);
+    let capabilities = &value[capabilities_key(value.get("protocolVersion"))];
     Agent {
         native: capabilities["_meta"]
             .as_object()
             .is_some_and(sacp::protocol::history::offered_in),
-        close: capabilities["sessionCapabilities"]["close"].is_object(),
-        v2: value["protocolVersion"].as_u64().is_some_and(|v| v >= 2),
+        // ACP v2 makes `session/close` every agent's.
+        close: v2 || capabilities["sessionCapabilities"]["close"].is_object(),
+        v2,
+    }
+}
+
+/// Where an `initialize` answer of this version has the agent's capabilities: ACP v1's
+/// `agentCapabilities`, v2's `capabilities`.
+fn capabilities_key(version: Option<&Value>) -> &'static str {
+    match version.and_then(Value::as_u64) {
+        Some(v) if v >= 2 => "capabilities",
+        _ => "agentCapabilities",
     }
 }
 

@@ -242,6 +242,7 @@ impl Layer {
         responder: Responder,
     ) -> Result<(), Unanswered> {
         let link = self.own_chain(client);
+        let history = given_history(params.as_ref());
         let waiting = match link.request("session/new", params).await {
             Ok(waiting) => waiting,
             Err(e) => return fail(responder, e),
@@ -261,7 +262,21 @@ impl Layer {
                 with_session(Some(answer), &session.id).map(|a| a.unwrap_or_else(RawJson::null));
             match client.attachment_of(&session.id) {
                 // Attached already, by an update the chain sent before its answer.
-                Some(att) => session.answer(att.id, responder, renamed),
+                Some(att) => {
+                    record_history(&session, &history, att.id).await;
+                    session.answer(att.id, responder, renamed)
+                }
+                None if !history.is_empty() => {
+                    let att = match layer.attachment(&client) {
+                        Ok(att) => att,
+                        Err(e) => return responder.answer_error(e),
+                    };
+                    record_history(&session, &history, att.id).await;
+                    let owed = Some((responder, renamed, From::Oldest));
+                    if session.attach(att.clone(), From::Oldest, owed) {
+                        layer.attached(&client, &session, &att, layer.link_of(&session).as_deref());
+                    }
+                }
                 None => layer.attach(
                     &client,
                     &session,
@@ -495,4 +510,35 @@ fn load_answer(setup: Option<RawJson>) -> Result<RawJson, Error> {
         .unwrap_or_default();
     answer.remove("sessionId");
     RawJson::to_raw(&answer)
+}
+
+/// The history a `session/new` brings (`_meta.sacp.history`), if any: what the session's
+/// record starts with, so that a later `session/load` or attach replays it.
+fn given_history(params: Option<&RawJson>) -> Vec<Value> {
+    let Some(params) = params.filter(|p| p.as_str().contains("\"history\"")) else {
+        return Vec::new();
+    };
+    let Ok(value) = params.parse::<Value>() else {
+        return Vec::new();
+    };
+    match &value["_meta"]["sacp"][sacp::protocol::history::HISTORY] {
+        Value::Array(updates) => updates.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Puts a session's given history in its record, as updates of the session that the client
+/// which gave it (`echo`) does not get back.
+async fn record_history(session: &Session, history: &[Value], echo: u64) {
+    for update in history {
+        let params = serde_json::json!({"sessionId": session.id, "update": update});
+        match RawJson::to_raw(&params) {
+            Ok(params) => {
+                session
+                    .append(super::chain::update_method(), params, Some(echo))
+                    .await
+            }
+            Err(e) => tracing::error!("cannot record a session's history: {e}"),
+        }
+    }
 }

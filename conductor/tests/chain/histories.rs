@@ -227,3 +227,103 @@ async fn a_refused_history_prompt_fails_the_session_new_and_leaves_no_session() 
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     editor.close_and_expect_a_clean_exit().await;
 }
+
+/// ACP v2: the conductor's history prompt is acknowledged and its turn ends with an idle
+/// `state_update`; none of it (the acknowledgement, the user message, `running`, the chunks,
+/// `idle`) reaches the editor, and the editor's own turn follows as any first turn.
+#[tokio::test]
+async fn a_v2_agent_is_told_the_history_in_a_turn_the_editor_never_sees() {
+    let dir = scratch("v2");
+    let trace = dir.join("trace.jsonl");
+    let args = vec![
+        "agent".to_owned(),
+        "--trace".to_owned(),
+        trace.display().to_string(),
+        "--trace-payloads".to_owned(),
+        passthrough(),
+        format!("{} --protocol 2", agent()),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let init = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 2, "info": {"name": "v2-editor", "version": "1.0.0"}}),
+        )
+        .await;
+    assert_eq!(
+        init["result"]["capabilities"]["_meta"]["sacp"]["history"], true,
+        "{init}"
+    );
+    let history = json!([
+        {"sessionUpdate": "user_message", "messageId": "m1",
+         "content": [{"type": "text", "text": "Rename the crate to sacp-sdk."}]},
+        {"sessionUpdate": "agent_message", "messageId": "m2",
+         "content": [{"type": "text", "text": "Renamed in Cargo.toml and the docs."}]},
+    ]);
+    let created = editor
+        .request(
+            "session/new",
+            json!({"cwd": "/tmp", "_meta": {"sacp": {"history": history}}}),
+        )
+        .await;
+    let session = created["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("session/new: {created}"))
+        .to_owned();
+    assert_eq!(updates_since(&editor, "session/new"), Vec::<Value>::new());
+    // The editor's own turn: acknowledged, then its updates up to idle, nothing else.
+    let id = editor.send_prompt(&session, "hello").await;
+    let mut seen = Vec::new();
+    loop {
+        let message = editor.next_message().await.expect("the turn");
+        if message.get("method").is_none() {
+            assert_eq!(message["id"], id, "{message}");
+            seen.push("ack".to_owned());
+            continue;
+        }
+        let update = &message["params"]["update"];
+        let kind = update["sessionUpdate"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let idle = kind == "state_update" && update["state"] == "idle";
+        seen.push(format!(
+            "{kind} {}",
+            update["state"].as_str().unwrap_or_default()
+        ));
+        if idle {
+            assert_eq!(update["stopReason"], "end_turn", "{message}");
+            break;
+        }
+    }
+    assert!(seen.contains(&"ack".to_owned()), "{seen:?}");
+    assert_eq!(
+        seen.iter()
+            .filter(|s| s.starts_with("state_update"))
+            .count(),
+        2,
+        "one running and one idle, the editor's turn's own: {seen:?}"
+    );
+    editor.close_and_expect_a_clean_exit().await;
+    let told = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["method"] == "session/prompt" && l["from"] == "conductor")
+        .map(|l| {
+            l["payload"]["prompt"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(told.len(), 1, "one prompt of the conductor's own");
+    assert!(
+        told[0].starts_with(sacp::protocol::history::MARK)
+            && told[0].contains("Rename the crate to sacp-sdk.")
+            && told[0].contains("Renamed in Cargo.toml and the docs."),
+        "{}",
+        told[0]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -787,3 +787,62 @@ async fn a_rejoining_websocket_whose_server_is_gone_ends_after_its_tries() {
         .await
         .expect_err("the connection ended");
 }
+
+/// A session created with a history over the network: the layer's record starts with the
+/// history, so a later connection's `session/load` replays it (and the editor's turns), never
+/// the prompt that told the agent.
+#[tokio::test]
+async fn a_session_created_with_a_history_replays_it_to_the_next_connection() {
+    let server = conductor_listening(&[], &[passthrough(), agent()]).await;
+    let said = |kind: &str, text: &str| serde_json::json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}});
+    let history = vec![
+        said("user_message_chunk", "What does the cache key on?"),
+        serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "read-1",
+            "title": "Read cache.rs", "kind": "read", "status": "completed",
+            "rawInput": {"path": "src/cache.rs"}}),
+        said(
+            "agent_message_chunk",
+            "On the request's path and its query.",
+        ),
+    ];
+    let updates: Vec<sacp::acp::SessionUpdate> =
+        serde_json::from_value(Value::Array(history.clone())).unwrap();
+    let mut request = sacp::acp::NewSessionRequest::new("/", Vec::new());
+    sacp::protocol::history::History::new(updates)
+        .put(&mut request)
+        .unwrap();
+
+    let jar = sacp::remote::CookieJar::new();
+    let first = through(&server.ws(), &jar).await;
+    let session = within("session/new", first.new_session_with(request))
+        .await
+        .unwrap();
+    let turn = within("a turn", session.prompt("hello")).await.unwrap();
+    assert_eq!(turn.text(), "hello");
+    let lines: Vec<String> = session.updates().iter().map(sacp::testing::line).collect();
+    assert_eq!(
+        lines,
+        ["message: hello"],
+        "the creator gets its turn, not its own history back"
+    );
+    let id = session.id().0.to_string();
+    first.connection().close();
+
+    let second = through(&server.ws(), &jar).await;
+    let loaded = within("session/load", second.load_session(id))
+        .await
+        .unwrap();
+    loaded
+        .until_update("the replayed turn", |u| {
+            sacp::testing::line(u) == "message: hello"
+        })
+        .await;
+    let replayed: Vec<Value> = loaded
+        .updates()
+        .iter()
+        .map(|u| serde_json::to_value(u).unwrap())
+        .collect();
+    assert_eq!(replayed[..history.len()], history[..], "{replayed:#?}");
+    let all = serde_json::to_string(&replayed).unwrap();
+    assert!(!all.contains("[sacp: "), "{all}");
+}

@@ -219,6 +219,10 @@ fn content_text(block: Option<&Value>) -> String {
     let Some(block) = block else {
         return String::new();
     };
+    // ACP v2's whole messages carry a list of blocks.
+    if let Value::Array(blocks) = block {
+        return blocks.iter().map(|b| content_text(Some(b))).collect();
+    }
     let of = |key| str_of(block, key).unwrap_or_default();
     match str_of(block, "type").as_deref() {
         Some("text") => of("text"),
