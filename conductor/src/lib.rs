@@ -62,6 +62,7 @@ mod process;
 mod route;
 pub mod router;
 mod sessions;
+mod states;
 pub mod stderr;
 mod trace;
 mod versions;

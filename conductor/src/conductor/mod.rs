@@ -238,6 +238,8 @@ struct Conductor {
     bridges: Bridges,
     /// Sessions created with a history, adapted to the agent (see [`crate::history`]).
     histories: crate::history::Histories,
+    /// A v2 editor's sessions' states (see [`crate::states`]).
+    states: crate::states::States,
     /// By position - 1.
     members: Vec<Member>,
     /// By connection; `None` once closed.
@@ -339,6 +341,14 @@ impl Conductor {
                 // The editor has its error answers: nothing of the failed chain follows them.
             }
             Event::Inbound(conn, mut batch) => {
+                if conn == EDITOR && self.v2_editor() {
+                    for inbound in &batch {
+                        if let sacp::jsonrpc::Inbound::Message(Message::Request(request)) = inbound
+                        {
+                            self.states.on_prompt(request);
+                        }
+                    }
+                }
                 if conn == self.core.table().agent_conn() && self.histories.watching() {
                     let done = self.histories.on_from_agent(&mut batch);
                     self.conductors_own(done);
@@ -460,6 +470,7 @@ impl Conductor {
         self.hold_for_the_agents_initialize(agent);
         let routed_at = self.trace.as_ref().map(Trace::now);
         let mut negotiated = Vec::new();
+        let v2_editor = self.v2_editor();
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {
             let conn = first.conn;
@@ -508,6 +519,9 @@ impl Conductor {
                 }
                 messages.push(delivery.message);
             }
+            if conn == EDITOR && v2_editor {
+                self.states.on_way_to_editor(&mut messages);
+            }
             let out = Out {
                 messages,
                 charges: up_charge.into_iter().chain(down_charge).collect(),
@@ -521,6 +535,13 @@ impl Conductor {
         for one in &negotiated {
             self.negotiated(one);
         }
+    }
+
+    /// Whether the editor speaks ACP v2 (and the chain ends in an agent: in proxy mode the
+    /// outer conductor keeps the states).
+    fn v2_editor(&self) -> bool {
+        let table = self.core.table();
+        !table.proxy_mode() && table.client_version().is_some_and(|v| v >= 2)
     }
 
     /// Writes what the pre-population sends the agent of its own, and traces it, with what

@@ -63,6 +63,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         core: ChainCore::new(routing_table(&chain, translator_conn)),
         bridges,
         histories: crate::history::Histories::default(),
+        states: crate::states::States::default(),
         members,
         outboxes,
         trace,

@@ -270,3 +270,102 @@ async fn ten_thousand_updates_between_turns_in_a_hundred_sessions_keep_their_ord
     assert!(after.values().all(|n| *n == AFTER), "{after:?}");
     editor.close_and_expect_a_clean_exit().await;
 }
+
+/// What a v2 editor saw of `sessions` until each one's `after N` and the idle update after it:
+/// per session, a line per update (`running`, `idle end_turn`, `user`, or the text) in order.
+async fn v2_until_spoken(
+    editor: &mut Editor,
+    sessions: &[(&str, u32)],
+) -> HashMap<String, Vec<String>> {
+    let mut seen: HashMap<String, Vec<String>> = HashMap::new();
+    let done = |seen: &HashMap<String, Vec<String>>| {
+        sessions.iter().all(|(s, n)| {
+            let lines = seen.get(*s).map(Vec::as_slice).unwrap_or_default();
+            let last = lines.iter().rposition(|l| *l == format!("after {n}"));
+            last.is_some_and(|at| lines[at..].iter().any(|l| l.starts_with("idle")))
+        })
+    };
+    while !done(&seen) {
+        let message = editor.next_message().await.expect("the chain's output");
+        if message.get("method").is_none() {
+            continue;
+        }
+        assert_eq!(message["method"], "session/update", "{message}");
+        let session = message["params"]["sessionId"].as_str().unwrap().to_owned();
+        let update = &message["params"]["update"];
+        let line = match update["sessionUpdate"].as_str().unwrap() {
+            "state_update" => match update["stopReason"].as_str() {
+                Some(reason) => format!("idle {reason}"),
+                None => update["state"].as_str().unwrap().to_owned(),
+            },
+            "user_message" => "user".to_owned(),
+            _ => text_of(&message).to_owned(),
+        };
+        seen.entry(session).or_default().push(line);
+    }
+    seen
+}
+
+/// ACP v2: an agent that goes on speaking after its turn's idle update (the test agent's
+/// `then N`); the editor sees the conductor's `running` in front of what it says and an idle
+/// update after it, so that the session is never idle while it speaks; each session only its
+/// own. A v1 editor of the same chain sees the updates alone.
+#[tokio::test]
+async fn a_v2_editor_sees_running_then_idle_around_what_is_said_between_turns() {
+    let args = vec![
+        "agent".to_owned(),
+        passthrough(),
+        format!("{} --protocol 1,2", agent()),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let init = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 2, "info": {"name": "v2-editor", "version": "1.0.0"}}),
+        )
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let a = editor.new_session().await;
+    let b = editor.new_session().await;
+    editor.send_prompt(&a, "then 3").await;
+    editor.send_prompt(&b, "then 2").await;
+    let seen = v2_until_spoken(&mut editor, &[(&a, 3), (&b, 2)]).await;
+    for (session, n) in [(&a, 3), (&b, 2)] {
+        let lines = &seen[session.as_str()];
+        // The turn, as the agent ran it.
+        assert_eq!(
+            lines[..3],
+            ["user", "running", "idle end_turn"],
+            "{session}: {lines:?}"
+        );
+        // Then every `after` inside a running state, the last word idle.
+        let mut running = false;
+        for line in &lines[3..] {
+            match line.as_str() {
+                "running" => running = true,
+                l if l.starts_with("idle") => running = false,
+                said => assert!(running, "{session}: {said:?} while idle: {lines:?}"),
+            }
+        }
+        assert!(!running, "{session} ends idle: {lines:?}");
+        let said: Vec<&String> = lines.iter().filter(|l| l.starts_with("after")).collect();
+        let expected: Vec<String> = (1..=n).map(|i| format!("after {i}")).collect();
+        assert_eq!(
+            said,
+            expected.iter().collect::<Vec<_>>(),
+            "{session}: only its own, in order"
+        );
+    }
+    editor.close_and_expect_a_clean_exit().await;
+
+    let mut v1 = Editor::start(conductor(), &args);
+    let session = v1.open_session().await;
+    let answer = v1.prompt(&session, "then 2").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    for i in 1..=2 {
+        let after = v1.next_message().await.expect("after");
+        assert_eq!(text_of(&after), format!("after {i}"), "{after}");
+        assert_ne!(after["params"]["update"]["sessionUpdate"], "state_update");
+    }
+    v1.close_and_expect_a_clean_exit().await;
+}

@@ -10,6 +10,7 @@
 //! | `full` | every kind of update a turn has: a chunk, a plan update, a tool call update (pending), a permission request for it with title and subject, the tool call in progress with a content chunk, completed, then a chunk saying what was chosen |
 //! | `wait` | streams `waiting`, then waits for `session/cancel` (ends `cancelled`) |
 //! | `fail` | ends with stop reason `error` |
+//! | `then N` | ends the turn at once (user message, `running`, idle), then streams `N` chunks `after 1` … `after N` right behind the idle update, with no state of its own around them |
 //! | `tools` | lists the tools of each MCP server of the session: `NAME: tool, tool` |
 //! | `setup` | says the session's `mcpServers` as it got them (JSON) |
 //! | `future` | sends what a newer v2 agent would ([`FUTURE_V2`]: a chunk with fields this schema lacks, a `tool_call_update` with explicit `null`s — v2's "clear this field" — and an update of a kind this schema lacks), and acknowledges with `futureRes` |
@@ -95,6 +96,14 @@ impl TestAgentV2 {
             })
             .collect();
         let future = texts.first().is_some_and(|t| t == "future");
+        if let Some(["then", count]) = texts
+            .first()
+            .map(|t| t.split_whitespace().collect::<Vec<_>>())
+            .as_deref()
+        {
+            let count: u64 = count.parse().map_err(|_| bad_prompt("then N"))?;
+            return then(req, cx, count);
+        }
         let servers = self.mcp.clone();
         let setup = crate::lock::lock(&self.setups)
             .get(&req.session_id.0)
@@ -150,6 +159,48 @@ impl TestAgentV2 {
         json["futureRes"] = 3.into();
         sacp::jsonrpc::lossless::read(&sacp::jsonrpc::RawJson::to_raw(&json)?)
     }
+}
+
+/// The v2 `then N` turn: acknowledged, its user message, `running` and idle at once; then
+/// `N` chunks `after 1` … `after N` of a message of its own, right behind the idle update, as
+/// an agent that goes on speaking after its turn would (no state of its own around them).
+fn then(req: PromptRequest, cx: &Cx, count: u64) -> sacp::Result<PromptResponse> {
+    use sacp::acp::v2::{
+        ContentChunk, IdleStateUpdate, IdleStateUpdateCommon, MessageId, RunningStateUpdate,
+        StateUpdate, TextContent, UpdateSessionNotification, UserMessage,
+    };
+    let user = MessageId(format!("then-user-{}", self_id()));
+    let after = MessageId(format!("then-after-{}", self_id()));
+    let (session, content, client) = (req.session_id, req.prompt, cx.client());
+    let ack = PromptResponse::new(user.clone());
+    cx.after_answer(async move {
+        let idle = IdleStateUpdate::new(IdleStateUpdateCommon::new(), IdleStateUpdateKind::EndTurn);
+        let mut updates = vec![
+            SessionUpdate::UserMessage(UserMessage::new(user).content(content)),
+            SessionUpdate::StateUpdate(StateUpdate::Running(RunningStateUpdate::new())),
+            SessionUpdate::StateUpdate(StateUpdate::Idle(idle)),
+        ];
+        for i in 1..=count {
+            let text = ContentBlock::Text(TextContent::new(format!("after {i}")));
+            updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                after.clone(),
+                text,
+            )));
+        }
+        for update in updates {
+            let notification = UpdateSessionNotification::new(session.clone(), update);
+            if client.notify(notification).await.is_err() {
+                return;
+            }
+        }
+    })?;
+    Ok(ack)
+}
+
+/// A number no two `then` turns of this process share.
+fn self_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The updates of the v2 `future` keyword, `SESSION` standing for the session id.

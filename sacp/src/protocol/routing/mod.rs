@@ -266,6 +266,11 @@ impl RoutingTable {
         self.proxy_mode
     }
 
+    /// The ACP version the chain answered its editor's `initialize` with, once it has.
+    pub fn client_version(&self) -> Option<u16> {
+        self.client_version
+    }
+
     /// The name of the component at `position`.
     pub fn name(&self, position: usize) -> &str {
         self.names
