@@ -117,6 +117,12 @@ pub(crate) fn ts_unstable_editor() -> Option<String> {
     ts_peer("editor-unstable.mjs")
 }
 
+/// The ACP editor on the official TypeScript SDK that watches what arrives between turns
+/// (`editor-between-turns.mjs`), as [`ts_agent`].
+pub(crate) fn ts_between_turns_editor() -> Option<String> {
+    ts_peer("editor-between-turns.mjs")
+}
+
 /// Says why a peer cannot run here: on stderr, or, under `CI`, by failing the test (CI
 /// installs every peer, so a missing one there is a broken set-up, not a skip).
 pub(crate) fn missing(peer: &str, why: &str) {
@@ -135,6 +141,7 @@ fn ts_peer(script: &str) -> Option<String> {
         "agent-v2.mjs",
         "editor-v2.mjs",
         "editor-unstable.mjs",
+        "editor-between-turns.mjs",
     ];
     npm_peer(&READY, "ts-rfd-agent", &files, script)
 }
