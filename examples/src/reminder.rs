@@ -16,6 +16,11 @@
 //!   over, never inside a turn.
 //! - Every other prompt, and everything else, passes through untouched.
 //!
+//! It speaks ACP v1 and v2 (`protocol = [1, 2]`: a prompt handler for each). Under v2 its own
+//! turn (`/remind`) is told as a v2 turn — its user message, `running`, idle — and the
+//! reminder after it is a message of its own, which the conductor puts between `running` and
+//! idle for a v2 editor; `/later` is v1's alone.
+//!
 //! The reminder is timed from the answer ([`Cx::after_answer`]), so it can never overtake it,
 //! whatever the delay; what the editor sees is the answer, then, later, the reminder. A
 //! reminder or a job due when the connection ends is not reported.
@@ -25,8 +30,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sacp::acp::{
-    ContentBlock, ContentChunk, PromptRequest, PromptResponse, SessionNotification, SessionUpdate,
-    StopReason, TextContent,
+    ContentBlock, ContentChunk, PromptRequest, PromptResponse, SessionId, SessionNotification,
+    SessionUpdate, StopReason, TextContent, v2,
 };
 use sacp::mcp::ToolCx;
 use sacp::proxy::Cx;
@@ -49,7 +54,7 @@ pub struct JobInput {
     pub millis: u64,
 }
 
-#[sacp::proxy(mcp_name = "reminders")]
+#[sacp::proxy(protocol = [1, 2], mcp_name = "reminders")]
 impl Reminder {
     /// Starts a background job that runs `millis` ms; its end is reported to the session as
     /// a message once the turn that started it is over.
@@ -58,25 +63,82 @@ impl Reminder {
         let session = cx
             .session_id()
             .ok_or_else(|| sacp::Error::invalid_params("start_job: the call names no session"))?;
-        let (client, turns) = (cx.proxy().client(), self.turns.clone());
+        let (proxy, turns) = (cx.proxy().clone(), self.turns.clone());
         let JobInput { name, millis } = input;
         let started = format!("job {name} started");
         cx.proxy().spawn(async move {
             tokio::time::sleep(Duration::from_millis(millis)).await;
             turns.until_none_open(&session.0).await;
-            if let Err(e) = client
-                .notify(said(session, format!("job {name} finished")))
-                .await
-            {
+            if let Err(e) = say(&proxy, session, format!("job {name} finished")).await {
                 tracing::warn!(error = %e, "a job's end could not be reported");
             }
         });
         Ok(started)
     }
 
+    /// ACP v2: `/remind` as in v1, the proxy's own turn told as a v2 turn (its user message,
+    /// `running`, idle) before the reminder; `/later` is v1's alone. Every other prompt is the
+    /// agent's, open until its idle update.
+    #[on_request]
+    async fn prompt_v2(&self, req: v2::PromptRequest, cx: &Cx) -> sacp::Result<v2::PromptResponse> {
+        let first = match req.prompt.first() {
+            Some(v2::ContentBlock::Text(text)) => Some(text.text.as_str()),
+            _ => None,
+        };
+        let Some((kind, delay, text)) = command(first)? else {
+            let session = req.session_id.0.clone();
+            self.turns.open(&session);
+            let idle = cx.idle(&req.session_id);
+            let answer = cx.successor().request(req).await;
+            let turns = self.turns.clone();
+            cx.spawn(async move {
+                let _ = idle.await;
+                turns.close(&session);
+            });
+            return answer;
+        };
+        if kind == Command::Later {
+            return Err(sacp::Error::invalid_params(
+                "/later is ACP v1's alone: a proxy's own turn is not written for v2 yet",
+            ));
+        }
+        let user = v2::MessageId(uuid::Uuid::new_v4().to_string());
+        let (proxy, session, content) = (cx.clone(), req.session_id, req.prompt);
+        let ack = v2::PromptResponse::new(user.clone());
+        cx.after_answer(async move {
+            let own = SessionId(session.0.clone());
+            let idle = v2::IdleStateUpdate::new(
+                v2::IdleStateUpdateCommon::new(),
+                v2::IdleStateUpdateKind::EndTurn,
+            );
+            let turn = [
+                v2::SessionUpdate::UserMessage(v2::UserMessage::new(user).content(content)),
+                v2::SessionUpdate::StateUpdate(v2::StateUpdate::Running(
+                    v2::RunningStateUpdate::new(),
+                )),
+                v2::SessionUpdate::StateUpdate(v2::StateUpdate::Idle(idle)),
+            ];
+            for update in turn {
+                let update = v2::UpdateSessionNotification::new(session.clone(), update);
+                if proxy.client().notify(update).await.is_err() {
+                    return;
+                }
+            }
+            tokio::time::sleep(delay).await;
+            if let Err(e) = say(&proxy, own, format!("reminder: {text}")).await {
+                tracing::warn!(error = %e, "a reminder could not be sent");
+            }
+        })?;
+        Ok(ack)
+    }
+
     #[on_request]
     async fn prompt(&self, req: PromptRequest, cx: &Cx) -> sacp::Result<PromptResponse> {
-        let Some((kind, delay, text)) = command(&req)? else {
+        let first = match req.prompt.first() {
+            Some(ContentBlock::Text(text)) => Some(text.text.as_str()),
+            _ => None,
+        };
+        let Some((kind, delay, text)) = command(first)? else {
             // The agent's turn: open until its answer is on its way to the editor.
             let session = req.session_id.0.clone();
             self.turns.open(&session);
@@ -118,6 +180,22 @@ fn stop_reason(answer: &PromptResponse) -> String {
 fn said(session: sacp::acp::SessionId, text: String) -> SessionNotification {
     let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
     SessionNotification::new(session, SessionUpdate::AgentMessageChunk(chunk))
+}
+
+/// Sends `text` to the editor as an agent message of `session`, in the version the
+/// connection speaks (a v2 chunk is a message of its own, with a new id).
+async fn say(cx: &Cx, session: SessionId, text: String) -> sacp::Result<()> {
+    if cx.protocol() != Some(2) {
+        return cx.client().notify(said(session, text)).await;
+    }
+    let block = v2::ContentBlock::Text(v2::TextContent::new(text));
+    let message = v2::MessageId(uuid::Uuid::new_v4().to_string());
+    let chunk = v2::ContentChunk::new(message, block);
+    let update = v2::SessionUpdate::AgentMessageChunk(chunk);
+    let session = v2::SessionId(session.0);
+    cx.client()
+        .notify(v2::UpdateSessionNotification::new(session, update))
+        .await
 }
 
 /// The agent's turns that are open, by session: a prompt passed on and not yet answered.
@@ -170,11 +248,11 @@ enum Command {
 
 /// The `/remind DELAY TEXT` (or `/later …`) of a prompt, if it is one; an error for one that
 /// is malformed, saying how it is written.
-fn command(req: &PromptRequest) -> sacp::Result<Option<(Command, Duration, String)>> {
-    let Some(ContentBlock::Text(first)) = req.prompt.first() else {
+fn command(first: Option<&str>) -> sacp::Result<Option<(Command, Duration, String)>> {
+    let Some(first) = first else {
         return Ok(None);
     };
-    let text = first.text.trim_start();
+    let text = first.trim_start();
     let (kind, name, rest) = if let Some(rest) = text.strip_prefix("/remind") {
         (Command::Remind, "/remind", rest)
     } else if let Some(rest) = text.strip_prefix("/later") {
@@ -213,17 +291,14 @@ fn delay(word: &str) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    fn prompt(text: &str) -> PromptRequest {
-        PromptRequest::new(
-            "s".to_owned(),
-            vec![ContentBlock::Text(TextContent::new(text))],
-        )
+    fn prompt(text: &str) -> Option<&str> {
+        Some(text)
     }
 
     #[test]
     fn reminders_are_read_and_anything_else_is_not_one() {
         assert_eq!(
-            command(&prompt("/remind 2s stretch your legs")).unwrap(),
+            command(prompt("/remind 2s stretch your legs")).unwrap(),
             Some((
                 Command::Remind,
                 Duration::from_secs(2),
@@ -231,15 +306,15 @@ mod tests {
             ))
         );
         assert_eq!(
-            command(&prompt("/later 250ms x")).unwrap(),
+            command(prompt("/later 250ms x")).unwrap(),
             Some((Command::Later, Duration::from_millis(250), "x".to_owned()))
         );
-        assert_eq!(command(&prompt("remind me")).unwrap(), None);
+        assert_eq!(command(prompt("remind me")).unwrap(), None);
         for bad in ["/remind", "/remind 2s", "/remind soon x", "/remind 2h x"] {
-            let error = command(&prompt(bad)).unwrap_err();
+            let error = command(prompt(bad)).unwrap_err();
             assert!(error.message.contains("usage: /remind"), "{bad}: {error}");
         }
-        let error = command(&prompt("/later x")).unwrap_err();
+        let error = command(prompt("/later x")).unwrap_err();
         assert!(error.message.contains("usage: /later"), "{error}");
     }
 }

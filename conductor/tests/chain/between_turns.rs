@@ -277,12 +277,25 @@ async fn v2_until_spoken(
     editor: &mut Editor,
     sessions: &[(&str, u32)],
 ) -> HashMap<String, Vec<String>> {
+    let last: Vec<(&str, String)> = sessions
+        .iter()
+        .map(|(s, n)| (*s, format!("after {n}")))
+        .collect();
+    v2_until_said(editor, &last).await
+}
+
+/// What a v2 editor saw of each session until it was told `text` and an idle update after
+/// it: per session, a line per update (`running`, `idle end_turn`, `user`, or the text).
+async fn v2_until_said(
+    editor: &mut Editor,
+    last: &[(&str, String)],
+) -> HashMap<String, Vec<String>> {
     let mut seen: HashMap<String, Vec<String>> = HashMap::new();
     let done = |seen: &HashMap<String, Vec<String>>| {
-        sessions.iter().all(|(s, n)| {
+        last.iter().all(|(s, text)| {
             let lines = seen.get(*s).map(Vec::as_slice).unwrap_or_default();
-            let last = lines.iter().rposition(|l| *l == format!("after {n}"));
-            last.is_some_and(|at| lines[at..].iter().any(|l| l.starts_with("idle")))
+            let at = lines.iter().rposition(|l| l == text);
+            at.is_some_and(|at| lines[at..].iter().any(|l| l.starts_with("idle")))
         })
     };
     while !done(&seen) {
@@ -368,4 +381,54 @@ async fn a_v2_editor_sees_running_then_idle_around_what_is_said_between_turns() 
         assert_ne!(after["params"]["update"]["sessionUpdate"], "state_update");
     }
     v1.close_and_expect_a_clean_exit().await;
+}
+
+/// The reminder proxy in a v2 chain: its own turn (`/remind`) told as a v2 turn, then, after
+/// it, the reminder between `running` and idle, each session only its own; the next turn's
+/// output comes after it.
+#[tokio::test]
+async fn under_v2_a_reminder_comes_between_running_and_idle_in_its_own_session() {
+    let args = vec![
+        "agent".to_owned(),
+        example("reminder-proxy"),
+        passthrough(),
+        format!("{} --protocol 2", agent()),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    let init = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 2, "info": {"name": "v2-editor", "version": "1.0.0"}}),
+        )
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let a = editor.new_session().await;
+    let b = editor.new_session().await;
+    editor.send_prompt(&a, "/remind 300ms alpha").await;
+    editor.send_prompt(&b, "/remind 100ms beta").await;
+    let last = [
+        (a.as_str(), "reminder: alpha".to_owned()),
+        (b.as_str(), "reminder: beta".to_owned()),
+    ];
+    let seen = v2_until_said(&mut editor, &last).await;
+    for (session, text) in &last {
+        let lines = &seen[*session];
+        assert_eq!(
+            lines,
+            &[
+                "user",
+                "running",
+                "idle end_turn",
+                "running",
+                text.as_str(),
+                "idle end_turn"
+            ],
+            "{session}: the proxy's turn, then its reminder inside running and idle"
+        );
+    }
+    // The next turn's output comes after it.
+    editor.send_prompt(&a, "hello").await;
+    let next = v2_until_said(&mut editor, &[(a.as_str(), "hello".to_owned())]).await;
+    assert_eq!(next[&a], ["user", "running", "hello", "idle end_turn"]);
+    editor.close_and_expect_a_clean_exit().await;
 }

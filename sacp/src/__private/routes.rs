@@ -48,7 +48,7 @@ pub trait RequestFromClient: AcpRequest {
     fn take(
         message: Incoming,
     ) -> Result<(Self, TypedReply<<Self as RequestFromClient>::Response>), Incoming> {
-        take_request(message, Side::Client).map(|(request, reply)| {
+        take_request(message, Side::Client, Self::VERSION).map(|(request, reply)| {
             (
                 request,
                 TypedReply::new(reply, <Self as RequestFromClient>::write_response),
@@ -87,7 +87,7 @@ pub trait RequestFromAgent: AcpRequest {
     fn take(
         message: Incoming,
     ) -> Result<(Self, TypedReply<<Self as RequestFromAgent>::Response>), Incoming> {
-        take_request(message, Side::Agent).map(|(request, reply)| {
+        take_request(message, Side::Agent, Self::VERSION).map(|(request, reply)| {
             (
                 request,
                 TypedReply::new(reply, <Self as RequestFromAgent>::write_response),
@@ -116,7 +116,7 @@ pub trait NotificationFromClient: AcpNotification {
 
     /// Takes the message if it is this handler's (see [`take_notification`]).
     fn take(message: Incoming) -> Result<Self, Incoming> {
-        take_notification(message, Side::Client)
+        take_notification(message, Side::Client, Self::VERSION)
     }
 
     /// Logs the handler's error: notifications are never answered.
@@ -145,7 +145,7 @@ pub trait NotificationFromAgent: AcpNotification {
 
     /// Takes the message if it is this handler's (see [`take_notification`]).
     fn take(message: Incoming) -> Result<Self, Incoming> {
-        take_notification(message, Side::Agent)
+        take_notification(message, Side::Agent, Self::VERSION)
     }
 
     /// Logs the handler's error: notifications are never answered.
@@ -176,14 +176,15 @@ impl<T: serde::Serialize> TypedReply<T> {
     }
 }
 
-/// Takes a request of type `R` from `side`; gives the message back if it is not one, or when
-/// its params do not fit `R` (then it is marked rejected, and the role's default path
-/// decides).
+/// Takes a request of type `R` (of ACP `version`) from `side`; gives the message back if it
+/// is not one — another method, or a connection that speaks another version — or when its
+/// params do not fit `R` (then it is marked rejected, and the role's default path decides).
 pub fn take_request<R: AcpRequest>(
     mut message: Incoming,
     side: Side,
+    version: u16,
 ) -> Result<(R, Reply), Incoming> {
-    if message.from != side || message.method != R::METHOD {
+    if message.from != side || message.method != R::METHOD || !message.speaks(version) {
         return Err(message);
     }
     let Some(reply) = message.reply.take() else {
@@ -202,8 +203,13 @@ pub fn take_request<R: AcpRequest>(
 pub fn take_notification<N: AcpNotification>(
     mut message: Incoming,
     side: Side,
+    version: u16,
 ) -> Result<N, Incoming> {
-    if message.from != side || message.method != N::METHOD || message.reply.is_some() {
+    if message.from != side
+        || message.method != N::METHOD
+        || message.reply.is_some()
+        || !message.speaks(version)
+    {
         return Err(message);
     }
     parse(&mut message, N::read).ok_or(message)

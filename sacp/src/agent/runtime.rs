@@ -29,7 +29,8 @@ impl<A: Agent> HandlerSet for AsAgent<A> {
         A::takes(method, from)
     }
 
-    fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
+    fn dispatch(&self, mut message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
+        message.version = cx.protocol();
         self.0.dispatch(message, cx)
     }
 }

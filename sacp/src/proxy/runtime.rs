@@ -39,7 +39,8 @@ impl<P: Proxy> HandlerSet for AsProxy<P> {
         P::takes(method, from)
     }
 
-    fn dispatch(&self, message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
+    fn dispatch(&self, mut message: Incoming, cx: &Cx) -> impl Future<Output = ()> + Send {
+        message.version = cx.protocol();
         self.0.dispatch(message, cx)
     }
 }
@@ -322,6 +323,7 @@ pub(crate) fn forward_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
         params,
         reply,
         rejected,
+        version,
     } = message;
     let kind = match &reply {
         None => MessageKind::Notification,
@@ -343,6 +345,7 @@ pub(crate) fn forward_now(message: Incoming, cx: &Cx) -> Result<(), Incoming> {
             params,
             reply,
             rejected,
+            version,
         }),
         Err(Unsent::Failed(e)) => {
             match reply {

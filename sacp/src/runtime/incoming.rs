@@ -21,6 +21,9 @@ pub struct Incoming {
     pub(crate) reply: Option<Reply>,
     /// Set when a handler took the method but the params did not fit its type.
     pub(crate) rejected: Option<Error>,
+    /// The ACP version of the connection, once it is known: a handler takes only messages of
+    /// its type's version (a proxy or agent that speaks two has a handler for each).
+    pub(crate) version: Option<u16>,
 }
 
 impl Incoming {
@@ -31,6 +34,7 @@ impl Incoming {
             params,
             reply: Some(reply),
             rejected: None,
+            version: None,
         }
     }
 
@@ -41,7 +45,14 @@ impl Incoming {
             params,
             reply: None,
             rejected: None,
+            version: None,
         }
+    }
+
+    /// Whether a handler of a message type of ACP `version` may take it: the connection
+    /// speaks that version, or has not said yet.
+    pub(crate) fn speaks(&self, version: u16) -> bool {
+        self.version.is_none_or(|v| v == version)
     }
 
     /// The JSON-RPC method.
