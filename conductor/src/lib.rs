@@ -53,7 +53,6 @@ mod endpoint;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-mod history;
 mod in_process;
 mod launch;
 mod listen;
@@ -62,7 +61,6 @@ mod process;
 mod route;
 pub mod router;
 mod sessions;
-mod states;
 pub mod stderr;
 mod trace;
 mod versions;

@@ -236,10 +236,6 @@ struct Conductor {
     /// The routing table, and what a failed chain lets through (shared with the test kit).
     core: ChainCore,
     bridges: Bridges,
-    /// Sessions created with a history, adapted to the agent (see [`crate::history`]).
-    histories: crate::history::Histories,
-    /// A v2 editor's sessions' states (see [`crate::states`]).
-    states: crate::states::States,
     /// By position - 1.
     members: Vec<Member>,
     /// By connection; `None` once closed.
@@ -340,19 +336,7 @@ impl Conductor {
             Event::Inbound(conn, _) if conn != EDITOR && self.core.failed() => {
                 // The editor has its error answers: nothing of the failed chain follows them.
             }
-            Event::Inbound(conn, mut batch) => {
-                if conn == EDITOR && self.v2_editor() {
-                    for inbound in &batch {
-                        if let sacp::jsonrpc::Inbound::Message(Message::Request(request)) = inbound
-                        {
-                            self.states.on_prompt(request);
-                        }
-                    }
-                }
-                if conn == self.core.table().agent_conn() && self.histories.watching() {
-                    let done = self.histories.on_from_agent(&mut batch);
-                    self.conductors_own(done);
-                }
+            Event::Inbound(conn, batch) => {
                 if conn == self.core.table().agent_conn() && self.bridges.awaits_answers() {
                     for inbound in &batch {
                         if let sacp::jsonrpc::Inbound::Message(Message::Response(response)) =
@@ -363,6 +347,7 @@ impl Conductor {
                     }
                 }
                 let refused = self.core.inbound(conn, batch, &mut self.deliveries);
+                self.trace_kept();
                 self.deliver(Some(conn));
                 if let Some(position) = refused {
                     let message = self.core.table().refusal(position).message;
@@ -470,7 +455,6 @@ impl Conductor {
         self.hold_for_the_agents_initialize(agent);
         let routed_at = self.trace.as_ref().map(Trace::now);
         let mut negotiated = Vec::new();
-        let v2_editor = self.v2_editor();
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {
             let conn = first.conn;
@@ -479,21 +463,12 @@ impl Conductor {
             for mut delivery in std::iter::once(first).chain(std::iter::from_fn(|| {
                 deliveries.next_if(|d| d.conn == conn)
             })) {
+                self.core.outbound(&mut delivery);
                 if conn == agent
-                    && !self.core.table().proxy_mode()
-                    && let Message::Request(request) = &mut delivery.message
+                    && let (Some(mcp), Message::Request(request)) =
+                        (self.core.table().agent_mcp(), &mut delivery.message)
                 {
-                    self.histories.on_request_to_agent(request);
-                    if let Some(mcp) = self.core.table().agent_mcp() {
-                        self.bridges.on_request_to_agent(request, mcp);
-                    }
-                }
-                if conn == EDITOR
-                    && delivery.hop.answers.as_deref() == Some("initialize")
-                    && !self.core.table().proxy_mode()
-                    && let Message::Response(response) = &mut delivery.message
-                {
-                    crate::history::offer(response);
+                    self.bridges.on_request_to_agent(request, mcp);
                 }
                 if let (Some(trace), Some(t)) = (&mut self.trace, routed_at) {
                     trace.record(t, self.core.table(), &delivery.hop, &delivery.message);
@@ -519,8 +494,8 @@ impl Conductor {
                 }
                 messages.push(delivery.message);
             }
-            if conn == EDITOR && v2_editor {
-                self.states.on_way_to_editor(&mut messages);
+            if conn == EDITOR {
+                self.core.to_editor(&mut messages);
             }
             let out = Out {
                 messages,
@@ -537,45 +512,27 @@ impl Conductor {
         }
     }
 
-    /// Whether the editor speaks ACP v2 (and the chain ends in an agent: in proxy mode the
-    /// outer conductor keeps the states).
-    fn v2_editor(&self) -> bool {
-        let table = self.core.table();
-        !table.proxy_mode() && table.client_version().is_some_and(|v| v >= 2)
-    }
-
-    /// Writes what the pre-population sends the agent of its own, and traces it, with what
-    /// it kept from everyone.
-    fn conductors_own(&mut self, done: crate::history::Done) {
-        let agent = self.core.table().agent_conn();
-        if let Some(trace) = &mut self.trace {
-            let t = trace.now();
-            let hop = |from, to, dir| sacp::protocol::routing::Hop {
-                from,
-                to,
-                dir,
-                answers: None,
-                key: None,
-            };
-            let down = hop(Node::Conductor, Node::Component(agent), Dir::Down);
-            for message in &done.to_agent {
-                trace.record(t, self.core.table(), &down, message);
-            }
-            let up = hop(Node::Component(agent), Node::Conductor, Dir::Up);
-            for message in &done.kept {
-                trace.record(t, self.core.table(), &up, message);
-            }
-        }
-        if done.to_agent.is_empty() {
+    /// Traces what the chain kept from everyone (a synthesized history turn's messages from
+    /// the agent), as messages to the conductor.
+    fn trace_kept(&mut self) {
+        let kept = self.core.take_kept();
+        let Some(trace) = &mut self.trace else {
+            return;
+        };
+        if kept.is_empty() {
             return;
         }
-        let out = Out {
-            messages: done.to_agent,
-            charges: Vec::new(),
+        let agent = self.core.table().agent_conn();
+        let hop = sacp::protocol::routing::Hop {
+            from: Node::Component(agent),
+            to: Node::Conductor,
+            dir: Dir::Up,
+            answers: None,
+            key: None,
         };
-        match self.outboxes.get(agent).and_then(Option::as_ref) {
-            Some(outbox) if outbox.send(out) => {}
-            _ => tracing::debug!("dropped the conductor's own messages for a closed agent"),
+        let t = trace.now();
+        for message in &kept {
+            trace.record(t, self.core.table(), &hop, message);
         }
     }
 

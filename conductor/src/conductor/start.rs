@@ -62,8 +62,6 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
     let conductor = Conductor {
         core: ChainCore::new(routing_table(&chain, translator_conn)),
         bridges,
-        histories: crate::history::Histories::default(),
-        states: crate::states::States::default(),
         members,
         outboxes,
         trace,

@@ -4,10 +4,22 @@ use serde_json::json;
 
 use crate::common::*;
 
-/// The editor talking to the test agent directly.
+/// The editor talking to the test agent directly, as a chain shows it: the same, but for the
+/// one capability every chain adds to the agent's (`_meta.sacp.history`, sessions created
+/// with a history, which the conductor adapts to any agent).
 async fn direct_transcript() -> Vec<String> {
     let mut editor = Editor::start(&agent(), &[]);
-    standard_script(&mut editor).await
+    let mut lines = standard_script(&mut editor).await;
+    let answer = lines
+        .iter_mut()
+        .find(|l| l.starts_with("response result {\"agentCapabilities\""))
+        .expect("the initialize answer");
+    let mut result: serde_json::Value =
+        serde_json::from_str(answer.strip_prefix("response result ").unwrap()).unwrap();
+    assert!(result["agentCapabilities"]["_meta"].is_null(), "{answer}");
+    result["agentCapabilities"]["_meta"] = json!({"sacp": {"history": true}});
+    *answer = format!("response result {result}");
+    lines
 }
 
 #[tokio::test]

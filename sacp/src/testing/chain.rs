@@ -29,7 +29,7 @@ use crate::jsonrpc::{
     Channel, Connection, Error, Inbound, Message, MessageReader, MessageWriter, Transport, channel,
     code,
 };
-use crate::protocol::routing::{ChainCore, Delivery, EDITOR, Node, RoutingTable};
+use crate::protocol::routing::{ChainCore, Delivery, Dir, EDITOR, Hop, Node, RoutingTable};
 use crate::proxy::Proxy;
 
 use super::agent::ScriptedAgent;
@@ -362,9 +362,24 @@ impl Conductor {
         }
     }
 
-    /// Writes and records what the table said to send, in order.
+    /// Writes and records what the table said to send, in order: each delivery as the core
+    /// sees it go out ([`ChainCore::outbound`]), each run of messages to the editor as the
+    /// core puts them ([`ChainCore::to_editor`]: a v2 session's state around what is said
+    /// between turns).
     async fn deliver(&mut self, out: &mut Vec<Delivery>) {
-        for delivery in out.drain(..) {
+        let mut written = Vec::with_capacity(out.len());
+        let mut run: Vec<Delivery> = Vec::new();
+        for mut delivery in out.drain(..) {
+            self.core.outbound(&mut delivery);
+            if delivery.conn == EDITOR {
+                run.push(delivery);
+                continue;
+            }
+            written.extend(self.editor_run(&mut run));
+            written.push(delivery);
+        }
+        written.extend(self.editor_run(&mut run));
+        for delivery in written {
             let names = &self.names;
             let name = |node: Node| match node {
                 Node::Client => "editor".to_owned(),
@@ -376,6 +391,35 @@ impl Conductor {
             self.transcript.push(Record::of(&delivery, &name));
             self.send(delivery.conn, delivery.message).await;
         }
+    }
+
+    /// A run of deliveries to the editor, with what the core puts among them (its own, from
+    /// the conductor).
+    fn editor_run(&mut self, run: &mut Vec<Delivery>) -> Vec<Delivery> {
+        if run.is_empty() {
+            return Vec::new();
+        }
+        let mut messages: Vec<Message> = run.iter().map(|d| d.message.clone()).collect();
+        self.core.to_editor(&mut messages);
+        let mut originals = run.drain(..).peekable();
+        let mut deliveries = Vec::with_capacity(messages.len());
+        for message in messages {
+            match originals.next_if(|d| d.message == message) {
+                Some(original) => deliveries.push(original),
+                None => deliveries.push(Delivery {
+                    conn: EDITOR,
+                    message,
+                    hop: Hop {
+                        from: Node::Conductor,
+                        to: Node::Client,
+                        dir: Dir::Up,
+                        answers: None,
+                        key: None,
+                    },
+                }),
+            }
+        }
+        deliveries
     }
 
     async fn send(&mut self, conn: usize, message: Message) {

@@ -3,9 +3,11 @@
 
 use std::time::Instant;
 
-use crate::jsonrpc::{Error, Inbound};
+use crate::jsonrpc::{Error, Inbound, Message};
 
-use super::{Conn, Delivery, EDITOR, Fatal, RoutingTable, Settling};
+use super::histories::Histories;
+use super::states::States;
+use super::{Conn, Delivery, Dir, EDITOR, Fatal, Hop, Node, RoutingTable, Settling};
 
 /// The routing table, and what a chain lets through once a component has failed. A loop
 /// feeds it what arrives on each connection ([`ChainCore::inbound`]) and writes the
@@ -21,6 +23,13 @@ pub struct ChainCore {
     failing: Option<(Error, Settling)>,
     /// The chain failed: nothing more of its components reaches the editor.
     failed: bool,
+    /// Sessions created with a history, adapted to the agent (see `histories`).
+    histories: Histories,
+    /// A v2 editor's sessions' states (see `states`).
+    states: States,
+    /// What the chain kept from everyone since [`ChainCore::take_kept`] (a synthesized
+    /// history turn's messages): for a trace.
+    kept: Vec<Message>,
 }
 
 impl ChainCore {
@@ -30,6 +39,9 @@ impl ChainCore {
             table,
             failing: None,
             failed: false,
+            histories: Histories::default(),
+            states: States::default(),
+            kept: Vec::new(),
         }
     }
 
@@ -63,6 +75,33 @@ impl ChainCore {
                 settling.traffic(tokio::time::Instant::now().into_std());
             }
         }
+        let mut batch: Vec<Inbound> = batch.into_iter().collect();
+        if conn == EDITOR && self.v2_editor() {
+            for inbound in &batch {
+                if let Inbound::Message(Message::Request(request)) = inbound {
+                    self.states.on_prompt(request);
+                }
+            }
+        }
+        let agent = self.table.agent_conn();
+        if conn == agent && !self.table.proxy_mode() && self.histories.watching() {
+            let done = self.histories.on_from_agent(&mut batch);
+            self.kept.extend(done.kept);
+            for message in done.to_agent {
+                let hop = Hop {
+                    from: Node::Conductor,
+                    to: Node::Component(agent),
+                    dir: Dir::Down,
+                    answers: None,
+                    key: None,
+                };
+                out.push(Delivery {
+                    conn: agent,
+                    message,
+                    hop,
+                });
+            }
+        }
         let mut refused = None;
         for inbound in batch {
             if let Some(Fatal::Refused(position)) = self.table.inbound(conn, inbound, out) {
@@ -73,6 +112,48 @@ impl ChainCore {
             self.failed = true;
         }
         refused
+    }
+
+    /// Looks at a delivery as it is written (after whatever the loop held it for): the
+    /// history of a `session/new` on its way to an agent that cannot take it, the history
+    /// offered in the `initialize` answer to the editor (see `histories`). Not in proxy mode,
+    /// where the chain does not end in the agent.
+    pub fn outbound(&mut self, delivery: &mut Delivery) {
+        if self.table.proxy_mode() {
+            return;
+        }
+        match &mut delivery.message {
+            Message::Request(request) if delivery.conn == self.table.agent_conn() => {
+                self.histories.on_request_to_agent(request);
+            }
+            Message::Response(response)
+                if delivery.conn == EDITOR
+                    && delivery.hop.answers.as_deref() == Some("initialize") =>
+            {
+                super::histories::offer(response);
+            }
+            _ => {}
+        }
+    }
+
+    /// Looks at messages written to the editor together, in order: for a v2 editor, a
+    /// session speaking while idle is put between `running` and idle (see `states`).
+    pub fn to_editor(&mut self, messages: &mut Vec<Message>) {
+        if self.v2_editor() {
+            self.states.on_way_to_editor(messages);
+        }
+    }
+
+    /// What the chain kept from everyone since the last call (a synthesized history turn's
+    /// messages, from the agent), for a trace.
+    pub fn take_kept(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.kept)
+    }
+
+    /// Whether the editor speaks ACP v2 (and the chain ends in an agent: in proxy mode the
+    /// outer conductor keeps the states).
+    fn v2_editor(&self) -> bool {
+        !self.table.proxy_mode() && self.table.client_version().is_some_and(|v| v >= 2)
     }
 
     /// A component failed at `now` (on tokio's clock, which a test may pause): once the chain

@@ -745,9 +745,11 @@ impl fmt::Display for PeerName<'_> {
 }
 
 mod chain_core;
+mod histories;
 mod mcp_routes;
 mod responses;
 mod settling;
+mod states;
 
 pub use self::chain_core::ChainCore;
 pub use self::mcp_routes::AgentMcp;

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use sacp::jsonrpc::{Message, Notification, RawJson, Request};
+use crate::jsonrpc::{Message, Notification, RawJson, Request};
 
 /// What the conductor knows of each session's state as the editor sees it.
 #[derive(Debug, Default)]
@@ -205,7 +205,7 @@ mod tests {
         );
         // A prompt of the editor's: the turn's updates pass as they are.
         let prompt = Request {
-            id: sacp::jsonrpc::Id::Number(1),
+            id: crate::jsonrpc::Id::Number(1),
             method: "session/prompt".to_owned(),
             params: Some(RawJson::to_raw(&json!({"sessionId": "a", "prompt": []})).unwrap()),
         };

@@ -1,5 +1,5 @@
 //! Session pre-population at the agent's edge: the conductor takes a `session/new` that
-//! carries a history (`_meta.sacp.history`, see [`sacp::protocol::history`]) from whoever
+//! carries a history (`_meta.sacp.history`, see [`crate::protocol::history`]) from whoever
 //! sent it — the editor, or a proxy — and adapts to the agent.
 //!
 //! - **Native.** An agent that offers it (`agentCapabilities._meta.sacp.history: true` in its
@@ -7,7 +7,7 @@
 //! - **Synthesized**, for every other agent: the history is taken out of the `session/new`;
 //!   once the agent answers it, the answer is held, and the conductor sends the agent a
 //!   prompt of its own in the new session whose text carries the history
-//!   ([`sacp::protocol::history::render`]). That turn is the conductor's: its updates, its
+//!   ([`crate::protocol::history::render`]). That turn is the conductor's: its updates, its
 //!   answer (and in ACP v2 its `state_update`s) go to no one, and a request the agent makes
 //!   of the editor during it is answered by the conductor (a permission request
 //!   `cancelled`, anything else an error). When the turn ends with `end_turn` the held answer
@@ -33,7 +33,7 @@ mod synthesized;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use sacp::jsonrpc::{Id, Message, Notification, RawJson, Request, Response, ResponseBody};
+use crate::jsonrpc::{Id, Message, Notification, RawJson, Request, Response, ResponseBody};
 use serde_json::{Map, Value};
 
 use self::replay::Replay;
@@ -130,7 +130,7 @@ impl Histories {
             Some(Value::Object(meta)) => Some(meta),
             _ => None,
         };
-        let Some(history) = sacp::protocol::history::take_raw(meta) else {
+        let Some(history) = crate::protocol::history::take_raw(meta) else {
             return;
         };
         if value
@@ -159,16 +159,16 @@ impl Histories {
     /// answer says; holds the answer of a `session/new` whose history it must be told and
     /// starts that turn; keeps a synthesized turn's messages from everyone; puts the history
     /// in place of the synthesized turn in a replay.
-    pub(crate) fn on_from_agent(&mut self, batch: &mut Vec<sacp::jsonrpc::Inbound>) -> Done {
+    pub(crate) fn on_from_agent(&mut self, batch: &mut Vec<crate::jsonrpc::Inbound>) -> Done {
         let mut done = Done::default();
         let mut out = Vec::with_capacity(batch.len());
         for inbound in batch.drain(..) {
-            let sacp::jsonrpc::Inbound::Message(message) = inbound else {
+            let crate::jsonrpc::Inbound::Message(message) = inbound else {
                 out.push(inbound);
                 continue;
             };
             for message in self.one_from_agent(message, &mut done) {
-                out.push(sacp::jsonrpc::Inbound::Message(message));
+                out.push(crate::jsonrpc::Inbound::Message(message));
             }
         }
         *batch = out;
@@ -253,10 +253,10 @@ pub(crate) fn offer(response: &mut Response) {
     let Value::Object(meta) = meta else {
         return;
     };
-    if sacp::protocol::history::offered_in(meta) {
+    if crate::protocol::history::offered_in(meta) {
         return;
     }
-    sacp::protocol::history::offer_in(meta);
+    crate::protocol::history::offer_in(meta);
     match RawJson::to_raw(&value) {
         Ok(result) => response.body = ResponseBody::Result(result),
         Err(e) => tracing::error!("cannot offer histories in the initialize answer: {e}"),
@@ -272,7 +272,7 @@ fn agent_of(result: &RawJson) -> Agent {
     Agent {
         native: capabilities["_meta"]
             .as_object()
-            .is_some_and(sacp::protocol::history::offered_in),
+            .is_some_and(crate::protocol::history::offered_in),
         // ACP v2 makes `session/close` every agent's.
         close: v2 || capabilities["sessionCapabilities"]["close"].is_object(),
         v2,

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use sacp::jsonrpc::{Message, Notification};
+use crate::jsonrpc::{Message, Notification};
 use serde_json::Value;
 
 use super::update_of;

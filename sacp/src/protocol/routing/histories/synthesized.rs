@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use sacp::jsonrpc::{Error, Id, Message, Notification, RawJson, Request, Response, ResponseBody};
+use crate::jsonrpc::{Error, Id, Message, Notification, RawJson, Request, Response, ResponseBody};
 use serde_json::Value;
 
 use super::{Done, Histories, session_of};
@@ -37,7 +37,7 @@ impl Histories {
             // A refused session/new (or one that names no session) goes back as it came.
             return vec![Message::Response(response)];
         };
-        let text = sacp::protocol::history::render(&history);
+        let text = crate::protocol::history::render(&history);
         let params = serde_json::json!({
             "sessionId": session,
             "prompt": [{"type": "text", "text": text}],
@@ -143,7 +143,7 @@ impl Histories {
             RawJson::to_raw(&serde_json::json!({"outcome": {"outcome": "cancelled"}})).ok()?
         } else {
             let error = Error::new(
-                sacp::jsonrpc::code::INTERNAL_ERROR,
+                crate::jsonrpc::code::INTERNAL_ERROR,
                 format!(
                     "{} during the conductor's history prompt: the session has no editor yet",
                     request.method
@@ -189,7 +189,7 @@ impl Histories {
                 };
                 tracing::warn!(session, "a session's history could not be given: {why}");
                 let error = Error::new(
-                    sacp::jsonrpc::code::INTERNAL_ERROR,
+                    crate::jsonrpc::code::INTERNAL_ERROR,
                     format!("the agent could not be given the session's history: {why}{closed}"),
                 )
                 .with_data(serde_json::json!({ "sessionId": session }));

@@ -1,4 +1,4 @@
-use sacp::jsonrpc::Inbound;
+use crate::jsonrpc::Inbound;
 use serde_json::json;
 
 use super::*;
@@ -162,7 +162,7 @@ fn a_failed_synthesized_turn_closes_the_session_and_fails_the_session_new() {
     assert!(!histories.watching());
 }
 
-use sacp::jsonrpc::Error;
+use crate::jsonrpc::Error;
 
 #[test]
 fn a_replay_gets_the_history_in_place_of_the_synthesized_turn() {
