@@ -19,6 +19,9 @@
 //!   replays the given history in their place: the agent's replay up to its second user
 //!   message (the first is the synthesized prompt) is replaced by the history.
 //!
+//! The histories of the last 1,024 sessions created this way (64 MiB at most, as JSON) are
+//! kept for replays; a replay of an older one shows the agent's own record.
+//!
 //! The conductor offers the capability to its editor in every chain that ends in an agent
 //! (not in proxy mode, where the outer conductor adapts): it adds
 //! `_meta.sacp.history: true` to the `agentCapabilities` of its `initialize` answer (in ACP
@@ -41,6 +44,9 @@ use self::synthesized::Turn;
 
 /// Pre-populated sessions whose history is kept for replays, at most (the oldest go first).
 const KEPT: usize = 1024;
+/// The bytes (as JSON) of the histories kept for replays, at most (the oldest go first): a
+/// replay of a session whose history went shows the agent's own record instead.
+const KEPT_BYTES: usize = 64 << 20;
 
 /// What the agent said of itself in `initialize`, as far as this module cares.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,8 +69,11 @@ pub(crate) struct Histories {
     creating: HashMap<Id, Arc<Vec<Value>>>,
     /// Synthesized turns running, by the session (the agent's id).
     turns: HashMap<String, Turn>,
-    /// The sessions created with a history, by the agent's id, for replays; oldest first.
-    given: Vec<(String, Arc<Vec<Value>>)>,
+    /// The sessions created with a history, by the agent's id, for replays, with their size
+    /// in bytes; oldest first.
+    given: Vec<(String, Arc<Vec<Value>>, usize)>,
+    /// The bytes of `given`'s histories.
+    given_bytes: usize,
     /// `session/load`s of such sessions on their way to the agent, by id.
     replays: HashMap<Id, Replay>,
     /// Requests of the conductor's own to the agent whose answers it drops (a
@@ -106,7 +115,7 @@ impl Histories {
                 let Some(session) = request.params.as_ref().and_then(session_of) else {
                     return;
                 };
-                if let Some((_, history)) = self.given.iter().find(|(s, _)| *s == session) {
+                if let Some((_, history, _)) = self.given.iter().find(|(s, ..)| *s == session) {
                     let replay = Replay::new(session, history.clone());
                     self.replays.insert(request.id.clone(), replay);
                 }
@@ -225,10 +234,17 @@ impl Histories {
 
     /// Keeps a session created with a history for replays.
     fn keep(&mut self, session: String, history: Arc<Vec<Value>>) {
-        if self.given.len() >= KEPT {
-            self.given.remove(0);
+        let bytes = serde_json::to_string(&*history).map_or(0, |text| text.len());
+        while !self.given.is_empty()
+            && (self.given.len() >= KEPT || self.given_bytes + bytes > KEPT_BYTES)
+        {
+            let (_, _, gone) = self.given.remove(0);
+            self.given_bytes -= gone;
         }
-        self.given.push((session, history));
+        if bytes <= KEPT_BYTES {
+            self.given_bytes += bytes;
+            self.given.push((session, history, bytes));
+        }
     }
 }
 
