@@ -513,3 +513,48 @@ async fn a_proxy_whose_answer_overtakes_its_updates_fails_with_what_came_after()
     assert!(message.contains("arrived after the answer"), "{message}");
     assert!(message.contains("    message: three"), "{message}");
 }
+
+/// A proxy that answers prompts itself, slowly: it leaves a message for after its answer, then
+/// takes 100 ms to return the answer.
+struct SlowToAnswer;
+
+#[sacp::proxy]
+impl SlowToAnswer {
+    #[on_request]
+    async fn prompt(
+        &self,
+        req: sacp::acp::PromptRequest,
+        cx: &sacp::proxy::Cx,
+    ) -> sacp::Result<sacp::acp::PromptResponse> {
+        use sacp::acp::{ContentBlock, ContentChunk, SessionNotification, SessionUpdate};
+        let client = cx.client();
+        let session = req.session_id.clone();
+        cx.after_answer(async move {
+            let text = ContentBlock::Text(sacp::acp::TextContent::new("afterwards"));
+            let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(text));
+            let _ = client
+                .notify(SessionNotification::new(session, update))
+                .await;
+        })?;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        Ok(sacp::acp::PromptResponse::new(StopReason::EndTurn))
+    }
+}
+
+/// Work left with `after_answer` starts once the answer is queued, however long the handler
+/// takes to return it after leaving the work: what it sends is never part of the turn.
+#[tokio::test]
+async fn work_left_for_after_the_answer_waits_for_a_slow_answer() -> sacp::Result<()> {
+    let chain = TestChain::new().proxy(SlowToAnswer).start().await?;
+    let session = chain.new_session().await?;
+    let turn = session.prompt("go").await?;
+    assert_eq!(turn.text(), "", "nothing of the work inside the turn");
+    let late = session
+        .until_update("the message after the answer", |u| {
+            sacp::testing::line(u) == "message: afterwards"
+        })
+        .await;
+    assert_eq!(sacp::testing::line(&late), "message: afterwards");
+    chain.close().await?;
+    Ok(())
+}
