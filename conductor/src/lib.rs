@@ -6,8 +6,9 @@
 //! the agent sees a plain ACP client. The protocol is [`sacp::protocol`]'s (the successor
 //! envelope, the proxy-capability handshake, proxy mode, MCP over ACP), in these parts:
 //! - [`sacp::protocol::routing`]: where each message goes, per-hop ids, the successor
-//!   envelope, the proxy-capability handshake, proxy mode (a table without I/O, in the SDK so
-//!   that `sacp::testing` routes exactly like this conductor);
+//!   envelope, the proxy-capability handshake, proxy mode, and at the chain's ends sessions
+//!   created with a history adapted to the agent and a v2 editor's session states (a table
+//!   without I/O, in the SDK so that `sacp::testing` routes exactly like this conductor);
 //! - `conductor/`: the event loop (`mod.rs`), the start of a chain (`start.rs`, [`run`]) and
 //!   its end, from a component's failure to the last process group killed (`ending.rs`);
 //!   `endpoint.rs`: each connection's reader and writer, with backpressure; `process.rs`:

@@ -1,6 +1,9 @@
 //! Routing: where each message goes, with which id, in which envelope — the conductor's
 //! part of spec §2 and §3 as a table without I/O, which the `sacp-chain` conductor and the
-//! in-process chains of `sacp::testing` both drive.
+//! in-process chains of `sacp::testing` both drive. At the chain's two ends, [`ChainCore`]
+//! also adapts a `session/new` that carries a history to the agent (see
+//! [`crate::protocol::history`]: told in a prompt of the chain's own when the agent cannot
+//! take it) and keeps a v2 editor's session states true around what is said between turns.
 //!
 //! The conductor has one connection per peer: the **editor** (its own stdin/stdout; in proxy
 //! mode that is the outer conductor) and each **component**. A chain of `n` components has
