@@ -363,6 +363,20 @@ impl Editor {
         self.new_session().await
     }
 
+    /// `initialize` asking for ACP v2 (the draft), which the answer must give; the answer.
+    pub async fn initialize_v2(&mut self) -> Value {
+        let init = self
+            .request(
+                "initialize",
+                json!({"protocolVersion": 2, "info": {"name": "v2-editor", "version": "1.0.0"}}),
+            )
+            .await;
+        if init["result"]["protocolVersion"] != 2 {
+            self.fail(&format!("initialize did not give ACP v2: {init}"));
+        }
+        init
+    }
+
     pub async fn new_session(&mut self) -> String {
         let session = self
             .request("session/new", json!({"cwd": "/tmp", "mcpServers": []}))

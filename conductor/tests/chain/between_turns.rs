@@ -331,13 +331,7 @@ async fn a_v2_editor_sees_running_then_idle_around_what_is_said_between_turns() 
         format!("{} --protocol 1,2", agent()),
     ];
     let mut editor = Editor::start(conductor(), &args);
-    let init = editor
-        .request(
-            "initialize",
-            json!({"protocolVersion": 2, "info": {"name": "v2-editor", "version": "1.0.0"}}),
-        )
-        .await;
-    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    editor.initialize_v2().await;
     let a = editor.new_session().await;
     let b = editor.new_session().await;
     editor.send_prompt(&a, "then 3").await;
@@ -395,13 +389,7 @@ async fn under_v2_a_reminder_comes_between_running_and_idle_in_its_own_session()
         format!("{} --protocol 2", agent()),
     ];
     let mut editor = Editor::start(conductor(), &args);
-    let init = editor
-        .request(
-            "initialize",
-            json!({"protocolVersion": 2, "info": {"name": "v2-editor", "version": "1.0.0"}}),
-        )
-        .await;
-    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    editor.initialize_v2().await;
     let a = editor.new_session().await;
     let b = editor.new_session().await;
     editor.send_prompt(&a, "/remind 300ms alpha").await;

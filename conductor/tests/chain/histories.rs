@@ -25,6 +25,11 @@ fn conversation() -> Value {
     ])
 }
 
+/// `session/new` params in `cwd` with the six messages as the history.
+fn with_history(cwd: &str) -> Value {
+    json!({"cwd": cwd, "mcpServers": [], "_meta": {"sacp": {"history": conversation()}}})
+}
+
 /// A directory of its own for a test, removed first.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sacp-histories-{}-{name}", std::process::id()));
@@ -159,13 +164,7 @@ async fn an_agent_that_takes_histories_gets_it_with_session_new_and_no_prompt() 
     let mut editor = Editor::start(conductor(), &args);
     initialize(&mut editor).await;
     // A client creating a session with a history: the chain passes it to the agent.
-    let created = editor
-        .request(
-            "session/new",
-            json!({"cwd": "/tmp", "mcpServers": [],
-                   "_meta": {"sacp": {"history": conversation()}}}),
-        )
-        .await;
+    let created = editor.request("session/new", with_history("/tmp")).await;
     let session = created["result"]["sessionId"]
         .as_str()
         .unwrap_or_else(|| panic!("session/new: {created}"))
@@ -200,11 +199,7 @@ async fn a_refused_history_prompt_fails_the_session_new_and_leaves_no_session() 
     let mut editor = Editor::start(conductor(), &args);
     initialize(&mut editor).await;
     let created = editor
-        .request(
-            "session/new",
-            json!({"cwd": "/tmp/refused", "mcpServers": [],
-                   "_meta": {"sacp": {"history": conversation()}}}),
-        )
+        .request("session/new", with_history("/tmp/refused"))
         .await;
     let message = created["error"]["message"].as_str().unwrap_or_default();
     assert!(
@@ -244,12 +239,7 @@ async fn a_v2_agent_is_told_the_history_in_a_turn_the_editor_never_sees() {
         format!("{} --protocol 2", agent()),
     ];
     let mut editor = Editor::start(conductor(), &args);
-    let init = editor
-        .request(
-            "initialize",
-            json!({"protocolVersion": 2, "info": {"name": "v2-editor", "version": "1.0.0"}}),
-        )
-        .await;
+    let init = editor.initialize_v2().await;
     assert_eq!(
         init["result"]["capabilities"]["_meta"]["sacp"]["history"], true,
         "{init}"
