@@ -35,16 +35,23 @@ enum State {
 }
 
 impl States {
-    /// A request the editor sent: a prompt makes its session busy.
+    /// A request the editor sent: a prompt makes its session busy; a close or delete forgets
+    /// it, so that the map does not grow with every session a long-lived chain ever had.
     pub(crate) fn on_prompt(&mut self, request: &Request) {
-        if request.method != "session/prompt" {
+        let ends = matches!(request.method.as_str(), "session/close" | "session/delete");
+        if request.method != "session/prompt" && !ends {
             return;
         }
-        if let Some(session) = request
+        let Some(session) = request
             .params
             .as_ref()
             .and_then(|p| p.plain_str("sessionId"))
-        {
+        else {
+            return;
+        };
+        if ends {
+            self.sessions.remove(session);
+        } else {
             self.sessions.insert(session.to_owned(), State::Busy);
         }
     }
@@ -224,5 +231,13 @@ mod tests {
         let mut batch = vec![user, said("a", "answer")];
         states.on_way_to_editor(&mut batch);
         assert_eq!(lines(&batch), ["a ?", "a answer"]);
+        // A session the editor closes is forgotten.
+        let close = Request {
+            id: crate::jsonrpc::Id::Number(2),
+            method: "session/close".to_owned(),
+            params: Some(RawJson::to_raw(&json!({"sessionId": "a"})).unwrap()),
+        };
+        states.on_prompt(&close);
+        assert!(!states.sessions.contains_key("a"));
     }
 }
