@@ -56,8 +56,7 @@ fn cargo_build(args: &[&str], what: &str) -> Result<PathBuf, String> {
         .and_then(|n| n.to_str())
         .ok_or("the target directory has no profile name")?
         .to_owned();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
+    let mut command = cargo();
     command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["build", "--quiet"])
@@ -78,4 +77,35 @@ fn cargo_build(args: &[&str], what: &str) -> Result<PathBuf, String> {
         return Err(format!("`cargo build` of {what} failed ({status})"));
     }
     Ok(dir)
+}
+
+/// A `cargo` command (the one running this program, when cargo started it) with the
+/// environment of a shell, not of a program cargo runs: without the variables cargo sets for
+/// the crate it runs (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, …). Some build scripts track one of
+/// them (ring's, `CARGO_MANIFEST_DIR`), so a build started from a test or a bench with them
+/// set looks like a change to every later `cargo` run from the shell, and the two rebuild
+/// ring, rustls and everything above them in turn.
+pub fn cargo() -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let set_for_a_crate = name == "OUT_DIR"
+            || name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_BIN_")
+            || matches!(
+                name,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_MANIFEST_LINKS"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "CARGO_RUSTC_CURRENT_DIR"
+            );
+        if set_for_a_crate {
+            command.env_remove(name);
+        }
+    }
+    command
 }

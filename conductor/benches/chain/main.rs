@@ -578,8 +578,7 @@ fn built_example(name: &str) -> PathBuf {
         .and_then(|n| n.to_str())
         .unwrap_or("release")
         .to_owned();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = std::process::Command::new(cargo);
+    let mut command = sacp_examples::bins::cargo();
     command.current_dir(env!("CARGO_MANIFEST_DIR")).args([
         "build",
         "--quiet",

@@ -59,8 +59,7 @@ fn peers_dir() -> PathBuf {
 }
 
 fn cargo() -> std::process::Command {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = std::process::Command::new(cargo);
+    let mut command = sacp_examples::bins::cargo();
     command.env_remove("RUSTFLAGS");
     // No debug info: the peers' target directory is 3.5 GB with it and a third of that
     // without, and a full disk fails every test that needs a peer.
