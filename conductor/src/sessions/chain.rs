@@ -94,8 +94,9 @@ pub(crate) struct ChainLink {
     origin: Mutex<Option<Weak<Client>>>,
     /// Its sessions, by its own ids.
     sessions: Mutex<HashMap<String, Arc<Session>>>,
-    /// Its answer to the first `initialize`.
-    initialized: Mutex<Option<RawJson>>,
+    /// The first `initialize` it answered: what was asked (see [`init_key`]) and its answer,
+    /// which a later client asking the same is given without a chain of its own.
+    initialized: Mutex<Option<(serde_json::Value, RawJson)>>,
     /// Where it hears who attaches to its sessions.
     notes: Mutex<Option<mpsc::Sender<Note>>>,
 }
@@ -279,11 +280,42 @@ impl ChainLink {
         self.origin().is_none() && lock(&self.sessions).is_empty()
     }
 
-    pub(super) fn set_initialized(&self, answer: &RawJson) {
+    /// Its answer to an `initialize` that asked `asked` (see [`init_key`]).
+    pub(super) fn set_initialized(&self, asked: serde_json::Value, answer: &RawJson) {
         let mut initialized = lock(&self.initialized);
         if initialized.is_none() {
-            *initialized = Some(answer.clone());
+            *initialized = Some((asked, answer.clone()));
         }
+    }
+
+    /// Its answer to an `initialize` that asked what `asked` asks, if it gave one.
+    pub(super) fn initialized_for(&self, asked: &serde_json::Value) -> Option<RawJson> {
+        lock(&self.initialized)
+            .as_ref()
+            .filter(|(was, _)| was == asked)
+            .map(|(_, answer)| answer.clone())
+    }
+
+    /// Sends the chain a request that must go before anything else (its first, into an empty
+    /// queue, so there is room), its answer handed to `then`. Fails if the queue is full.
+    pub(super) fn request_first(
+        &self,
+        method: &str,
+        params: Option<RawJson>,
+        then: impl FnOnce(Result<RawJson, Error>) + Send + 'static,
+    ) -> Result<(), Error> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.pending).insert(id, Waiter::Then(Box::new(then)));
+        let request = Message::Request(Request {
+            id: Id::Number(id),
+            method: method.to_owned(),
+            params,
+        });
+        if self.to_chain.try_send(request).is_err() {
+            lock(&self.pending).remove(&id);
+            return Err(self.gone());
+        }
+        Ok(())
     }
 
     /// Tells the chain (its trace) that `connection` attached to or left `session`.
@@ -305,6 +337,18 @@ impl ChainLink {
     pub(super) fn close(&self) {
         self.closed.cancel();
     }
+}
+
+/// What an `initialize` asks, for telling whether two ask the same: its params without
+/// `clientInfo` (which names the client, and changes nothing a chain answers).
+pub(super) fn init_key(params: Option<&RawJson>) -> serde_json::Value {
+    let mut asked = params
+        .and_then(|p| p.parse::<serde_json::Value>().ok())
+        .unwrap_or(serde_json::Value::Null);
+    if let Some(asked) = asked.as_object_mut() {
+        asked.remove("clientInfo");
+    }
+    asked
 }
 
 /// The method nearly every notification of a session has, shared rather than made again.

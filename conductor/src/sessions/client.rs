@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sacp::jsonrpc::{Connection, Error, Handler, Notification, RawJson, Request, Responder, Work};
 use serde_json::{Map, Value};
 
-use super::chain::{ChainLink, answer_of};
+use super::chain::{ChainLink, answer_of, init_key};
 use super::rewrite::{self, Place, session_of, with_session};
 use super::session::{Attachment, From, Session};
 use super::{CLOSED, Layer, split_id};
@@ -36,6 +36,9 @@ pub(crate) struct Client {
     v1: AtomicBool,
     /// Its attachments, by the session's id.
     attachments: Mutex<HashMap<String, Held>>,
+    /// Its `initialize`'s params, while it has no chain: it was answered with a live chain's
+    /// answer to the same, and its own chain is asked first thing once it needs one.
+    deferred_init: Mutex<Option<Option<RawJson>>>,
 }
 
 impl Client {
@@ -46,6 +49,7 @@ impl Client {
             chain: Mutex::default(),
             v1: AtomicBool::new(true),
             attachments: Mutex::default(),
+            deferred_init: Mutex::default(),
         })
     }
 
@@ -61,9 +65,29 @@ impl Client {
         self.v1.load(Ordering::Relaxed)
     }
 
+    /// Its protocol version, from the `initialize` answer it got.
+    fn set_version(&self, answer: &RawJson) {
+        let version = answer
+            .parse::<Map<String, Value>>()
+            .ok()
+            .and_then(|a| a.get("protocolVersion").and_then(Value::as_u64));
+        self.v1
+            .store(version.is_none_or(|v| v < 2), Ordering::Relaxed);
+    }
+
     /// Its chain, made by `start` if it has none.
     pub(super) fn chain_or(&self, start: impl FnOnce() -> Arc<ChainLink>) -> Arc<ChainLink> {
         lock(&self.chain).get_or_insert_with(start).clone()
+    }
+
+    /// Whether it was initialized without a chain and has none yet.
+    pub(super) fn deferred(&self) -> bool {
+        lock(&self.deferred_init).is_some()
+    }
+
+    /// Its deferred `initialize`'s params, once: its chain is starting.
+    pub(super) fn take_deferred_init(&self) -> Option<Option<RawJson>> {
+        lock(&self.deferred_init).take()
     }
 
     pub(super) fn take_chain(&self) -> Option<Arc<ChainLink>> {
@@ -182,7 +206,11 @@ impl Layer {
     }
 
     /// A client's notification: to its session's chain, or to its own chain.
-    async fn notify(&self, client: &Arc<Client>, notification: Notification) -> Result<(), Error> {
+    async fn notify(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        notification: Notification,
+    ) -> Result<(), Error> {
         let Notification { method, params } = notification;
         match session_of(params.as_ref()) {
             Some(id) => {
@@ -195,6 +223,7 @@ impl Layer {
             }
             None => {
                 let link = lock(&client.chain).clone();
+                let link = link.or_else(|| client.deferred().then(|| self.own_chain(client)));
                 match link {
                     Some(link) => link.notify(method, params).await,
                     None => Ok(()),
@@ -203,14 +232,32 @@ impl Layer {
         }
     }
 
-    /// `initialize`: starts the client's chain and passes it on; the chain's answer is the
-    /// client's.
+    /// `initialize`: answered with a live chain's answer to the same (see [`init_key`]), so
+    /// that a client coming back for its sessions starts no chain of its own until it needs one
+    /// (see [`Layer::own_chain`]); else it starts the client's chain and passes it on, and the
+    /// chain's answer is the client's.
     async fn initialize(
         self: &Arc<Self>,
         client: &Arc<Client>,
         params: Option<RawJson>,
         responder: Responder,
     ) -> Result<(), Unanswered> {
+        let asked = init_key(params.as_ref());
+        let known = lock(&client.chain).is_none() && !client.deferred();
+        let known = known
+            .then(|| {
+                self.chains()
+                    .iter()
+                    .find_map(|link| link.initialized_for(&asked))
+            })
+            .flatten();
+        if let Some(answer) = known {
+            tracing::info!(client = %client.name, "initialize answered as a live chain answered it: no chain started yet");
+            client.set_version(&answer);
+            *lock(&client.deferred_init) = Some(params);
+            responder.answer_raw(Ok(answer));
+            return Ok(());
+        }
         let link = self.own_chain(client);
         let waiting = match link.request("initialize", params).await {
             Ok(waiting) => waiting,
@@ -220,14 +267,8 @@ impl Layer {
         tokio::spawn(async move {
             let result = answer_of(waiting).await;
             if let Ok(answer) = &result {
-                link.set_initialized(answer);
-                let version = answer
-                    .parse::<Map<String, Value>>()
-                    .ok()
-                    .and_then(|a| a.get("protocolVersion").and_then(Value::as_u64));
-                client
-                    .v1
-                    .store(version.is_none_or(|v| v < 2), Ordering::Relaxed);
+                link.set_initialized(asked, answer);
+                client.set_version(answer);
             }
             responder.answer_raw(result);
         });

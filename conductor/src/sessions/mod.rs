@@ -4,7 +4,10 @@
 //!
 //! `conductor agent --listen` stands on it (see `listen.rs`): every network connection is a
 //! client of the layer ([`client`]), and the layer is the editor of every chain
-//! ([`chain::ChainLink`]), a connection's own started at its `initialize`. What a connection
+//! ([`chain::ChainLink`]), a connection's own started at its `initialize` — or, when a live
+//! chain answered the same `initialize` already (a client coming back for its sessions), that
+//! answer is the client's and its own chain starts only once it asks for something a session
+//! of another chain cannot give (a new session, say). What a connection
 //! owns stays with it — its JSON-RPC ids, its requests in flight — and what a session owns is
 //! the layer's ([`session::Session`]): its record of what the editor side saw, the clients
 //! attached to it, the answers they are owed, the agent's requests waiting for an editor.
@@ -251,11 +254,25 @@ impl Layer {
         ))
     }
 
-    /// The chain of `client`, started if it has none.
+    /// The chain of `client`, started if it has none. A client whose `initialize` was
+    /// answered without a chain has it replayed to its chain first, the answer kept for the
+    /// next such client.
     fn own_chain(self: &Arc<Self>, client: &Arc<Client>) -> Arc<ChainLink> {
         client.chain_or(|| {
             let link = ChainLink::start(self, &*self.starter, client);
             lock(&self.chains).insert(link.tag.clone(), link.clone());
+            if let Some(params) = client.take_deferred_init() {
+                tracing::info!(client = %client.name, chain = %link.tag, "starting the client's chain: its initialize first");
+                let asked = chain::init_key(params.as_ref());
+                let answered = link.clone();
+                let sent = link.request_first("initialize", params, move |result| match result {
+                    Ok(answer) => answered.set_initialized(asked, &answer),
+                    Err(e) => tracing::warn!(chain = %answered.tag, "the chain refused the client's initialize: {e}"),
+                });
+                if let Err(e) = sent {
+                    tracing::warn!(chain = %link.tag, "cannot initialize the chain: {e}");
+                }
+            }
             link
         })
     }

@@ -150,13 +150,10 @@ async fn an_editor_cut_mid_turn_takes_its_session_back_on_a_new_connection() {
                 ),
                 "{what}"
             );
-            // The session's agent is the one that ran before (the new connection's chain
-            // adds its own).
+            // The session's agent is the one that ran before, and the new connection,
+            // which only took a session back, started no chain of its own.
             let after = agents_of(&server);
-            assert!(
-                before.iter().all(|pid| after.contains(pid)),
-                "{what}: agents {before:?} before, {after:?} after"
-            );
+            assert_eq!(before, after, "{what}: the agents before and after");
         }
     }
 }
@@ -759,11 +756,10 @@ async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
         .await
         .unwrap();
     assert_eq!(next.text(), "chunk 1chunk 2");
+    // The same agent process, and no other: the connection that came back was answered
+    // `initialize` as the first one was, and started no chain of its own.
     let now = agents_of(&server);
-    assert!(
-        agents.iter().all(|pid| now.contains(pid)),
-        "the same agent process: {agents:?} then {now:?}"
-    );
+    assert_eq!(agents, now, "the same agent process, and no other");
 }
 
 /// With `Remote::rejoin`, a server gone for good ends the caller's connection once the tries
@@ -845,4 +841,50 @@ async fn a_session_created_with_a_history_replays_it_to_the_next_connection() {
     assert_eq!(replayed[..history.len()], history[..], "{replayed:#?}");
     let all = serde_json::to_string(&replayed).unwrap();
     assert!(!all.contains("[sacp: "), "{all}");
+}
+
+/// An editor on `url` through `sacp`'s WebSocket client, initialized.
+async fn initialized(url: &str) -> sacp::testing::ScriptedEditor {
+    let remote = sacp::remote::Remote::new(url)
+        .header("Authorization", &format!("Bearer {TOKEN}"))
+        .unwrap()
+        .connect();
+    let transport = within("a WebSocket", remote).await.unwrap();
+    let editor = sacp::testing::ScriptedEditor::new().connect(transport);
+    within("initialize", editor.initialize()).await.unwrap();
+    editor
+}
+
+/// A connection whose `initialize` asks what a live chain's did is answered without a chain of
+/// its own: no agent starts for it until it needs one. Its first `session/new` starts its
+/// chain (the `initialize` replayed to it first), whose session works like any other.
+#[tokio::test]
+async fn a_second_connection_starts_its_chain_only_when_it_needs_one() {
+    let server = conductor_listening(&[], &[agent()]).await;
+    let first = initialized(&server.ws()).await;
+    let one = within("session/new", first.new_session()).await.unwrap();
+    let turn = within("a turn", one.prompt("stream 2")).await.unwrap();
+    assert_eq!(turn.text(), "chunk 1chunk 2");
+    let agents = agents_of(&server);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+
+    let second = initialized(&server.ws()).await;
+    // Answered, and nothing started: the agents are those of the first connection.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        agents_of(&server),
+        agents,
+        "no chain for an initialize alone"
+    );
+
+    let two = within("session/new", second.new_session()).await.unwrap();
+    let turn = within("a turn", two.prompt("stream 3")).await.unwrap();
+    assert_eq!(turn.text(), "chunk 1chunk 2chunk 3");
+    let now = agents_of(&server);
+    assert_eq!(now.len(), 2, "its own chain now: {now:?}");
+    assert!(
+        agents.iter().all(|pid| now.contains(pid)),
+        "{agents:?} then {now:?}"
+    );
+    assert_ne!(one.id(), two.id());
 }
