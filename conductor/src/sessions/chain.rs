@@ -172,6 +172,17 @@ impl ChainLink {
         params: Option<RawJson>,
         waiter: Waiter,
     ) -> Result<(), Error> {
+        let (id, request) = self.register(method, params, waiter);
+        if self.to_chain.send(request).await.is_err() || self.closed.is_cancelled() {
+            lock(&self.pending).remove(&id);
+            return Err(self.gone());
+        }
+        Ok(())
+    }
+
+    /// A request of the layer's to the chain, its answer awaited by `waiter`: its id, and the
+    /// message to send.
+    fn register(&self, method: String, params: Option<RawJson>, waiter: Waiter) -> (i64, Message) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         lock(&self.pending).insert(id, waiter);
         let request = Message::Request(Request {
@@ -179,11 +190,7 @@ impl ChainLink {
             method,
             params,
         });
-        if self.to_chain.send(request).await.is_err() || self.closed.is_cancelled() {
-            lock(&self.pending).remove(&id);
-            return Err(self.gone());
-        }
-        Ok(())
+        (id, request)
     }
 
     /// Sends the chain a notification (in order, waiting for room).
@@ -304,13 +311,7 @@ impl ChainLink {
         params: Option<RawJson>,
         then: impl FnOnce(Result<RawJson, Error>) + Send + 'static,
     ) -> Result<(), Error> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.pending).insert(id, Waiter::Then(Box::new(then)));
-        let request = Message::Request(Request {
-            id: Id::Number(id),
-            method: method.to_owned(),
-            params,
-        });
+        let (id, request) = self.register(method.to_owned(), params, Waiter::Then(Box::new(then)));
         if self.to_chain.try_send(request).is_err() {
             lock(&self.pending).remove(&id);
             return Err(self.gone());
