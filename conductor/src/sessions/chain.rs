@@ -303,20 +303,27 @@ impl ChainLink {
             .map(|(_, answer)| answer.clone())
     }
 
-    /// Sends the chain a request that must go before anything else (its first, into an empty
-    /// queue, so there is room), its answer handed to `then`. Fails if the queue is full.
-    pub(super) fn request_first(
-        &self,
-        method: &str,
-        params: Option<RawJson>,
-        then: impl FnOnce(Result<RawJson, Error>) + Send + 'static,
-    ) -> Result<(), Error> {
-        let (id, request) = self.register(method.to_owned(), params, Waiter::Then(Box::new(then)));
+    /// Sends the chain an `initialize` answered already by another chain (a client's that was
+    /// deferred), before anything else: its first message, into its empty queue. Its answer is
+    /// kept, for the next client asking the same.
+    pub(super) fn initialize_first(self: &Arc<Self>, params: Option<RawJson>) {
+        let asked = init_key(params.as_ref());
+        let link = self.clone();
+        let then = move |result: Result<RawJson, Error>| match result {
+            Ok(answer) => link.set_initialized(asked, &answer),
+            Err(e) => {
+                tracing::warn!(chain = %link.tag, "the chain refused the client's initialize: {e}")
+            }
+        };
+        let (id, request) = self.register(
+            "initialize".to_owned(),
+            params,
+            Waiter::Then(Box::new(then)),
+        );
         if self.to_chain.try_send(request).is_err() {
             lock(&self.pending).remove(&id);
-            return Err(self.gone());
+            tracing::warn!(chain = %self.tag, "cannot initialize the chain: it has ended");
         }
-        Ok(())
     }
 
     /// Tells the chain (its trace) that `connection` attached to or left `session`.

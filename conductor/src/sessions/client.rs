@@ -243,13 +243,9 @@ impl Layer {
         responder: Responder,
     ) -> Result<(), Unanswered> {
         let asked = init_key(params.as_ref());
-        let known = lock(&client.chain).is_none() && !client.deferred();
-        let known = known
-            .then(|| {
-                self.chains()
-                    .iter()
-                    .find_map(|link| link.initialized_for(&asked))
-            })
+        let chainless = lock(&client.chain).is_none() && !client.deferred();
+        let known = chainless
+            .then(|| self.chains().iter().find_map(|l| l.initialized_for(&asked)))
             .flatten();
         if let Some(answer) = known {
             tracing::info!(client = %client.name, "initialize answered as a live chain answered it: no chain started yet");

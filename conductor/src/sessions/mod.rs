@@ -263,15 +263,7 @@ impl Layer {
             lock(&self.chains).insert(link.tag.clone(), link.clone());
             if let Some(params) = client.take_deferred_init() {
                 tracing::info!(client = %client.name, chain = %link.tag, "starting the client's chain: its initialize first");
-                let asked = chain::init_key(params.as_ref());
-                let answered = link.clone();
-                let sent = link.request_first("initialize", params, move |result| match result {
-                    Ok(answer) => answered.set_initialized(asked, &answer),
-                    Err(e) => tracing::warn!(chain = %answered.tag, "the chain refused the client's initialize: {e}"),
-                });
-                if let Err(e) = sent {
-                    tracing::warn!(chain = %link.tag, "cannot initialize the chain: {e}");
-                }
+                link.initialize_first(params);
             }
             link
         })

@@ -79,7 +79,7 @@ impl ChainCore {
         if conn == EDITOR && self.v2_editor() {
             for inbound in &batch {
                 if let Inbound::Message(Message::Request(request)) = inbound {
-                    self.states.on_prompt(request);
+                    self.states.on_request(request);
                 }
             }
         }

@@ -37,7 +37,7 @@ enum State {
 impl States {
     /// A request the editor sent: a prompt makes its session busy; a close or delete forgets
     /// it, so that the map does not grow with every session a long-lived chain ever had.
-    pub(crate) fn on_prompt(&mut self, request: &Request) {
+    pub(crate) fn on_request(&mut self, request: &Request) {
         let ends = matches!(request.method.as_str(), "session/close" | "session/delete");
         if request.method != "session/prompt" && !ends {
             return;
@@ -216,7 +216,7 @@ mod tests {
             method: "session/prompt".to_owned(),
             params: Some(RawJson::to_raw(&json!({"sessionId": "a", "prompt": []})).unwrap()),
         };
-        states.on_prompt(&prompt);
+        states.on_request(&prompt);
         let mut batch = vec![said("a", "turn")];
         states.on_way_to_editor(&mut batch);
         assert_eq!(lines(&batch), ["a turn"]);
@@ -237,7 +237,7 @@ mod tests {
             method: "session/close".to_owned(),
             params: Some(RawJson::to_raw(&json!({"sessionId": "a"})).unwrap()),
         };
-        states.on_prompt(&close);
+        states.on_request(&close);
         assert!(!states.sessions.contains_key("a"));
     }
 }
