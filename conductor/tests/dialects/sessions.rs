@@ -888,3 +888,34 @@ async fn a_second_connection_starts_its_chain_only_when_it_needs_one() {
     );
     assert_ne!(one.id(), two.id());
 }
+
+/// A connection whose `initialize` asks something else (here: no file access offered) is not
+/// given another chain's answer, which could depend on it: its own chain starts at once.
+#[tokio::test]
+async fn a_connection_asking_something_else_gets_its_own_chain_at_initialize() {
+    let server = conductor_listening(&[], &[agent()]).await;
+    let _first = initialized(&server.ws()).await;
+    within("the first agent", async {
+        while agents_of(&server).is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+
+    let remote = sacp::remote::Remote::new(server.ws())
+        .header("Authorization", &format!("Bearer {TOKEN}"))
+        .unwrap()
+        .connect();
+    let transport = within("a WebSocket", remote).await.unwrap();
+    let other = sacp::testing::ScriptedEditor::new().connect(transport);
+    let asked = sacp::acp::InitializeRequest::new(sacp::acp::ProtocolVersion::from(1));
+    within("initialize", other.initialize_with(asked))
+        .await
+        .unwrap();
+    within("its own agent", async {
+        while agents_of(&server).len() < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
