@@ -151,6 +151,7 @@ impl RouteArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("network").args(["listen", "share"])))]
 struct AgentArgs {
     /// The components, in order, each a command line (split like a shell would; quote it when
     /// it has arguments). The last one is the agent.
@@ -207,66 +208,73 @@ struct AgentArgs {
     /// http://ADDR/acp (Streamable HTTP; ws://ADDR/acp for WebSocket), a chain of its own for
     /// every connection, whose sessions outlive the connection (a later one takes them back
     /// with session/load). The URL goes to stdout. Port 0: any free port.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", conflicts_with = "share")]
     listen: Option<String>,
 
-    /// With --listen: the bearer token clients must send is this file's content; else a random
+    /// Serves the editor on stdin/stdout as usual, and shares its sessions on the network:
+    /// clients with the token (see --listen-token-file) attach to them with session/attach
+    /// (ACP's remote transport at http://ADDR/acp, ws://ADDR/acp), as controllers or
+    /// observers. The URL goes to stderr. The conductor ends when stdin ends.
+    #[arg(long, value_name = "ADDR")]
+    share: Option<String>,
+
+    /// With --listen or --share: the bearer token clients must send is this file's content; else a random
     /// one, printed on stderr.
-    #[arg(long, value_name = "FILE", requires = "listen")]
+    #[arg(long, value_name = "FILE", requires = "network")]
     listen_token_file: Option<PathBuf>,
 
-    /// With --listen: TLS (https:// and wss://) with this PEM certificate chain.
-    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_key"])]
+    /// With --listen or --share: TLS (https:// and wss://) with this PEM certificate chain.
+    #[arg(long, value_name = "FILE", requires_all = ["network", "tls_key"])]
     tls_cert: Option<PathBuf>,
 
-    /// With --listen: the PEM private key of --tls-cert.
-    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_cert"])]
+    /// With --listen or --share: the PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires_all = ["network", "tls_cert"])]
     tls_key: Option<PathBuf>,
 
-    /// With --listen: how many connections at once (default 256). The chains of sessions no
+    /// With --listen or --share: how many connections at once (default 256). The chains of sessions no
     /// connection holds are not counted: they end after --detached-timeout.
-    #[arg(long, value_name = "N", requires = "listen")]
+    #[arg(long, value_name = "N", requires = "network")]
     max_connections: Option<usize>,
 
-    /// With --listen: how long a Streamable HTTP connection may go without a request or a
+    /// With --listen or --share: how long a Streamable HTTP connection may go without a request or a
     /// reader before it is closed (a client that vanished is gone then, and its sessions
     /// detached).
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "5m",
-        requires = "listen"
+        requires = "network"
     )]
     http_idle_timeout: humantime::Duration,
 
-    /// With --listen: how long a session with no connection attached and nothing new lives
+    /// With --listen or --share: how long a session with no connection attached and nothing new lives
     /// on before it ends (and its chain, when nothing else keeps it).
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "30m",
-        requires = "listen"
+        requires = "network"
     )]
     detached_timeout: humantime::Duration,
 
-    /// With --listen: how long a request of the agent's for an editor (a permission, a file)
+    /// With --listen or --share: how long a request of the agent's for an editor (a permission, a file)
     /// waits while no connection is attached to its session, before it gets what a refusing
     /// editor answers.
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "5m",
-        requires = "listen"
+        requires = "network"
     )]
     editor_request_timeout: humantime::Duration,
 
-    /// With --listen: the bytes a session keeps for its clients (what no client took yet, and
+    /// With --listen or --share: the bytes a session keeps for its clients (what no client took yet, and
     /// its history for a later session/load); `64MiB`, `512KiB` or plain bytes.
-    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size, requires = "listen")]
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size, requires = "network")]
     session_buffer: usize,
 
-    /// With --listen: the bytes all sessions keep together.
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, requires = "listen")]
+    /// With --listen or --share: the bytes all sessions keep together.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, requires = "network")]
     sessions_buffer: usize,
 
     /// A header for every component given as a URL (ws://, wss://, http://, https://), as
@@ -315,8 +323,12 @@ impl AgentArgs {
                 remote.ca_files.extend(self.ca_file.iter().cloned());
             }
         }
-        let listen = self.listen.map(|addr| {
+        let shared = self.share.is_some();
+        let listen = self.listen.or(self.share).map(|addr| {
             let mut listen = Listen::new(addr);
+            if shared {
+                listen = listen.stdio_editor();
+            }
             if let Some(file) = self.listen_token_file {
                 listen = listen.token_file(file);
             }

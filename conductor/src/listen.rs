@@ -44,6 +44,7 @@ pub struct Listen {
     max_connections: Option<usize>,
     http_idle_timeout: Option<std::time::Duration>,
     sessions: Limits,
+    stdio_editor: bool,
 }
 
 impl Listen {
@@ -57,6 +58,7 @@ impl Listen {
             max_connections: None,
             http_idle_timeout: None,
             sessions: Limits::default(),
+            stdio_editor: false,
         }
     }
 
@@ -84,6 +86,15 @@ impl Listen {
     /// `https`/`wss` with this PEM certificate chain and private key.
     pub fn tls(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Listen {
         self.tls = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// Shares the sessions of the editor on stdin/stdout (`conductor agent --share`): that
+    /// editor is a client of the session layer like the network's, and network clients attach
+    /// to its sessions with `session/attach`. Stdout is the editor's: the URL goes to stderr
+    /// only. The conductor ends when stdin ends, as without sharing.
+    pub fn stdio_editor(mut self) -> Listen {
+        self.stdio_editor = true;
         self
     }
 
@@ -133,7 +144,7 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", listen.addr))?;
     let url = server.url();
-    {
+    if !listen.stdio_editor {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{url}");
@@ -162,6 +173,17 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
         shutdown.shutdown();
     });
     let layer = Layer::new(listen.sessions, Chains { chain, options });
+    if listen.stdio_editor {
+        // The editor that started the conductor: its leaving ends it.
+        let (layer, shutdown) = (layer.clone(), server.shutdown_handle());
+        tokio::spawn(async move {
+            layer
+                .serve(STDIO.to_owned(), sacp::jsonrpc::ByteStream::stdio())
+                .await;
+            tracing::info!("the editor on stdin left: ending");
+            shutdown.shutdown();
+        });
+    }
     let served = layer.clone();
     let result = server
         .serve(move |connection| {
@@ -195,10 +217,13 @@ impl Starter for Chains {
             options.notes = Some(heard);
             notes
         });
-        options.trace = options
-            .trace
-            .as_deref()
-            .map(|path| per_connection(path, client));
+        // The stdio editor's chain is traced where the editor said.
+        if client != STDIO {
+            options.trace = options
+                .trace
+                .as_deref()
+                .map(|path| per_connection(path, client));
+        }
         options.serve = options
             .serve
             .map(|addr| std::net::SocketAddr::new(addr.ip(), 0));
@@ -220,6 +245,9 @@ impl Starter for Chains {
         Started { life, notes }
     }
 }
+
+/// The name of the editor on stdin/stdout among the layer's clients (`--share`).
+const STDIO: &str = "stdio";
 
 /// How many notes of attachments may wait for a chain's loop.
 const NOTES: usize = 256;

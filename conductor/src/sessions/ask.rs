@@ -2,17 +2,20 @@
 //! `terminal/*`, `elicitation/create`, or any other that names the session — held by the
 //! session until a client answers it.
 //!
-//! Every attached client is sent it; the first answer goes to the agent, later ones are
-//! dropped. A client that goes away before answering leaves it waiting for the next one. While
+//! Every attached client is sent it (but `fs/*` and `terminal/*`: one controller, see
+//! `attach.rs`); the first controller's answer goes to the agent, the other copies are
+//! withdrawn (`$/cancel_request`), later answers are dropped. A client that goes away before answering leaves it waiting for the next one. While
 //! no client is attached, it waits at most the layer's deadline, then gets what an editor that
 //! refuses would answer: a permission request `cancelled`, an elicitation `cancel`, anything
 //! else an error saying no editor was there.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Weak};
 
 use sacp::jsonrpc::{Error, Id, RawJson};
 use tokio::sync::Notify;
 
+use super::attach::Who;
 use super::chain::ChainLink;
 use crate::lock::lock;
 
@@ -26,6 +29,9 @@ pub(crate) struct Ask {
     asker: Mutex<Option<(Id, Weak<ChainLink>)>>,
     /// Woken by the answer.
     done: Notify,
+    /// For a request one client only is to answer ([`Ask::for_one`]): that client's
+    /// attachment (0 while none is chosen: the first controller that takes it).
+    target: AtomicU64,
 }
 
 impl Ask {
@@ -35,6 +41,41 @@ impl Ask {
             params,
             asker: Mutex::new(Some((id, chain))),
             done: Notify::new(),
+            target: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether one client only is to answer it: `fs/*` and `terminal/*` act on the machine of
+    /// the client that answers.
+    pub(super) fn for_one(&self) -> bool {
+        self.method.starts_with("fs/") || self.method.starts_with("terminal/")
+    }
+
+    /// The client chosen to answer it, if one is.
+    pub(super) fn target(&self) -> Option<u64> {
+        Some(self.target.load(Ordering::Acquire)).filter(|t| *t != 0)
+    }
+
+    pub(super) fn set_target(&self, target: Option<u64>) {
+        self.target.store(target.unwrap_or(0), Ordering::Release);
+    }
+
+    /// Whether client `who` (attachment `att`) is sent it: every client is, but one that is
+    /// for one controller goes to that one (the first controller to take it, while none is
+    /// chosen) and never to an observer.
+    pub(super) fn is_for(&self, who: &Who, att: u64) -> bool {
+        if !self.for_one() {
+            return true;
+        }
+        if who.is_observer() {
+            return false;
+        }
+        match self
+            .target
+            .compare_exchange(0, att, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(chosen) => chosen == att,
         }
     }
 

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sacp::jsonrpc::{Connection, Error, Handler, Notification, RawJson, Request, Responder, Work};
 use serde_json::{Map, Value};
 
+use super::attach::{BUSY, OBSERVER};
 use super::chain::{ChainLink, answer_of, init_key};
 use super::rewrite::{self, Place, session_of, with_session};
 use super::session::{Attachment, From, Session};
@@ -36,6 +37,8 @@ pub(crate) struct Client {
     v1: AtomicBool,
     /// Its attachments, by the session's id.
     attachments: Mutex<HashMap<String, Held>>,
+    /// The `clientInfo` of its `initialize`.
+    info: Mutex<Option<Value>>,
     /// Its `initialize`'s params, while it has no chain: it was answered with a live chain's
     /// answer to the same, and its own chain is asked first thing once it needs one.
     deferred_init: Mutex<Option<Option<RawJson>>>,
@@ -49,6 +52,7 @@ impl Client {
             chain: Mutex::default(),
             v1: AtomicBool::new(true),
             attachments: Mutex::default(),
+            info: Mutex::default(),
             deferred_init: Mutex::default(),
         })
     }
@@ -102,8 +106,30 @@ impl Client {
         }
     }
 
+    /// Its attachment to session `id`, unless it was detached.
     fn attachment_of(&self, id: &str) -> Option<Arc<Attachment>> {
-        lock(&self.attachments).get(id).map(|(_, att)| att.clone())
+        lock(&self.attachments)
+            .get(id)
+            .map(|(_, att)| att.clone())
+            .filter(|att| !att.is_stopped())
+    }
+
+    /// Its attachment to session `id`, which it leaves.
+    pub(super) fn take_attachment(&self, id: &str) -> Option<Held> {
+        lock(&self.attachments).remove(id)
+    }
+
+    /// The `clientInfo` its `initialize` gave.
+    pub(super) fn info(&self) -> Option<Value> {
+        lock(&self.info).clone()
+    }
+
+    fn set_info(&self, params: Option<&RawJson>) {
+        let info = params
+            .filter(|p| p.as_str().contains("\"clientInfo\""))
+            .and_then(|p| p.parse::<Map<String, Value>>().ok())
+            .and_then(|mut p| p.remove("clientInfo"));
+        *lock(&self.info) = info;
     }
 
     pub(super) fn take_attachments(&self) -> Vec<Held> {
@@ -184,6 +210,14 @@ impl Layer {
                 self.list(params, responder).await;
                 Ok(())
             }
+            "session/attach" => {
+                self.attach_request(client, params, responder);
+                Ok(())
+            }
+            "session/detach" => {
+                self.detach_request(client, params, responder);
+                Ok(())
+            }
             _ => match session_of(params.as_ref()) {
                 Some(id) => {
                     self.to_session(client, method, params, &id, responder)
@@ -217,6 +251,12 @@ impl Layer {
                 let session = self
                     .session(&id)
                     .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
+                if let Some(att) = client.attachment_of(&id)
+                    && att.who.is_observer()
+                {
+                    tracing::info!(session = %id, client = %att.who.id, %method, "an observer's notification is dropped");
+                    return Ok(());
+                }
                 let link = self.link_of(&session).ok_or_else(|| self.not_here(&id))?;
                 let params = with_session(params, &session.own)?;
                 link.notify(method, params).await
@@ -242,6 +282,7 @@ impl Layer {
         params: Option<RawJson>,
         responder: Responder,
     ) -> Result<(), Unanswered> {
+        client.set_info(params.as_ref());
         let asked = init_key(params.as_ref());
         let chainless = lock(&client.chain).is_none() && !client.deferred();
         let known = chainless
@@ -464,9 +505,28 @@ impl Layer {
             ));
             return fail(responder, e);
         };
+        if att.who.is_observer() {
+            let e = Error::new(
+                OBSERVER,
+                format!(
+                    "{} is attached to the session {id} as an observer: {method} is for a controller",
+                    att.who.id
+                ),
+            )
+            .with_data(serde_json::json!({"sessionId": id, "method": method}));
+            return fail(responder, e);
+        }
         let Some(link) = self.link_of(&session) else {
             return fail(responder, self.not_here(id));
         };
+        if method == "session/prompt" && session.turn_of_another(att.id) {
+            let e = Error::new(
+                BUSY,
+                format!("a turn of another client runs in the session {id}: cancel it first, or wait for its end"),
+            )
+            .with_data(serde_json::json!({"sessionId": id}));
+            return fail(responder, e);
+        }
         let params = match with_session(params.clone(), &session.own) {
             Ok(own) => (own, params),
             Err(e) => return fail(responder, e),

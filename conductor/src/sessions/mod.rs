@@ -38,6 +38,7 @@
 //!   the layer): see [`session`].
 
 mod ask;
+mod attach;
 mod chain;
 mod client;
 mod port;
@@ -100,6 +101,7 @@ pub struct Limits {
     pub(crate) records: usize,
     pub(crate) detached_timeout: Duration,
     pub(crate) ask_timeout: Duration,
+    pub(crate) stall: Duration,
 }
 
 impl Default for Limits {
@@ -109,6 +111,7 @@ impl Default for Limits {
             records: 256 << 20,
             detached_timeout: Duration::from_secs(30 * 60),
             ask_timeout: Duration::from_secs(5 * 60),
+            stall: Duration::from_secs(1),
         }
     }
 }
@@ -131,6 +134,13 @@ impl Limits {
     /// minutes).
     pub fn detached_timeout(mut self, value: Duration) -> Limits {
         self.detached_timeout = value;
+        self
+    }
+
+    /// How long a session whose record is full waits for its clients before it detaches
+    /// those furthest behind (when another client is further on; default 1 second).
+    pub fn stall(mut self, value: Duration) -> Limits {
+        self.stall = value;
         self
     }
 
@@ -242,8 +252,18 @@ impl Layer {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// A new attachment of `client`.
+    /// A new attachment of `client`, as a controller under its connection's name.
     fn attachment(&self, client: &Client) -> Result<Arc<Attachment>, Error> {
+        let who = attach::Who {
+            id: client.name.clone(),
+            info: client.info(),
+            role: attach::Role::Controller,
+        };
+        self.attachment_as(client, who)
+    }
+
+    /// A new attachment of `client`, as `who`.
+    fn attachment_as(&self, client: &Client, who: attach::Who) -> Result<Arc<Attachment>, Error> {
         let conn = client
             .conn()
             .ok_or_else(|| Error::internal_error("the client is not connected"))?;
@@ -251,6 +271,7 @@ impl Layer {
             self.next_id(),
             conn.clone(),
             client.is_v1(),
+            who,
         ))
     }
 
@@ -423,19 +444,25 @@ impl Layer {
     /// one takes them up), and its chain ends if it has no session.
     fn client_left(self: &Arc<Self>, client: &Arc<Client>) {
         for (session, att) in client.take_attachments() {
-            if let Some(link) = self.link_of(&session) {
-                link.note(&session.id, "detached", &client.name);
-            }
-            if session.detach(att.id) && !session.is_closed() {
-                tracing::info!(session = %session.id, "detached: no client left");
-                self.expire_when_idle(session);
-            }
+            self.left(client, &session, &att);
         }
         if let Some(link) = client.take_chain() {
             link.orphan();
             if link.unused() {
                 link.close();
             }
+        }
+    }
+
+    /// `client` left `session` (its attachment `att`): it says so to the chain's trace, and
+    /// the session ends after the detached timeout if no controller takes it up.
+    fn left(self: &Arc<Self>, client: &Client, session: &Arc<Session>, att: &Attachment) {
+        if let Some(link) = self.link_of(session) {
+            link.note(&session.id, "detached", &client.name);
+        }
+        if session.detach(att.id) && !session.is_closed() {
+            tracing::info!(session = %session.id, "detached: no controller left");
+            self.expire_when_idle(session.clone());
         }
     }
 
@@ -479,10 +506,15 @@ const IDLE: &str = "no client took it back within the detached timeout";
 const CLOSED: &str = "it was closed";
 
 impl Layer {
+    /// Why the session `id` ended here, if it did lately.
+    fn why_ended(&self, id: &str) -> Option<&'static str> {
+        lock(&self.ended).why.get(id).copied()
+    }
+
     /// The error for a session that is not held here: `-32002` naming it, and saying why
     /// when it ended here lately.
     fn not_here(&self, id: &str) -> Error {
-        match lock(&self.ended).why.get(id) {
+        match self.why_ended(id) {
             Some(why) => Error::new(
                 NOT_HERE,
                 format!("the session {id} has ended in this conductor: {why}"),

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Limits;
 use super::ask::Ask;
+use super::attach::Who;
 use super::chain::update_method;
 use super::record::{Entry, LeftOut, Record};
 use crate::lock::lock;
@@ -36,8 +37,14 @@ pub(crate) const TURN_ENDED: &str = "_sacp/turn_ended";
 /// The method of the layer's notice that a replay leaves the session's oldest entries out.
 pub(crate) const HISTORY_LEFT_OUT: &str = "_sacp/history_left_out";
 
+/// The method of the layer's notice that a client was detached from a session because it
+/// took nothing while the session's record was full.
+pub(crate) const DETACHED: &str = "_sacp/detached";
+
 /// At most this many entries are taken for a client at once.
 const BATCH: usize = 512;
+
+mod join;
 
 /// What every session of a layer shares: the limits, and the bytes all records hold.
 #[derive(Debug)]
@@ -71,6 +78,8 @@ pub(crate) struct Attachment {
     /// Whether the client speaks ACP v1: it learns of a turn it did not start ending from the
     /// layer's `_sacp/turn_ended` (v2 agents say so themselves, with a `state_update`).
     pub(super) v1: bool,
+    /// Who it is to the other clients, and what it may do.
+    pub(super) who: Who,
     poke: Notify,
     stop: CancellationToken,
     /// Held while entries are being sent to it: by its delivery task, or by an append that
@@ -79,11 +88,17 @@ pub(crate) struct Attachment {
 }
 
 impl Attachment {
-    pub(super) fn new(id: u64, conn: Connection, v1: bool) -> Arc<Attachment> {
+    /// Whether it was detached (by its client, or for taking nothing).
+    pub(super) fn is_stopped(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    pub(super) fn new(id: u64, conn: Connection, v1: bool, who: Who) -> Arc<Attachment> {
         Arc::new(Attachment {
             id,
             conn,
             v1,
+            who,
             poke: Notify::new(),
             stop: CancellationToken::new(),
             sending: Arc::default(),
@@ -117,6 +132,9 @@ struct Attached {
     owed: VecDeque<Owed>,
     /// Told already that the record left out the session's beginning.
     told_left_out: bool,
+    /// Requests of the agent's it gets first (before the record from `cursor` on): those
+    /// waiting when it attached by `session/attach`, those whose client left.
+    resend: Vec<Arc<Ask>>,
 }
 
 #[derive(Debug, Default)]
@@ -146,7 +164,8 @@ pub(crate) struct Session {
     state: Mutex<State>,
     /// The record's end, sent on every append.
     appended: watch::Sender<u64>,
-    /// How many clients are attached.
+    /// How many controllers are attached (an observer keeps no session alive and answers
+    /// nothing).
     attached: watch::Sender<usize>,
     /// The result that began it (`session/new`, `load`, `resume`, `fork`), for a client that
     /// takes it up with `session/load`.
@@ -194,6 +213,21 @@ impl Session {
             .collect()
     }
 
+    /// Whether a turn runs that another attached client began (a client that left competes
+    /// with nobody: its turn's end goes to whoever is attached).
+    pub(super) fn turn_of_another(&self, att: u64) -> bool {
+        let askers: Vec<u64> = lock(&self.turns)
+            .iter()
+            .map(|(_, asker, _)| *asker)
+            .filter(|asker| *asker != att)
+            .collect();
+        !askers.is_empty()
+            && lock(&self.state)
+                .attached
+                .iter()
+                .any(|a| askers.contains(&a.att.id))
+    }
+
     pub(super) fn turns_in_flight(&self) -> bool {
         !lock(&self.turns).is_empty()
     }
@@ -209,7 +243,7 @@ impl Session {
         lock(&self.setup).clone()
     }
 
-    /// How many clients are attached.
+    /// How many controllers are attached.
     pub(crate) fn attached(&self) -> usize {
         *self.attached.borrow()
     }
@@ -253,23 +287,52 @@ impl Session {
                 cursor,
                 owed,
                 told_left_out: false,
+                resend: Vec::new(),
             });
-            self.attached.send_replace(state.attached.len());
+            self.attached.send_replace(controllers(&state.attached));
         }
         tokio::spawn(self.clone().deliver(att));
         true
     }
 
-    /// Detaches a client: it gets nothing more of the session, the answers it was owed go.
-    /// Whether no client is attached any more.
+    /// Detaches a client: it gets nothing more of the session, the answers it was owed go,
+    /// the requests of the agent's only it was to answer go to another controller. Whether no
+    /// controller is attached any more.
     pub(super) fn detach(&self, att: u64) -> bool {
         let mut state = lock(&self.state);
         if let Some(i) = state.attached.iter().position(|a| a.att.id == att) {
             let gone = state.attached.remove(i);
             gone.att.stop.cancel();
+            self.hand_on(&mut state, att);
         }
-        self.attached.send_replace(state.attached.len());
-        state.attached.is_empty()
+        let left = controllers(&state.attached);
+        self.attached.send_replace(left);
+        left == 0
+    }
+
+    /// The requests of the agent's that only client `gone` was to answer, and did not, go to
+    /// the controller attached longest (or to whichever takes them next).
+    fn hand_on(&self, state: &mut State, gone: u64) {
+        let next = state.attached.iter().position(|a| !a.att.who.is_observer());
+        let State {
+            record, attached, ..
+        } = state;
+        for (_, entry) in record.since(0) {
+            if let Entry::Ask(ask) = entry
+                && !ask.is_answered()
+                && ask.target() == Some(gone)
+            {
+                match next {
+                    Some(i) => {
+                        let heir = &mut attached[i];
+                        ask.set_target(Some(heir.att.id));
+                        heir.resend.push(ask.clone());
+                        heir.att.poke.notify_one();
+                    }
+                    None => ask.set_target(None),
+                }
+            }
+        }
     }
 
     /// Owes client `att` an answer at the record's end as it is now (after everything the
@@ -340,9 +403,58 @@ impl Session {
                 }
                 Some(None) => return,
                 None => match room.take() {
-                    Some(armed) => armed.await,
+                    Some(armed) => {
+                        // No room freed for a while: a client that takes nothing holds it.
+                        let stall = self.shared.limits.stall;
+                        if tokio::time::timeout(stall, armed).await.is_err() {
+                            self.shed_stalled();
+                        }
+                    }
                     None => room = Some(Box::pin(self.shared.room.notified())),
                 },
+            }
+        }
+    }
+
+    /// The record is full and nothing was freed for [`Limits::stall`]: the clients furthest
+    /// behind, when another is further on, stopped taking what they are sent. They are
+    /// detached (told so with `_sacp/detached`), so that they hold back neither the other
+    /// clients nor the agent. When every client is as far behind, nobody is: the agent waits
+    /// for them, as for one slow client.
+    fn shed_stalled(&self) {
+        let shed: Vec<Arc<Attachment>> = {
+            let mut state = lock(&self.state);
+            let (Some(min), Some(max)) = (
+                state.attached.iter().map(|a| a.cursor).min(),
+                state.attached.iter().map(|a| a.cursor).max(),
+            ) else {
+                return;
+            };
+            if min == max {
+                return;
+            }
+            let mut shed = Vec::new();
+            while let Some(i) = state.attached.iter().position(|a| a.cursor == min) {
+                let gone = state.attached.remove(i);
+                gone.att.stop.cancel();
+                self.hand_on(&mut state, gone.att.id);
+                shed.push(gone.att);
+            }
+            self.attached.send_replace(controllers(&state.attached));
+            self.forget_what_can_go(&mut state, 0);
+            shed
+        };
+        self.shared.room.notify_waiters();
+        for att in shed {
+            tracing::warn!(session = %self.id, client = %att.who.id, "a client took nothing of a full record for {}: detached", humantime::format_duration(self.shared.limits.stall));
+            let notice = serde_json::json!({
+                "sessionId": self.id,
+                "reason": "the client took nothing of the session's stream while its record was full",
+            });
+            if let Ok(params) = RawJson::to_raw(&notice) {
+                tokio::spawn(async move {
+                    let _ = att.conn.notify_raw(DETACHED, Some(params)).await;
+                });
             }
         }
     }
@@ -468,6 +580,23 @@ impl Session {
             if state.closed {
                 ask.refuse(&format!("the session {} is closed", self.id));
                 return;
+            }
+            if ask.for_one() {
+                let turn_asker = lock(&self.turns).first().map(|(_, att, _)| *att);
+                let controller = |id: u64| {
+                    state
+                        .attached
+                        .iter()
+                        .any(|a| a.att.id == id && !a.att.who.is_observer())
+                };
+                let target = turn_asker.filter(|id| controller(*id)).or_else(|| {
+                    state
+                        .attached
+                        .iter()
+                        .find(|a| !a.att.who.is_observer())
+                        .map(|a| a.att.id)
+                });
+                ask.set_target(target);
             }
             self.push(&mut state, Entry::Ask(ask.clone()));
         }
@@ -623,6 +752,14 @@ impl Session {
                 ));
             }
         }
+        if !me.resend.is_empty() {
+            due(&mut me.owed, me.cursor, &mut actions);
+            for ask in me.resend.drain(..) {
+                if !ask.is_answered() {
+                    actions.push(Action::Ask(ask));
+                }
+            }
+        }
         let mut upto = me.cursor.max(record.first());
         for (seq, entry) in record.since(me.cursor).take(BATCH) {
             due(&mut me.owed, seq, &mut actions);
@@ -650,7 +787,7 @@ impl Session {
                     }
                 }
                 Entry::Ask(ask) => {
-                    if !ask.is_answered() {
+                    if !ask.is_answered() && ask.is_for(&att.who, att.id) {
                         actions.push(Action::Ask(ask.clone()));
                     }
                 }
@@ -719,6 +856,11 @@ impl Drop for Session {
     }
 }
 
+/// How many of `attached` are controllers.
+fn controllers(attached: &[Attached]) -> usize {
+    attached.iter().filter(|a| !a.att.who.is_observer()).count()
+}
+
 /// Moves the answers owed at or before `seq` into `actions`.
 fn due(owed: &mut VecDeque<Owed>, seq: u64, actions: &mut Vec<Action>) {
     while owed.front().is_some_and(|o| o.at <= seq) {
@@ -737,6 +879,7 @@ async fn perform(att: &Attachment, action: Action) -> bool {
             true
         }
         Action::Ask(ask) => {
+            let observer = att.who.is_observer().then(|| att.who.id.clone());
             let pending = att
                 .conn
                 .request_raw(ask.method.clone(), Some(ask.params.clone()));
@@ -745,6 +888,10 @@ async fn perform(att: &Attachment, action: Action) -> bool {
                     result = pending => match result {
                         // The client went away: the request waits for the next one.
                         Err(e) if e.is_peer_closed() => {}
+                        // An observer sees it; its answer changes nothing.
+                        _ if observer.is_some() => {
+                            tracing::info!(client = ?observer, method = %ask.method, "an observer's answer is not passed on");
+                        }
                         result => {
                             ask.answer(result);
                         }

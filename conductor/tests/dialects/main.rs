@@ -15,6 +15,7 @@ mod common {
 use sacp_test_support::processes;
 
 mod across_machines;
+mod attach;
 mod between_turns;
 mod chain;
 mod foreign_conductor;

@@ -1,0 +1,264 @@
+//! Many clients on one session: `session/attach` and `session/detach` (the wire of the
+//! multi-client attach proposal for ACP), the roles a client attaches with, and who a client
+//! is to the others.
+//!
+//! - `session/attach` `{sessionId, clientId?, clientInfo?, role?, historyPolicy?, _meta?}` is
+//!   answered by the layer, never passed on: `{sessionId, clientId, role, historyPolicy,
+//!   history?, connectedClients}`. `history` is what the session's record holds, in order, as
+//!   `{method, params}` (`full`, the default: the updates, the prompts as `session/prompt`,
+//!   the agent's requests); the agent's requests still waiting for an answer
+//!   (`pending_only`), which are sent again as real requests on the attaching connection
+//!   (with `full` too); nothing (`none`). Then the live stream follows, with nothing missing
+//!   and nothing twice. An unknown session: `-32001`, its id in `data`.
+//! - `session/detach` `{sessionId}` → `{sessionId, "status": "detached"}`: the connection gets
+//!   nothing more of the session, which goes on (and ends by the detached rules once no
+//!   controller is left).
+//! - A client is a **controller** unless it attaches with `role: "observer"` (or
+//!   `_meta.sacp.role`). An observer gets everything — the agent's permission requests and
+//!   elicitations too, which it sees but cannot answer — and changes nothing: a request about
+//!   the session other than `session/detach` is refused with [`OBSERVER`], a notification
+//!   (`session/cancel`) is dropped, its answer to a request of the agent's is not passed on
+//!   (the request waits for a controller). It is not sent the agent's `fs/*` and
+//!   `terminal/*` requests at all.
+//! - `fs/*` and `terminal/*` go to one controller only (a file written twice, or a command
+//!   run on two machines, is not a race a first answer can undo): the one whose prompt began
+//!   the turn, else the one attached longest; if it leaves before answering, the next one.
+//!   Every other request of the agent's (a permission, an elicitation) goes to every attached
+//!   client; the first controller's answer goes to the agent and every other copy is
+//!   withdrawn with `$/cancel_request`.
+//! - A prompt while a turn of another attached client runs is refused with [`BUSY`] (cancel
+//!   it and wait for its end); `session/cancel` from any controller cancels the turn for all.
+
+use std::sync::Arc;
+
+use sacp::jsonrpc::{Error, RawJson, Responder};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::client::Client;
+use super::{Layer, split_id};
+
+/// `session/attach` of a session this conductor does not hold.
+pub(crate) const UNKNOWN_SESSION: i64 = -32001;
+/// An observer asked for something only a controller may do.
+pub(crate) const OBSERVER: i64 = -32004;
+/// A prompt while another client's turn runs.
+pub(crate) const BUSY: i64 = -32005;
+
+/// What a client may do with a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Prompts, cancels, answers the agent's requests.
+    Controller,
+    /// Receives everything, changes nothing.
+    Observer,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Controller => "controller",
+            Role::Observer => "observer",
+        }
+    }
+
+    fn parse(name: &str) -> Result<Role, Error> {
+        match name {
+            "controller" => Ok(Role::Controller),
+            "observer" => Ok(Role::Observer),
+            other => Err(Error::invalid_params(format!(
+                "unknown role {other:?}: \"controller\" or \"observer\""
+            ))),
+        }
+    }
+}
+
+/// What an attaching client is given of the session's past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum HistoryPolicy {
+    /// Everything the record holds.
+    Full,
+    /// The agent's requests still waiting for an answer.
+    PendingOnly,
+    /// Nothing: the live stream only.
+    None,
+}
+
+impl HistoryPolicy {
+    fn name(self) -> &'static str {
+        match self {
+            HistoryPolicy::Full => "full",
+            HistoryPolicy::PendingOnly => "pending_only",
+            HistoryPolicy::None => "none",
+        }
+    }
+}
+
+/// Who a client is to the other clients of a session.
+#[derive(Debug, Clone)]
+pub(crate) struct Who {
+    /// Its id: the one it chose, else its connection's.
+    pub(crate) id: String,
+    /// Its `clientInfo` (`name`, `version`, …), as it gave it.
+    pub(crate) info: Option<Value>,
+    pub(crate) role: Role,
+}
+
+impl Who {
+    pub(crate) fn is_observer(&self) -> bool {
+        self.role == Role::Observer
+    }
+
+    /// `{clientId, name?, version?, role}`, as `connectedClients` lists it.
+    pub(crate) fn describe(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("clientId".into(), Value::String(self.id.clone()));
+        if let Some(info) = self.info.as_ref().and_then(Value::as_object) {
+            for key in ["name", "version"] {
+                if let Some(v) = info.get(key) {
+                    out.insert(key.into(), v.clone());
+                }
+            }
+        }
+        out.insert("role".into(), Value::String(self.role.name().into()));
+        Value::Object(out)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AttachParams {
+    session_id: String,
+    client_id: Option<String>,
+    client_info: Option<Value>,
+    role: Option<String>,
+    history_policy: Option<HistoryPolicy>,
+    #[serde(rename = "_meta")]
+    meta: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DetachParams {
+    session_id: String,
+}
+
+/// What a `session/attach` asked for.
+pub(crate) struct Asked {
+    pub(crate) who: Who,
+    pub(crate) policy: HistoryPolicy,
+}
+
+impl Asked {
+    /// The layer's answer: `{sessionId, clientId, role, historyPolicy, history?,
+    /// connectedClients}`.
+    pub(crate) fn answer(
+        &self,
+        session: &str,
+        history: Option<Vec<Value>>,
+        connected: Vec<Value>,
+    ) -> Result<RawJson, Error> {
+        let mut out = Map::new();
+        out.insert("sessionId".into(), Value::String(session.to_owned()));
+        out.insert("clientId".into(), Value::String(self.who.id.clone()));
+        out.insert("role".into(), Value::String(self.who.role.name().into()));
+        out.insert(
+            "historyPolicy".into(),
+            Value::String(self.policy.name().into()),
+        );
+        if let Some(history) = history {
+            out.insert("history".into(), Value::Array(history));
+        }
+        out.insert("connectedClients".into(), Value::Array(connected));
+        RawJson::to_raw(&out)
+    }
+}
+
+impl Layer {
+    /// `session/attach`: see the module docs.
+    pub(super) fn attach_request(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) {
+        let asked = match parse_attach(client, params.as_ref()) {
+            Ok(asked) => asked,
+            Err(e) => return responder.answer_error(e),
+        };
+        let id = asked.0;
+        let Some(session) = self.session(&id) else {
+            let message = match self.why_ended(&id) {
+                Some(why) => format!("Session not found: {id} has ended here ({why})"),
+                None if split_id(&id).is_some() => {
+                    format!("Session not found: {id} is not held by this conductor")
+                }
+                None => format!("Session not found: {id}"),
+            };
+            let e = Error::new(UNKNOWN_SESSION, message)
+                .with_data(serde_json::json!({ "sessionId": id }));
+            return responder.answer_error(e);
+        };
+        let att = match self.attachment_as(client, asked.1.who.clone()) {
+            Ok(att) => att,
+            Err(e) => return responder.answer_error(e),
+        };
+        if session.join(att.clone(), &asked.1, responder) {
+            tracing::info!(session = %session.id, client = %asked.1.who.id, role = ?asked.1.who.role, policy = ?asked.1.policy, "attached by session/attach");
+            self.attached(client, &session, &att, self.link_of(&session).as_deref());
+        }
+    }
+
+    /// `session/detach`: see the module docs.
+    pub(super) fn detach_request(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) {
+        let id = match params
+            .as_ref()
+            .map(RawJson::parse::<DetachParams>)
+            .transpose()
+        {
+            Ok(Some(p)) => p.session_id,
+            Ok(None) => return responder.answer_error(Error::invalid_params("no params")),
+            Err(e) => return responder.answer_error(e),
+        };
+        match client.take_attachment(&id) {
+            Some((session, att)) => {
+                // Its answer first: nothing of the session comes after it.
+                responder.answer_raw(RawJson::to_raw(
+                    &serde_json::json!({"sessionId": id, "status": "detached"}),
+                ));
+                self.left(client, &session, &att);
+            }
+            None => responder.answer_error(Error::invalid_params(format!(
+                "the session {id} is not open on this connection"
+            ))),
+        }
+    }
+}
+
+/// The session a `session/attach` names, and what it asks.
+fn parse_attach(client: &Client, params: Option<&RawJson>) -> Result<(String, Asked), Error> {
+    let params = params
+        .ok_or_else(|| Error::invalid_params("session/attach needs a sessionId"))?
+        .parse::<AttachParams>()?;
+    let role = match (&params.role, &params.meta) {
+        (Some(role), _) => Role::parse(role)?,
+        (None, Some(meta)) => match meta.pointer("/sacp/role").and_then(Value::as_str) {
+            Some(role) => Role::parse(role)?,
+            None => Role::Controller,
+        },
+        (None, None) => Role::Controller,
+    };
+    let who = Who {
+        id: params.client_id.unwrap_or_else(|| client.name.clone()),
+        info: params.client_info.or_else(|| client.info()),
+        role,
+    };
+    let policy = params.history_policy.unwrap_or(HistoryPolicy::Full);
+    Ok((params.session_id, Asked { who, policy }))
+}
