@@ -103,6 +103,20 @@ impl Ask {
         }
     }
 
+    /// [`Ask::answer`] by client `who`, which the chain's trace is told when its answer is
+    /// the one.
+    pub(super) fn answer_by(&self, result: Result<RawJson, Error>, who: &Who) -> bool {
+        let chain = lock(&self.asker).as_ref().and_then(|(_, c)| c.upgrade());
+        let answered = self.answer(result);
+        if answered
+            && let Some(chain) = chain
+            && let Some(session) = self.params.plain_str("sessionId")
+        {
+            chain.note(session, "answered", who, Some(&self.method));
+        }
+        answered
+    }
+
     /// The agent gave it up (`$/cancel_request`): nobody answers it.
     pub(super) fn cancelled(&self) {
         if lock(&self.asker).take().is_some() {

@@ -55,7 +55,7 @@ pub(crate) enum Role {
 }
 
 impl Role {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Role::Controller => "controller",
             Role::Observer => "observer",
@@ -100,6 +100,8 @@ impl HistoryPolicy {
 pub(crate) struct Who {
     /// Its id: the one it chose, else its connection's.
     pub(crate) id: String,
+    /// Its connection's id.
+    pub(crate) connection: String,
     /// Its `clientInfo` (`name`, `version`, …), as it gave it.
     pub(crate) info: Option<Value>,
     pub(crate) role: Role,
@@ -232,7 +234,7 @@ impl Layer {
                 responder.answer_raw(RawJson::to_raw(
                     &serde_json::json!({"sessionId": id, "status": "detached"}),
                 ));
-                self.left(client, &session, &att);
+                self.left(&session, &att);
             }
             None => responder.answer_error(Error::invalid_params(format!(
                 "the session {id} is not open on this connection"
@@ -256,6 +258,7 @@ fn parse_attach(client: &Client, params: Option<&RawJson>) -> Result<(String, As
     };
     let who = Who {
         id: params.client_id.unwrap_or_else(|| client.name.clone()),
+        connection: client.name.clone(),
         info: params.client_info.or_else(|| client.info()),
         role,
     };

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::ask::Ask;
+use super::attach::Who;
 use super::client::Client;
 use super::port::{Port, QUEUE};
 use super::session::Session;
@@ -326,13 +327,17 @@ impl ChainLink {
         }
     }
 
-    /// Tells the chain (its trace) that `connection` attached to or left `session`.
-    pub(super) fn note(&self, session: &str, event: &'static str, connection: &str) {
+    /// Tells the chain (its trace) what client `who` did with `session`: `event`, and for an
+    /// answer the request's `method`.
+    pub(super) fn note(&self, session: &str, event: &'static str, who: &Who, method: Option<&str>) {
         if let Some(notes) = &*lock(&self.notes) {
             let note = Note {
                 session: session.to_owned(),
                 event,
-                connection: connection.to_owned(),
+                connection: who.connection.clone(),
+                client: who.id.clone(),
+                role: who.role.name(),
+                method: method.map(str::to_owned),
             };
             if notes.try_send(note).is_err() {
                 tracing::debug!(session, event, "the chain's trace did not take a note");

@@ -251,13 +251,19 @@ impl Layer {
                 let session = self
                     .session(&id)
                     .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
-                if let Some(att) = client.attachment_of(&id)
+                let att = client.attachment_of(&id);
+                if let Some(att) = &att
                     && att.who.is_observer()
                 {
                     tracing::info!(session = %id, client = %att.who.id, %method, "an observer's notification is dropped");
                     return Ok(());
                 }
                 let link = self.link_of(&session).ok_or_else(|| self.not_here(&id))?;
+                if method == "session/cancel"
+                    && let Some(att) = &att
+                {
+                    link.note(&id, "cancelled", &att.who, None);
+                }
                 let params = with_session(params, &session.own)?;
                 link.notify(method, params).await
             }
@@ -533,6 +539,7 @@ impl Layer {
         };
         match method.as_str() {
             "session/prompt" => {
+                link.note(id, "prompted", &att.who, None);
                 // The prompt, as other clients and a later replay see it.
                 if let Some(prompt) = params.1 {
                     session.prompted(prompt, att.id).await;

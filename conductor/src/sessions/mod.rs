@@ -61,16 +61,23 @@ use self::rewrite::Place;
 use self::session::{Attachment, From, Session, Shared};
 use crate::lock::lock;
 
-/// A client attached to a session of a chain, or left it: what the chain's trace records
-/// (`"type": "session"`).
+/// What a client did with a session of a chain — attached, left, prompted, cancelled,
+/// answered a request of the agent's: what the chain's trace records (`"type": "session"`),
+/// so that a trace says which client sent what.
 #[derive(Debug, Clone)]
 pub(crate) struct Note {
     /// The session, by the editor's id.
     pub(crate) session: String,
-    /// `attached` or `detached`.
+    /// `attached`, `detached`, `prompted`, `cancelled` or `answered`.
     pub(crate) event: &'static str,
     /// The client's connection.
     pub(crate) connection: String,
+    /// The client's id (its own, or its connection's).
+    pub(crate) client: String,
+    /// `controller` or `observer`.
+    pub(crate) role: &'static str,
+    /// For `answered`: the method of the request it answered.
+    pub(crate) method: Option<String>,
 }
 
 /// Where a chain hears its [`Note`]s, for its trace: handed to the conductor's loop in its
@@ -256,6 +263,7 @@ impl Layer {
     fn attachment(&self, client: &Client) -> Result<Arc<Attachment>, Error> {
         let who = attach::Who {
             id: client.name.clone(),
+            connection: client.name.clone(),
             info: client.info(),
             role: attach::Role::Controller,
         };
@@ -398,7 +406,7 @@ impl Layer {
         client.attached(session, att);
         tracing::info!(session = %session.id, client = %client.name, "attached");
         if let Some(link) = link {
-            link.note(&session.id, "attached", &client.name);
+            link.note(&session.id, "attached", &att.who, None);
         }
     }
 
@@ -444,7 +452,7 @@ impl Layer {
     /// one takes them up), and its chain ends if it has no session.
     fn client_left(self: &Arc<Self>, client: &Arc<Client>) {
         for (session, att) in client.take_attachments() {
-            self.left(client, &session, &att);
+            self.left(&session, &att);
         }
         if let Some(link) = client.take_chain() {
             link.orphan();
@@ -454,11 +462,11 @@ impl Layer {
         }
     }
 
-    /// `client` left `session` (its attachment `att`): it says so to the chain's trace, and
+    /// A client left `session` (its attachment `att`): it says so to the chain's trace, and
     /// the session ends after the detached timeout if no controller takes it up.
-    fn left(self: &Arc<Self>, client: &Client, session: &Arc<Session>, att: &Attachment) {
+    fn left(self: &Arc<Self>, session: &Arc<Session>, att: &Attachment) {
         if let Some(link) = self.link_of(session) {
-            link.note(&session.id, "detached", &client.name);
+            link.note(&session.id, "detached", &att.who, None);
         }
         if session.detach(att.id) && !session.is_closed() {
             tracing::info!(session = %session.id, "detached: no controller left");

@@ -880,6 +880,7 @@ async fn perform(att: &Attachment, action: Action) -> bool {
         }
         Action::Ask(ask) => {
             let observer = att.who.is_observer().then(|| att.who.id.clone());
+            let who = att.who.clone();
             let pending = att
                 .conn
                 .request_raw(ask.method.clone(), Some(ask.params.clone()));
@@ -893,7 +894,7 @@ async fn perform(att: &Attachment, action: Action) -> bool {
                             tracing::info!(client = ?observer, method = %ask.method, "an observer's answer is not passed on");
                         }
                         result => {
-                            ask.answer(result);
+                            ask.answer_by(result, &who);
                         }
                     },
                     // Another client answered first: this one's request is cancelled.

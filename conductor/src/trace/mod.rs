@@ -330,14 +330,17 @@ impl Trace {
         self.event("version", fields);
     }
 
-    /// A client attached to a session or left it (the session layer's note).
+    /// What a client did with a session (the session layer's note): attached, left,
+    /// prompted, cancelled, answered a request of the agent's.
     pub(crate) fn session(&mut self, note: &crate::sessions::Note) {
-        self.event(
-            "session",
-            serde_json::json!({
-                "session": note.session, "event": note.event, "connection": note.connection,
-            }),
-        );
+        let mut fields = serde_json::json!({
+            "session": note.session, "event": note.event, "connection": note.connection,
+            "client": note.client, "role": note.role,
+        });
+        if let Some(method) = &note.method {
+            fields["method"] = method.as_str().into();
+        }
+        self.event("session", fields);
     }
 
     /// One line a component wrote to its stderr.

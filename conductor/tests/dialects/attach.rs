@@ -374,7 +374,9 @@ async fn a_client_attached_to_the_stdio_editors_session_sees_its_history_and_its
 /// and can answer it.
 #[tokio::test]
 async fn the_first_controller_to_answer_the_agent_wins_and_the_others_copies_are_withdrawn() {
-    let (_conductor, mut stdio, ws, http) = sharing(&[]).await;
+    let trace =
+        std::env::temp_dir().join(format!("sacp-attach-trace-{}.jsonl", std::process::id()));
+    let (_conductor, mut stdio, ws, http) = sharing(&["--trace", trace.to_str().unwrap()]).await;
     initialize(&mut stdio).await;
     let new = json!({"cwd": "/tmp", "mcpServers": []});
     let session = stdio.request("session/new", new).await.unwrap()["sessionId"]
@@ -382,9 +384,13 @@ async fn the_first_controller_to_answer_the_agent_wins_and_the_others_copies_are
         .unwrap()
         .to_owned();
     let mut phone = network("phone", &ws).await;
-    attach(&mut phone, &session, json!({"historyPolicy": "none"}))
-        .await
-        .unwrap();
+    attach(
+        &mut phone,
+        &session,
+        json!({"historyPolicy": "none", "clientId": "phone"}),
+    )
+    .await
+    .unwrap();
 
     for phone_first in [true, false] {
         stdio.clear();
@@ -444,6 +450,43 @@ async fn the_first_controller_to_answer_the_agent_wins_and_the_others_copies_are
                 .any(|t| t == outcome)
         );
     }
+
+    // The trace says who did what.
+    let events = until("the trace's session events", PATIENCE, || {
+        let text = std::fs::read_to_string(&trace).unwrap_or_default();
+        let events: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains(r#""type":"session""#))
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["event"] != "attached")
+            .map(|e| {
+                format!(
+                    "{} {} {} {}",
+                    e["event"].as_str().unwrap(),
+                    e["client"].as_str().unwrap(),
+                    e["role"].as_str().unwrap(),
+                    e["method"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        if events.len() >= 4 {
+            Ok(events)
+        } else {
+            Err(format!("{events:?}"))
+        }
+    })
+    .await;
+    let phone_id = "phone";
+    assert_eq!(
+        events,
+        [
+            "prompted stdio controller ".to_owned(),
+            format!("answered {phone_id} controller session/request_permission"),
+            "prompted stdio controller ".to_owned(),
+            "answered stdio controller session/request_permission".to_owned(),
+        ]
+    );
+    let _ = std::fs::remove_file(&trace);
 
     // The next turn works.
     stdio.clear();

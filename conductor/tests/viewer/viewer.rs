@@ -604,3 +604,95 @@ fn regex_free_bearer(text: &str) -> Option<String> {
         (token.len() >= 32).then_some(token)
     })
 }
+
+/// A session shared by the stdio editor (`--share`) with a network client attached as an
+/// observer: the editor's lane lists the session's clients, and a row says who attached.
+#[tokio::test]
+async fn the_editors_lane_lists_a_sessions_clients_and_rows_say_who_attached() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    const TOKEN: &str = "v1ewer-t0ken";
+    let token = std::env::temp_dir().join(format!("sacp-viewer-token-{}", std::process::id()));
+    std::fs::write(&token, TOKEN).unwrap();
+    let dir = std::env::temp_dir().join(format!("sacp-viewer-shared-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("shared.jsonl");
+    let args = [
+        "agent".to_owned(),
+        "--serve".to_owned(),
+        "--trace".to_owned(),
+        file.to_string_lossy().into_owned(),
+        "--share".to_owned(),
+        "127.0.0.1:0".to_owned(),
+        "--listen-token-file".to_owned(),
+        token.to_string_lossy().into_owned(),
+        agent(),
+    ];
+    let mut editor = Editor::start(conductor(), &args);
+    // The editor's chain (and its viewer) starts at its `initialize`.
+    let session = editor.open_session().await;
+    let on_stderr = |what: &'static str| {
+        let stderr = editor.stderr();
+        let line = stderr.lines().find(|l| l.contains(what)).map(str::to_owned);
+        match line.and_then(|l| l.split(what).nth(1).map(str::to_owned)) {
+            Some(rest) => Ok(rest.split_whitespace().next().unwrap_or("").to_owned()),
+            None => Err(stderr),
+        }
+    };
+    let url = until("the shared URL on stderr", PATIENT, || {
+        on_stderr("serving the chain at ")
+    })
+    .await;
+    let viewer = until("the viewer's URL on stderr", PATIENT, || {
+        on_stderr("trace viewer: ")
+    })
+    .await;
+    let chain = Served {
+        editor,
+        url: viewer,
+        file,
+    };
+    browser.goto(&chain.url).await;
+
+    let transport = sacp::remote::Remote::new(url.replacen("http", "ws", 1))
+        .header("Authorization", &format!("Bearer {TOKEN}"))
+        .unwrap()
+        .connect();
+    let transport = within("the observer's connection", transport)
+        .await
+        .unwrap();
+    let observer = sacp::testing::ScriptedEditor::new().connect(transport);
+    within("initialize", observer.initialize()).await.unwrap();
+    let params = sacp::jsonrpc::RawJson::to_raw(
+        &json!({"sessionId": session, "clientId": "phone", "role": "observer"}),
+    )
+    .unwrap();
+    within(
+        "session/attach",
+        observer
+            .connection()
+            .request_raw("session/attach", Some(params)),
+    )
+    .await
+    .unwrap();
+    let listed = browser
+        .until(
+            "(document.querySelector('[data-testid=session-clients]') || {}).textContent \
+             ?.includes('phone') && \
+             document.querySelector('[data-testid=session-clients]').textContent",
+            PATIENT,
+        )
+        .await;
+    assert_eq!(listed, json!(format!("{session}: stdio, phone (observer)")));
+    let said = browser
+        .until(
+            "[...document.querySelectorAll('[data-testid=rows] .row')].map(r => r.textContent) \
+             .find(t => t.includes('attached by phone'))",
+            PATIENT,
+        )
+        .await;
+    assert!(said.as_str().unwrap().contains("an observer"), "{said}");
+    let _ = std::fs::remove_file(&token);
+}
