@@ -869,3 +869,131 @@ async fn three_clients_keep_one_record_for_a_thousand_turns_and_a_client_that_st
     }
     assert_eq!(after_notice, 0, "frames after the notice");
 }
+
+/// The official TypeScript SDK's WebSocket and Streamable HTTP clients attach to the stdio
+/// editor's session: the history is what the stdio editor saw, the stdio editor's turns stream
+/// to them, their answer to a permission request is the agent's while the stdio editor's copy
+/// is withdrawn, and they detach.
+#[tokio::test]
+async fn the_typescript_sdks_clients_attach_to_the_stdio_editors_session_and_answer_first() {
+    let Some(script) = crate::peers::ts_remote("attach.mjs") else {
+        return;
+    };
+    for profile in ["ws", "http"] {
+        let (_conductor, mut stdio, ws, http) = sharing(&[]).await;
+        initialize(&mut stdio).await;
+        let new = json!({"cwd": "/tmp", "mcpServers": []});
+        let session = stdio.request("session/new", new).await.unwrap()["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        prompt(&mut stdio, &session, "stream 3").await.unwrap();
+        let saw: Vec<String> = stdio
+            .updates()
+            .iter()
+            .filter_map(said)
+            .map(str::to_owned)
+            .collect();
+
+        let url = if profile == "ws" { &ws } else { &http };
+        let mut words = script.split_whitespace();
+        let mut child = Command::new(words.next().unwrap())
+            .args(words)
+            .args([profile, url.as_str(), session.as_str()])
+            .env("ACP_TOKEN", TOKEN)
+            .env("ACP_ANSWER", "allow")
+            .env("ACP_TURNS", "2")
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut next = async || -> Value {
+            let line = within("attach.mjs's next line", out.next_line())
+                .await
+                .unwrap()
+                .expect("attach.mjs ended early");
+            serde_json::from_str(&line).unwrap_or(Value::String(line))
+        };
+        let attached = next().await;
+        let attached = &attached["attached"];
+        assert_eq!(attached["clientId"], "ts", "{profile}: {attached}");
+        let history: Vec<&str> = attached["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["method"] == "session/update")
+            .filter_map(|h| said(&h["params"]))
+            .collect();
+        assert_eq!(history, saw, "{profile}");
+
+        // A turn of the stdio editor's streams to it.
+        stdio.clear();
+        prompt(&mut stdio, &session, "stream 5").await.unwrap();
+        let mut lines = Vec::new();
+        loop {
+            let line = next().await;
+            let end = line.get("turnEnded").is_some();
+            lines.push(line);
+            if end {
+                break;
+            }
+        }
+        let mut want = vec![json!({"user": "stream 5"})];
+        want.extend(
+            stdio
+                .updates()
+                .iter()
+                .filter_map(said)
+                .map(|t| json!({"update": t})),
+        );
+        want.push(json!({"turnEnded": "end_turn"}));
+        assert_eq!(lines, want, "{profile}");
+
+        // Its answer to a permission request is the agent's; the stdio editor's copy goes.
+        stdio.clear();
+        let turn = stdio
+            .ask(
+                "session/prompt",
+                json!({"sessionId": session, "prompt": [{"type": "text", "text": "permission"}]}),
+            )
+            .await;
+        let (on_stdio, _) = stdio.asked("session/request_permission").await;
+        let on_stdio = serde_json::to_value(&on_stdio).unwrap();
+        stdio
+            .until("the stdio editor's copy withdrawn", |m| {
+                matches!(m, Message::Notification(n) if n.method == "$/cancel_request"
+                    && params_of(n.params.as_ref())["requestId"] == on_stdio)
+            })
+            .await;
+        assert_eq!(
+            stdio.answer_to(&turn).await.unwrap()["stopReason"],
+            "end_turn"
+        );
+        let updates = stdio.updates();
+        let texts: Vec<&str> = updates.iter().filter_map(said).collect();
+        assert_eq!(texts, ["permission: allow"], "{profile}");
+        let mut rest = Vec::new();
+        loop {
+            let line = next().await;
+            let end = line.get("detached").is_some();
+            rest.push(line);
+            if end {
+                break;
+            }
+        }
+        assert_eq!(
+            rest,
+            [
+                json!({"user": "permission"}),
+                json!({"permission": "write a file"}),
+                json!({"update": "permission: allow"}),
+                json!({"turnEnded": "end_turn"}),
+                json!({"detached": {"sessionId": session, "status": "detached"}}),
+            ],
+            "{profile}"
+        );
+        let status = within("attach.mjs's end", child.wait()).await.unwrap();
+        assert!(status.success(), "{profile}: {status}");
+    }
+}

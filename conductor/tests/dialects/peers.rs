@@ -153,7 +153,13 @@ pub(crate) fn ts_remote(script: &str) -> Option<String> {
     npm_peer(
         &READY,
         "ts-remote",
-        &["agent.mjs", "editor.mjs", "server.mjs", "reattach.mjs"],
+        &[
+            "agent.mjs",
+            "editor.mjs",
+            "server.mjs",
+            "reattach.mjs",
+            "attach.mjs",
+        ],
         script,
     )
 }
