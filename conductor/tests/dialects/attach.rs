@@ -223,14 +223,18 @@ fn said(update: &Value) -> Option<&str> {
 /// The conductor as a stdio editor starts it, sharing on 127.0.0.1 (`--share`): the process,
 /// the editor's client on its stdio, and the WebSocket and HTTP URLs from its stderr.
 async fn sharing(extra: &[&str]) -> (Child, Raw, String, String) {
+    sharing_with(extra, &[passthrough(), agent()]).await
+}
+
+/// [`sharing`] with `components`.
+async fn sharing_with(extra: &[&str], components: &[String]) -> (Child, Raw, String, String) {
     let token = std::env::temp_dir().join(format!("sacp-share-token-{}", std::process::id()));
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     let mut child = Command::new(conductor())
         .args(["agent", "--share", "127.0.0.1:0", "--listen-token-file"])
         .arg(&token)
         .args(extra)
-        .arg(passthrough())
-        .arg(agent())
+        .args(components)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -297,11 +301,13 @@ async fn turn_ended(client: &mut Raw) -> Value {
     }
 }
 
-/// The stdio editor's session; a WebSocket client attaches to it with `full` history, which is
+/// The stdio editor's session (Sparkle and a pass-through proxy before the agent); a
+/// WebSocket client attaches to it with `full` history, which is
 /// what the stdio editor saw; a turn of the stdio editor streams to both in one order.
 #[tokio::test]
 async fn a_client_attached_to_the_stdio_editors_session_sees_its_history_and_its_turns() {
-    let (_conductor, mut stdio, ws, _) = sharing(&[]).await;
+    let chain = [example("sparkle"), passthrough(), agent()];
+    let (_conductor, mut stdio, ws, _) = sharing_with(&[], &chain).await;
     initialize(&mut stdio).await;
     let new = json!({"cwd": "/tmp", "mcpServers": []});
     let session = stdio.request("session/new", new).await.unwrap()["sessionId"]
@@ -311,7 +317,9 @@ async fn a_client_attached_to_the_stdio_editors_session_sees_its_history_and_its
     let answer = prompt(&mut stdio, &session, "stream 3").await.unwrap();
     assert_eq!(answer["stopReason"], "end_turn");
     let saw = stdio.updates();
-    assert_eq!(saw.len(), 3, "{saw:?}");
+    // Sparkle's embodiment (a tool call, its end, a thought), then the agent's three chunks.
+    assert_eq!(saw.iter().filter_map(said).count(), 3, "{saw:?}");
+    assert!(saw.len() > 3, "{saw:?}");
 
     let mut watcher = network("watcher", &ws).await;
     let attached = attach(&mut watcher, &session, json!({"clientId": "phone"}))
