@@ -353,13 +353,15 @@ impl ChainLink {
 }
 
 /// What an `initialize` asks, for telling whether two ask the same: its params without
-/// `clientInfo` (which names the client, and changes nothing a chain answers).
+/// `clientInfo` (v2: `info`), which names the client and changes nothing a chain answers.
 pub(super) fn init_key(params: Option<&RawJson>) -> serde_json::Value {
     let mut asked = params
         .and_then(|p| p.parse::<serde_json::Value>().ok())
         .unwrap_or(serde_json::Value::Null);
     if let Some(asked) = asked.as_object_mut() {
+        // v1 names the client `clientInfo`, v2 `info`.
         asked.remove("clientInfo");
+        asked.remove("info");
     }
     asked
 }

@@ -125,10 +125,11 @@ impl Client {
     }
 
     fn set_info(&self, params: Option<&RawJson>) {
+        // v1 names the client `clientInfo`, v2 `info`.
         let info = params
-            .filter(|p| p.as_str().contains("\"clientInfo\""))
+            .filter(|p| p.as_str().contains("Info\"") || p.as_str().contains("\"info\""))
             .and_then(|p| p.parse::<Map<String, Value>>().ok())
-            .and_then(|mut p| p.remove("clientInfo"));
+            .and_then(|mut p| p.remove("clientInfo").or_else(|| p.remove("info")));
         *lock(&self.info) = info;
     }
 

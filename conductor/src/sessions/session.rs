@@ -773,8 +773,9 @@ impl Session {
                         actions.push(Action::Notify(method.clone(), params.clone()));
                     }
                 }
+                // A v2 agent shows the prompt itself (its `user_message` update).
                 Entry::Prompt { params, echo } => {
-                    if *echo != Some(att.id) {
+                    if *echo != Some(att.id) && att.v1 {
                         for update in user_messages(&self.id, params) {
                             actions.push(Action::Notify(update_method(), update));
                         }

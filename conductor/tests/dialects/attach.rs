@@ -1005,3 +1005,68 @@ async fn the_typescript_sdks_clients_attach_to_the_stdio_editors_session_and_ans
         assert!(status.success(), "{profile}: {status}");
     }
 }
+
+/// Under ACP v2 the agent shows a prompt itself (its `user_message` update) and ends a turn
+/// with its `state_update`: an attached client sees the stdio editor's turn exactly as the
+/// stdio editor does, the prompt once, and a v2 client whose `info` differs shares the
+/// stdio editor's chain (no agent of its own).
+#[tokio::test]
+async fn under_v2_an_attached_client_sees_the_agents_own_user_message_once() {
+    let agent = format!("{} --protocol 2", quoted(&agent()));
+    let (conductor, mut stdio, ws, _) = sharing_with(&[], &[agent]).await;
+    let init = |name: &str| json!({"protocolVersion": 2, "info": {"name": name, "version": "1.0"}});
+    let answer = stdio.request("initialize", init("stdio")).await.unwrap();
+    assert_eq!(answer["protocolVersion"], 2);
+    let new = json!({"cwd": "/tmp", "mcpServers": []});
+    let session = stdio.request("session/new", new).await.unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut other = Raw::new("other", remote(&ws).await);
+    let answer = other.request("initialize", init("other")).await.unwrap();
+    assert_eq!(answer["protocolVersion"], 2);
+    attach(&mut other, &session, json!({"historyPolicy": "none"}))
+        .await
+        .unwrap();
+
+    stdio.clear();
+    let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": "stream 2"}]});
+    stdio.request("session/prompt", params).await.unwrap();
+    let idle = |m: &Message| {
+        matches!(m, Message::Notification(n) if n.method == "session/update"
+        && n.params.as_ref().is_some_and(|p| {
+            let p = params_of(Some(p));
+            p["update"]["sessionUpdate"] == "state_update" && p["update"]["state"] == "idle"
+        }))
+    };
+    stdio.until("the turn's idle state", idle).await;
+    other.until("the turn's idle state", idle).await;
+    let kinds = |client: &Raw| -> Vec<String> {
+        client
+            .updates()
+            .iter()
+            .map(|u| {
+                u["update"]["sessionUpdate"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(kinds(&other), kinds(&stdio));
+    assert_eq!(
+        kinds(&other)
+            .iter()
+            .filter(|k| k.starts_with("user_message"))
+            .collect::<Vec<_>>(),
+        ["user_message"]
+    );
+    assert_eq!(other.updates(), stdio.updates());
+    // One agent process: the second client was answered `initialize` as the first was.
+    let agents: Vec<u32> = processes::process_tree(conductor.id().unwrap())
+        .into_iter()
+        .filter(|(_, name)| name.starts_with("test-agent"))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(agents.len(), 1, "{agents:?}");
+}
