@@ -714,31 +714,169 @@ async fn observers_change_nothing_and_detach_unknown_sessions_and_tokens_are_ans
     assert!(e.to_string().contains("401"), "{e}");
 }
 
-/// `kind:text` of every update `client` took since the last call (the text cut to its first
-/// 12 characters: enough to tell one chunk from another), and forgets them.
-fn digest(client: &mut Raw) -> Vec<String> {
+/// The first 12 characters of the agent's text chunks `client` took since the last call (enough
+/// to tell one chunk from another), and forgets what it took.
+fn chunks_of(client: &mut Raw) -> Vec<String> {
     let out = client
         .updates()
         .iter()
-        .map(|u| {
-            let kind = u["update"]["sessionUpdate"].as_str().unwrap_or("?");
-            let text = u["update"]["content"]["text"].as_str().unwrap_or("");
-            format!("{kind}:{}", &text[..text.len().min(12)])
-        })
+        .filter_map(said)
+        .map(|t| t.chars().take(12).collect())
         .collect();
     client.log.clear();
     client.held.clear();
     out
 }
 
-/// Three clients on one session — the stdio editor, a WebSocket and a Streamable HTTP client —
-/// taking turns for 1,000 turns of `stream 50` of 2 KB updates, every tenth turn a waiting
-/// turn that another controller cancels: every client's record of the agent's updates is the
-/// same, in order, nothing missing, nothing twice. A fourth client that attached and never
-/// reads is detached once it holds the session's record full, and told so; the others go on.
+/// A client on the TypeScript SDK's remote clients, driven line by line (`client.mjs`).
+struct Ts {
+    child: Child,
+    stdin: tokio::process::ChildStdin,
+    out: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    /// The agent's chunks it printed since the last [`Ts::chunks`].
+    chunks: Vec<String>,
+}
+
+impl Ts {
+    async fn start(script: &str, profile: &str, url: &str) -> Ts {
+        let mut words = script.split_whitespace();
+        let mut child = Command::new(words.next().unwrap())
+            .args(words)
+            .args([profile, url])
+            .env("ACP_TOKEN", TOKEN)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut ts = Ts {
+            child,
+            stdin,
+            out,
+            chunks: Vec::new(),
+        };
+        ts.until("ready").await;
+        ts
+    }
+
+    async fn send(&mut self, command: Value) {
+        use tokio::io::AsyncWriteExt;
+        let line = format!("{command}\n");
+        within(
+            "a command to client.mjs",
+            self.stdin.write_all(line.as_bytes()),
+        )
+        .await
+        .unwrap();
+    }
+
+    /// Lines until one with `key` (returned); the agent's chunks among them kept.
+    async fn until(&mut self, key: &str) -> Value {
+        loop {
+            let line = within(&format!("client.mjs's {key:?}"), self.out.next_line())
+                .await
+                .unwrap()
+                .unwrap_or_else(|| panic!("client.mjs ended before {key:?}"));
+            let value: Value = serde_json::from_str(&line).unwrap_or(Value::String(line));
+            if let Some(text) = value.get("update").and_then(Value::as_str) {
+                self.chunks.push(text.to_owned());
+            }
+            if value.get(key).is_some() {
+                return value;
+            }
+            assert!(value.get("error").is_none(), "client.mjs: {value}");
+        }
+    }
+
+    fn chunks(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.chunks)
+    }
+}
+
+/// One of the three clients of the long test.
+enum Client {
+    Stdio(Raw),
+    Sdk(Box<Ts>),
+}
+
+impl Client {
+    async fn prompt(&mut self, session: &str, text: &str) -> Option<Id> {
+        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+        match self {
+            Client::Stdio(raw) => Some(raw.ask("session/prompt", params).await),
+            Client::Sdk(ts) => {
+                ts.send(json!({"prompt": [session, text]})).await;
+                None
+            }
+        }
+    }
+
+    async fn answer(&mut self, id: Option<Id>) -> Value {
+        match (self, id) {
+            (Client::Stdio(raw), Some(id)) => {
+                raw.answer_to(&id).await.unwrap()["stopReason"].clone()
+            }
+            (Client::Sdk(ts), None) => ts.until("answer").await["answer"].clone(),
+            _ => unreachable!(),
+        }
+    }
+
+    async fn waiting(&mut self) {
+        match self {
+            Client::Stdio(raw) => {
+                raw.until("the waiting turn's update", |m| {
+                    matches!(m, Message::Notification(n) if n.method == "session/update"
+                        && n.params.as_ref().is_some_and(|p| p.as_str().contains("\"waiting\"")))
+                })
+                .await;
+            }
+            Client::Sdk(ts) => loop {
+                if ts.until("update").await["update"] == "waiting" {
+                    break;
+                }
+            },
+        }
+    }
+
+    async fn cancel(&mut self, session: &str) {
+        match self {
+            Client::Stdio(raw) => {
+                raw.notify("session/cancel", json!({"sessionId": session}))
+                    .await
+            }
+            Client::Sdk(ts) => ts.send(json!({"cancel": session})).await,
+        }
+    }
+
+    async fn turn_ended(&mut self) {
+        match self {
+            Client::Stdio(raw) => drop(turn_ended(raw).await),
+            Client::Sdk(ts) => drop(ts.until("turnEnded").await),
+        }
+    }
+
+    fn chunks(&mut self) -> Vec<String> {
+        match self {
+            Client::Stdio(raw) => chunks_of(raw),
+            Client::Sdk(ts) => ts.chunks(),
+        }
+    }
+}
+
+/// Three clients on one session — the stdio editor, and the TypeScript SDK's WebSocket and
+/// Streamable HTTP clients — taking turns for 1,000 turns of `stream 50` of 2 KB updates, every
+/// tenth turn a waiting turn that another controller cancels: every client's record of the
+/// agent's updates is the same, in order, nothing missing, nothing twice. A fourth client that
+/// attached and never reads is detached once it holds the session's record full, and told so;
+/// the others go on.
 #[tokio::test]
 async fn three_clients_keep_one_record_for_a_thousand_turns_and_a_client_that_stops_reading_is_detached()
  {
+    let Some(script) = crate::peers::ts_remote("client.mjs") else {
+        return;
+    };
     let (_conductor, mut stdio, ws, http) = sharing(&["--session-buffer", "256KiB"]).await;
     initialize(&mut stdio).await;
     let new = json!({"cwd": "/tmp", "mcpServers": []});
@@ -747,12 +885,16 @@ async fn three_clients_keep_one_record_for_a_thousand_turns_and_a_client_that_st
         .unwrap()
         .to_owned();
     let mut clients = [
-        stdio,
-        network("ws", &ws).await,
-        network("http", &http).await,
+        Client::Stdio(stdio),
+        Client::Sdk(Box::new(Ts::start(&script, "ws", &ws).await)),
+        Client::Sdk(Box::new(Ts::start(&script, "http", &http).await)),
     ];
     for client in &mut clients[1..] {
-        attach(client, &session, json!({})).await.unwrap();
+        let Client::Sdk(ts) = client else {
+            unreachable!()
+        };
+        ts.send(json!({"attach": {"sessionId": session}})).await;
+        ts.until("attached").await;
     }
     // The client that stops reading: it attaches and never reads a frame again.
     let (mut stalled_reader, mut stalled_writer) = remote(&ws).await.split();
@@ -791,36 +933,24 @@ async fn three_clients_keep_one_record_for_a_thousand_turns_and_a_client_that_st
         let asker = turn % 3;
         let cancels = turn % 10 == 0;
         let text = if cancels { "wait" } else { "stream 50 2000" };
-        let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
-        let id = clients[asker].ask("session/prompt", params).await;
+        let id = clients[asker].prompt(&session, text).await;
         if cancels {
-            clients[asker]
-                .until("the waiting turn's update", |m| {
-                    matches!(m, Message::Notification(n) if n.method == "session/update"
-                        && n.params.as_ref().is_some_and(|p| p.as_str().contains("\"waiting\"")))
-                })
-                .await;
+            clients[asker].waiting().await;
             let canceller = (asker + 1 + turn / 10 % 2) % 3;
-            clients[canceller]
-                .notify("session/cancel", json!({"sessionId": session}))
-                .await;
+            clients[canceller].cancel(&session).await;
         }
-        let answer = clients[asker].answer_to(&id).await.unwrap();
+        let answer = clients[asker].answer(id).await;
         if cancels {
-            assert_eq!(answer["stopReason"], "cancelled", "turn {turn}");
+            assert_eq!(answer, "cancelled", "turn {turn}");
             cancelled += 1;
         } else {
-            assert_eq!(answer["stopReason"], "end_turn", "turn {turn}");
+            assert_eq!(answer, "end_turn", "turn {turn}");
         }
         for (i, client) in clients.iter_mut().enumerate() {
             if i != asker {
-                turn_ended(client).await;
+                client.turn_ended().await;
             }
-            records[i].extend(
-                digest(client)
-                    .into_iter()
-                    .filter(|d| !d.starts_with("user_message_chunk")),
-            );
+            records[i].extend(client.chunks());
         }
     }
     windows.push(window.elapsed());
@@ -831,16 +961,13 @@ async fn three_clients_keep_one_record_for_a_thousand_turns_and_a_client_that_st
         assert_eq!(record, &records[0], "client {i}'s record differs");
     }
     // In order, each chunk once.
-    let chunks: Vec<&String> = records[0]
-        .iter()
-        .filter(|d| *d != "agent_message_chunk:waiting")
-        .collect();
+    let chunks: Vec<&String> = records[0].iter().filter(|c| *c != "waiting").collect();
     for (n, chunk) in chunks.iter().enumerate() {
-        let want = format!("agent_message_chunk:chunk {}", n % 50 + 1);
-        assert!(
-            chunk.starts_with(&want[..want.len().min(32)]),
-            "{n}: {chunk}"
-        );
+        let want: String = format!("chunk {}.....", n % 50 + 1)
+            .chars()
+            .take(12)
+            .collect();
+        assert_eq!(**chunk, want, "chunk {n}");
     }
     eprintln!(
         "{turns} turns in {elapsed:.2?}: {:.0} turns/s, {:.0} updates/s to each of the three clients",
@@ -855,27 +982,30 @@ async fn three_clients_keep_one_record_for_a_thousand_turns_and_a_client_that_st
 
     // The stalled client, read at last: what it was sent before it was detached, then the
     // notice, then nothing more of the session.
-    let mut after_notice = 0;
     let mut noticed = false;
     let reading = async {
         while let Ok(Some(Inbound::Message(m))) = stalled_reader.read().await {
-            match &m {
-                Message::Notification(n) if n.method == "_sacp/detached" => {
-                    noticed = true;
-                    break;
-                }
-                _ => {}
+            if matches!(&m, Message::Notification(n) if n.method == "_sacp/detached") {
+                noticed = true;
+                break;
             }
         }
     };
     within("the stalled client's notice", reading).await;
     assert!(noticed, "the stalled client was not told it was detached");
+    let mut after_notice = 0;
     while let Ok(Ok(Some(_))) =
         tokio::time::timeout(Duration::from_millis(300), stalled_reader.read()).await
     {
         after_notice += 1;
     }
     assert_eq!(after_notice, 0, "frames after the notice");
+    for client in &mut clients[1..] {
+        if let Client::Sdk(ts) = client {
+            ts.send(json!({"exit": true})).await;
+            let _ = within("client.mjs's end", ts.child.wait()).await;
+        }
+    }
 }
 
 /// The official TypeScript SDK's WebSocket and Streamable HTTP clients attach to the stdio
@@ -1069,4 +1199,87 @@ async fn under_v2_an_attached_client_sees_the_agents_own_user_message_once() {
         .map(|(pid, _)| pid)
         .collect();
     assert_eq!(agents.len(), 1, "{agents:?}");
+}
+
+/// With the TypeScript SDK's clients: an observer (WebSocket) is refused a prompt and its
+/// answer to a permission request is not the agent's; a client attaching with `pending_only`
+/// (Streamable HTTP) while the request waits gets it in its history and again as a request,
+/// and its answer is the agent's, while the stdio editor's copy is withdrawn.
+#[tokio::test]
+async fn the_typescript_sdks_observer_changes_nothing_and_a_pending_only_client_answers() {
+    let Some(script) = crate::peers::ts_remote("client.mjs") else {
+        return;
+    };
+    let (_conductor, mut stdio, ws, http) = sharing(&[]).await;
+    initialize(&mut stdio).await;
+    let new = json!({"cwd": "/tmp", "mcpServers": []});
+    let session = stdio.request("session/new", new).await.unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut observer = Ts::start(&script, "ws", &ws).await;
+    observer
+        .send(
+            json!({"attach": {"sessionId": session, "role": "observer", "historyPolicy": "none"}}),
+        )
+        .await;
+    assert_eq!(
+        observer.until("attached").await["attached"]["role"],
+        "observer"
+    );
+    observer
+        .send(json!({"prompt": [session, "stream 1"]}))
+        .await;
+    let refused = observer.until("error").await;
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+
+    let turn = stdio
+        .ask(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "permission"}]}),
+        )
+        .await;
+    let (on_stdio, asked) = stdio.asked("session/request_permission").await;
+    assert_eq!(
+        observer.until("permission").await,
+        json!({"permission": "write a file"})
+    );
+    observer.send(json!({"allow": "reject"})).await;
+
+    let mut laptop = Ts::start(&script, "http", &http).await;
+    laptop
+        .send(json!({"attach": {"sessionId": session, "historyPolicy": "pending_only"}}))
+        .await;
+    let attached = laptop.until("attached").await;
+    assert_eq!(
+        attached["attached"]["history"],
+        json!([{"method": "session/request_permission", "params": asked}])
+    );
+    assert_eq!(
+        laptop.until("permission").await,
+        json!({"permission": "write a file"})
+    );
+    laptop.send(json!({"allow": "allow"})).await;
+    let on_stdio = serde_json::to_value(&on_stdio).unwrap();
+    stdio
+        .until("the stdio editor's copy withdrawn", |m| {
+            matches!(m, Message::Notification(n) if n.method == "$/cancel_request"
+                && params_of(n.params.as_ref())["requestId"] == on_stdio)
+        })
+        .await;
+    assert_eq!(
+        stdio.answer_to(&turn).await.unwrap()["stopReason"],
+        "end_turn"
+    );
+    let updates = stdio.updates();
+    let texts: Vec<&str> = updates.iter().filter_map(said).collect();
+    assert_eq!(texts, ["permission: allow"]);
+    for ts in [&mut observer, &mut laptop] {
+        assert_eq!(
+            ts.until("turnEnded").await,
+            json!({"turnEnded": "end_turn"})
+        );
+        assert_eq!(ts.chunks(), ["permission: "]);
+        ts.send(json!({"exit": true})).await;
+    }
 }

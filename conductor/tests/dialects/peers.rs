@@ -159,6 +159,7 @@ pub(crate) fn ts_remote(script: &str) -> Option<String> {
             "server.mjs",
             "reattach.mjs",
             "attach.mjs",
+            "client.mjs",
         ],
         script,
     )
