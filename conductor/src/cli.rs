@@ -273,6 +273,12 @@ struct AgentArgs {
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size, requires = "network")]
     session_buffer: usize,
 
+    /// With --listen or --share: keep a journal of every session in this SQLite file (created
+    /// if need be), so that a conductor started again on it restores a session a client
+    /// loads with session/load.
+    #[arg(long, value_name = "FILE", requires = "network")]
+    journal: Option<PathBuf>,
+
     /// With --listen or --share: the bytes all sessions keep together.
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, requires = "network")]
     sessions_buffer: usize,
@@ -337,6 +343,9 @@ impl AgentArgs {
             }
             if let Some(n) = self.max_connections {
                 listen = listen.max_connections(n);
+            }
+            if let Some(path) = self.journal {
+                listen = listen.journal(path);
             }
             listen = listen.http_idle_timeout(self.http_idle_timeout.into());
             listen.sessions(

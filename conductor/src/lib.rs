@@ -55,6 +55,7 @@ mod endpoint;
 #[doc(hidden)]
 pub mod fuzzing;
 mod in_process;
+mod journal;
 mod launch;
 mod listen;
 mod lock;

@@ -45,6 +45,7 @@ pub struct Listen {
     http_idle_timeout: Option<std::time::Duration>,
     sessions: Limits,
     stdio_editor: bool,
+    journal: Option<PathBuf>,
 }
 
 impl Listen {
@@ -59,6 +60,7 @@ impl Listen {
             http_idle_timeout: None,
             sessions: Limits::default(),
             stdio_editor: false,
+            journal: None,
         }
     }
 
@@ -98,6 +100,13 @@ impl Listen {
         self
     }
 
+    /// Keeps a journal of every session in the SQLite file at `path` (created if need be), so
+    /// that a conductor started again on it restores a session a client loads.
+    pub fn journal(mut self, path: impl Into<PathBuf>) -> Listen {
+        self.journal = Some(path.into());
+        self
+    }
+
     /// At most `n` ACP connections (so chains) at once.
     pub fn max_connections(mut self, n: usize) -> Listen {
         self.max_connections = Some(n);
@@ -118,6 +127,10 @@ pub async fn serve(chain: Chain, options: Options, listen: Listen) -> Exit {
 }
 
 async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), String> {
+    let journal = match &listen.journal {
+        Some(path) => Some(crate::journal::Journal::open(path)?),
+        None => None,
+    };
     let mut builder = Server::builder();
     if let Some(file) = &listen.token_file {
         let token = std::fs::read_to_string(file)
@@ -172,7 +185,7 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
         }
         shutdown.shutdown();
     });
-    let layer = Layer::new(listen.sessions, Chains { chain, options });
+    let layer = Layer::new(listen.sessions, journal, Chains { chain, options });
     if listen.stdio_editor {
         // The editor that started the conductor: its leaving ends it.
         let (layer, shutdown) = (layer.clone(), server.shutdown_handle());

@@ -100,6 +100,9 @@ pub(crate) struct ChainLink {
     initialized: Mutex<Option<(serde_json::Value, RawJson)>>,
     /// Where it hears who attaches to its sessions.
     notes: Mutex<Option<mpsc::Sender<Note>>>,
+    /// Its sessions (by its own ids) being restored with `session/load`: what the chain sends
+    /// about them until the load's answer is a replay of what the layer has already.
+    restoring: Mutex<Vec<String>>,
 }
 
 impl ChainLink {
@@ -121,6 +124,7 @@ impl ChainLink {
             sessions: Mutex::default(),
             initialized: Mutex::default(),
             notes: Mutex::default(),
+            restoring: Mutex::default(),
         });
         let port = Port::new(
             queue,
@@ -327,6 +331,25 @@ impl ChainLink {
         }
     }
 
+    /// Marks its session `own` as being restored (`on`), or not any more.
+    pub(super) fn restoring(&self, own: &str, on: bool) {
+        let mut restoring = lock(&self.restoring);
+        if on {
+            restoring.push(own.to_owned());
+        } else if let Some(i) = restoring.iter().position(|r| r == own) {
+            restoring.remove(i);
+        }
+    }
+
+    /// Whether a message with `params` is about a session being restored.
+    fn is_restoring(&self, params: Option<&RawJson>) -> bool {
+        let restoring = lock(&self.restoring);
+        !restoring.is_empty()
+            && params
+                .and_then(|p| p.plain_str("sessionId"))
+                .is_some_and(|own| restoring.iter().any(|r| r == own))
+    }
+
     /// Tells the chain (its trace) what client `who` did with `session`: `event`, and for an
     /// answer the request's `method`.
     pub(super) fn note(&self, session: &str, event: &'static str, who: &Who, method: Option<&str>) {
@@ -399,6 +422,9 @@ impl Layer {
             if let Some(ask) = ask.and_then(|a| a.upgrade()) {
                 ask.cancelled();
             }
+            return;
+        }
+        if link.is_restoring(notification.params.as_ref()) {
             return;
         }
         match self.chain_to_editor(link, notification.params) {

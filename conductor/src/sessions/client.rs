@@ -39,6 +39,8 @@ pub(crate) struct Client {
     attachments: Mutex<HashMap<String, Held>>,
     /// The `clientInfo` of its `initialize`.
     info: Mutex<Option<Value>>,
+    /// The answer to its `initialize`.
+    answer: Mutex<Option<RawJson>>,
     /// Its `initialize`'s params, while it has no chain: it was answered with a live chain's
     /// answer to the same, and its own chain is asked first thing once it needs one.
     deferred_init: Mutex<Option<Option<RawJson>>>,
@@ -53,6 +55,7 @@ impl Client {
             v1: AtomicBool::new(true),
             attachments: Mutex::default(),
             info: Mutex::default(),
+            answer: Mutex::default(),
             deferred_init: Mutex::default(),
         })
     }
@@ -69,8 +72,14 @@ impl Client {
         self.v1.load(Ordering::Relaxed)
     }
 
-    /// Its protocol version, from the `initialize` answer it got.
+    /// The `initialize` answer it got: what its chain's agent offers.
+    pub(super) fn initialized(&self) -> Option<RawJson> {
+        lock(&self.answer).clone()
+    }
+
+    /// Its protocol version, from the `initialize` answer it got (kept).
     fn set_version(&self, answer: &RawJson) {
+        *lock(&self.answer) = Some(answer.clone());
         let version = answer
             .parse::<Map<String, Value>>()
             .ok()
@@ -328,6 +337,7 @@ impl Layer {
     ) -> Result<(), Unanswered> {
         let link = self.own_chain(client);
         let history = given_history(params.as_ref());
+        let asked = params.clone();
         let waiting = match link.request("session/new", params).await {
             Ok(waiting) => waiting,
             Err(e) => return fail(responder, e),
@@ -343,6 +353,7 @@ impl Layer {
             };
             let (session, _) = layer.learn(&link, &own, None);
             session.set_setup(&answer);
+            session.began(&own, &super::restore::setup_of(asked.as_ref(), &answer));
             let renamed =
                 with_session(Some(answer), &session.id).map(|a| a.unwrap_or_else(RawJson::null));
             match client.attachment_of(&session.id) {
@@ -376,7 +387,7 @@ impl Layer {
     }
 
     /// Attaches `client` to `session` from `from` on, owing it `result` at `at`.
-    fn attach(
+    pub(super) fn attach(
         &self,
         client: &Arc<Client>,
         session: &Arc<Session>,
@@ -418,6 +429,11 @@ impl Layer {
         let (link, own) = match split_id(&id) {
             Some((own, tag)) => match self.chain(tag) {
                 Some(link) => (link, own.to_owned()),
+                None if self.shared.journal.is_some() && self.why_ended(&id).is_none() => {
+                    // Perhaps a session of this conductor before it restarted.
+                    self.restore_or_refuse(client, id, replay, responder);
+                    return Ok(());
+                }
                 None => return fail(responder, self.not_here(&id)),
             },
             None => (self.own_chain(client), id.clone()),
@@ -609,7 +625,7 @@ impl Layer {
 
 /// The layer's answer to a `session/load` of a session it holds: what began the session
 /// (its modes, models, options), without its id.
-fn load_answer(setup: Option<RawJson>) -> Result<RawJson, Error> {
+pub(super) fn load_answer(setup: Option<RawJson>) -> Result<RawJson, Error> {
     let mut answer = setup
         .and_then(|s| s.parse::<Map<String, Value>>().ok())
         .unwrap_or_default();

@@ -43,6 +43,7 @@ mod chain;
 mod client;
 mod port;
 mod record;
+mod restore;
 pub(crate) mod rewrite;
 mod session;
 
@@ -59,6 +60,7 @@ use self::client::Client;
 pub(crate) use self::port::Port;
 use self::rewrite::Place;
 use self::session::{Attachment, From, Session, Shared};
+use crate::journal::Journal;
 use crate::lock::lock;
 
 /// What a client did with a session of a chain — attached, left, prompted, cancelled,
@@ -68,7 +70,9 @@ use crate::lock::lock;
 pub(crate) struct Note {
     /// The session, by the editor's id.
     pub(crate) session: String,
-    /// `attached`, `detached`, `prompted`, `cancelled` or `answered`.
+    /// `attached`, `detached`, `prompted`, `cancelled`, `answered`, or how the session was
+    /// restored from the journal (`restored by session/resume`, `restored by session/load`,
+    /// `restored with its history`).
     pub(crate) event: &'static str,
     /// The client's connection.
     pub(crate) connection: String,
@@ -207,9 +211,13 @@ impl std::fmt::Debug for Layer {
 }
 
 impl Layer {
-    pub(crate) fn new(limits: Limits, starter: impl Starter) -> Arc<Layer> {
+    pub(crate) fn new(
+        limits: Limits,
+        journal: Option<Journal>,
+        starter: impl Starter,
+    ) -> Arc<Layer> {
         Arc::new(Layer {
-            shared: Arc::new(Shared::new(limits)),
+            shared: Arc::new(Shared::new(limits, journal)),
             starter: Box::new(starter),
             sessions: Mutex::default(),
             chains: Mutex::default(),
@@ -417,6 +425,9 @@ impl Layer {
     fn remove(&self, session: &Arc<Session>, link: &ChainLink, why: Option<&'static str>) {
         if let Some(why) = why {
             lock(&self.ended).insert(&session.id, why);
+        }
+        if why == Some(CLOSED) {
+            session.journal_closed();
         }
         session.close();
         {

@@ -29,6 +29,7 @@ use super::ask::Ask;
 use super::attach::Who;
 use super::chain::update_method;
 use super::record::{Entry, LeftOut, Record};
+use crate::journal::Journal;
 use crate::lock::lock;
 
 /// The method of the layer's notification that a turn ended (see the module docs of
@@ -45,20 +46,26 @@ pub(crate) const DETACHED: &str = "_sacp/detached";
 const BATCH: usize = 512;
 
 mod join;
+mod journal;
+
+pub(crate) use self::journal::history_of;
 
 /// What every session of a layer shares: the limits, and the bytes all records hold.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(super) limits: Limits,
+    /// Where every session's entries are written as they come, if anywhere.
+    pub(super) journal: Option<Journal>,
     total: AtomicUsize,
     /// Woken whenever a record frees bytes or a client takes entries.
     room: Notify,
 }
 
 impl Shared {
-    pub(super) fn new(limits: Limits) -> Shared {
+    pub(super) fn new(limits: Limits, journal: Option<Journal>) -> Shared {
         Shared {
             limits,
+            journal,
             total: AtomicUsize::new(0),
             room: Notify::new(),
         }
@@ -173,6 +180,8 @@ pub(crate) struct Session {
     /// The turns in flight: each its number, and the client that asked with its answer.
     turns: Mutex<Vec<(u64, u64, Responder)>>,
     next_turn: std::sync::atomic::AtomicU64,
+    /// The number its next entry gets in the journal.
+    journaled: std::sync::atomic::AtomicU64,
 }
 
 impl Session {
@@ -187,6 +196,7 @@ impl Session {
             setup: Mutex::default(),
             turns: Mutex::default(),
             next_turn: std::sync::atomic::AtomicU64::new(0),
+            journaled: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -667,6 +677,7 @@ impl Session {
 
     /// Appends without waking anyone: its sequence number and size.
     fn push_quietly(&self, state: &mut State, entry: Entry) -> (u64, usize) {
+        self.journal(&entry);
         let (seq, size) = state.record.push(entry);
         self.shared.total.fetch_add(size, Ordering::Relaxed);
         (seq, size)

@@ -23,7 +23,7 @@ use crate::common::*;
 use crate::remote::{TOKEN, remote};
 
 /// A client speaking raw JSON-RPC frames: what it sends, exactly what it receives.
-struct Raw {
+pub(crate) struct Raw {
     name: &'static str,
     out: mpsc::Sender<Message>,
     inbox: mpsc::Receiver<Message>,
@@ -35,7 +35,7 @@ struct Raw {
 }
 
 impl Raw {
-    fn new(name: &'static str, transport: impl Transport) -> Raw {
+    pub(crate) fn new(name: &'static str, transport: impl Transport) -> Raw {
         let (mut reader, mut writer) = transport.split();
         let (to_test, inbox) = mpsc::channel(1 << 16);
         tokio::spawn(async move {
@@ -73,7 +73,7 @@ impl Raw {
     }
 
     /// Sends a request: its id.
-    async fn ask(&mut self, method: &str, params: Value) -> Id {
+    pub(crate) async fn ask(&mut self, method: &str, params: Value) -> Id {
         self.next += 1;
         let id = Id::Number(self.next);
         let request = Request {
@@ -86,12 +86,12 @@ impl Raw {
     }
 
     /// A request and its answer (the result, or the error object).
-    async fn request(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         let id = self.ask(method, params).await;
         self.answer_to(&id).await
     }
 
-    async fn answer_to(&mut self, id: &Id) -> Result<Value, Value> {
+    pub(crate) async fn answer_to(&mut self, id: &Id) -> Result<Value, Value> {
         let what = format!("{}: the answer to {id:?}", self.name);
         match self
             .until(&what, |m| matches!(m, Message::Response(r) if &r.id == id))
@@ -105,7 +105,7 @@ impl Raw {
         }
     }
 
-    async fn notify(&self, method: &str, params: Value) {
+    pub(crate) async fn notify(&self, method: &str, params: Value) {
         let n = Notification {
             method: method.to_owned(),
             params: Some(RawJson::to_raw(&params).unwrap()),
@@ -119,7 +119,7 @@ impl Raw {
     }
 
     /// The first message received (held or new) that `pred` takes; those before it stay held.
-    async fn until(&mut self, what: &str, pred: impl Fn(&Message) -> bool) -> Message {
+    pub(crate) async fn until(&mut self, what: &str, pred: impl Fn(&Message) -> bool) -> Message {
         if let Some(i) = self.held.iter().position(&pred) {
             return self.held.remove(i).unwrap();
         }
@@ -186,7 +186,7 @@ impl Raw {
 
     /// The `session/update` notifications received so far that the test took or held, as
     /// their params, in order.
-    fn updates(&self) -> Vec<Value> {
+    pub(crate) fn updates(&self) -> Vec<Value> {
         self.log
             .iter()
             .filter_map(|m| match m {
@@ -199,13 +199,13 @@ impl Raw {
     }
 
     /// Forgets what it holds and has logged.
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.held.clear();
         self.log.clear();
     }
 }
 
-fn params_of(params: Option<&RawJson>) -> Value {
+pub(crate) fn params_of(params: Option<&RawJson>) -> Value {
     params.map_or(Value::Null, |p| p.parse().unwrap())
 }
 
@@ -214,7 +214,7 @@ fn is_notification(m: &Message, method: &str) -> bool {
 }
 
 /// A text update's text, if `update` is an agent message chunk.
-fn said(update: &Value) -> Option<&str> {
+pub(crate) fn said(update: &Value) -> Option<&str> {
     (update["update"]["sessionUpdate"] == "agent_message_chunk")
         .then(|| update["update"]["content"]["text"].as_str())
         .flatten()

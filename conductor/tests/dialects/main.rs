@@ -21,6 +21,7 @@ mod chain;
 mod foreign_conductor;
 mod peers;
 mod remote;
+mod restart;
 mod sessions;
 mod unstable;
 mod v2;

@@ -1,6 +1,6 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--offers LIST] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
 //! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
@@ -8,6 +8,8 @@
 //!   module docs); `--mcp-http` makes the v2 side declare HTTP only (else stdio only);
 //! - `--sessions DIR`: keeps its v1 sessions in `DIR` too, so that a later process loads or
 //!   resumes them;
+//! - `--offers resume,load|resume|load|none`: what it offers in `initialize` to take sessions
+//!   back (both by default);
 //! - `--history`: says in `initialize` that it takes a history with `session/new`
 //!   (`_meta.sacp.history`) and starts such a session with it;
 //! - `--max-prompt BYTES`: refuses a prompt with more text than that (invalid params), as an
@@ -63,6 +65,8 @@ struct Args {
     history: bool,
     /// The longest prompt it takes, in bytes of text (`--max-prompt`).
     max_prompt: Option<usize>,
+    /// What it offers to take sessions back (`--offers`): resume, load.
+    offers: Option<(bool, bool)>,
 }
 
 impl Args {
@@ -84,6 +88,10 @@ impl Args {
         let agent = match self.history {
             true => agent.taking_histories(),
             false => agent,
+        };
+        let agent = match self.offers {
+            Some((resume, load)) => agent.offering(resume, load),
+            None => agent,
         };
         match self.max_prompt {
             Some(bytes) => agent.refusing_prompts_over(bytes),
@@ -144,6 +152,19 @@ fn args() -> Result<Args, String> {
             "--sessions" => args.sessions = Some(value(&mut words, "--sessions", "a DIR")?.into()),
             "--ignore-eof" => args.ignore_eof = true,
             "--history" => args.history = true,
+            "--offers" => {
+                let list = value(&mut words, "--offers", "resume,load, resume, load or none")?;
+                let words: Vec<&str> = list.split(',').collect();
+                if words
+                    .iter()
+                    .any(|w| !["resume", "load", "none"].contains(w))
+                {
+                    return Err(format!(
+                        "--offers {list:?}: expected resume,load, resume, load or none"
+                    ));
+                }
+                args.offers = Some((words.contains(&"resume"), words.contains(&"load")));
+            }
             "--max-prompt" => {
                 let n = value(&mut words, "--max-prompt", "a number of bytes")?;
                 args.max_prompt = Some(

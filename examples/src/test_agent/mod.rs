@@ -97,6 +97,8 @@ pub struct TestAgent {
     takes_histories: bool,
     /// It refuses prompts longer than this many bytes of text (`--max-prompt`).
     max_prompt: Option<usize>,
+    /// What it leaves out of its offer to take sessions back (`--offers`): `resume`, `load`.
+    withheld: (bool, bool),
 }
 
 /// Tells the turns of a session that it was closed.
@@ -192,6 +194,16 @@ impl TestAgent {
         }
     }
 
+    /// Offers in `initialize` to take sessions back with `session/resume` only if `resume`,
+    /// with `session/load` only if `load` (`test-agent --offers resume,load|resume|load|none`;
+    /// both by default): an agent that cannot, for the tests of restoring a session.
+    pub fn offering(self, resume: bool, load: bool) -> Self {
+        TestAgent {
+            withheld: (!resume, !load),
+            ..self
+        }
+    }
+
     /// The agent that declares `mcpCapabilities.http` (`test-agent --mcp-http`).
     pub fn with_mcp_over_http() -> Self {
         TestAgent {
@@ -212,13 +224,15 @@ impl TestAgent {
         if let Some(delay) = self.initialize_delay {
             tokio::time::sleep(delay).await;
         }
-        let sessions = SessionCapabilities::new()
+        let mut sessions = SessionCapabilities::new()
             .list(SessionListCapabilities::new())
             .close(SessionCloseCapabilities::new())
-            .resume(SessionResumeCapabilities::new())
             .fork(SessionForkCapabilities::new());
+        if !self.withheld.0 {
+            sessions = sessions.resume(SessionResumeCapabilities::new());
+        }
         let mut capabilities = AgentCapabilities::default()
-            .load_session(true)
+            .load_session(!self.withheld.1)
             .session_capabilities(sessions);
         if self.mcp_http {
             capabilities = capabilities.mcp_capabilities(McpCapabilities::default().http(true));

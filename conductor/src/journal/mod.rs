@@ -1,0 +1,236 @@
+//! The session journal: what the editor side of each session saw, kept in a store as the
+//! session goes, so that a conductor that restarts (or another one sharing the store) can
+//! restore a session a client asks for with `session/load`.
+//!
+//! For each session: how it began (the editor's id, the agent's id, the `cwd` and MCP servers
+//! it was created with, the agent's answer), then its entries in order — the updates, the
+//! prompts, each turn's end. The session layer hands records to [`Journal::record`], which
+//! never waits: a bounded queue ([`QUEUE`]) feeds a writer thread that writes them in
+//! batches, one transaction each. When the writer falls behind and the queue is full, the
+//! record is not written and the session is marked as having lost that many records (a
+//! warning says so, and a restore tells the client its history is incomplete): the chain is
+//! never held back by the journal, and no record is lost silently.
+//!
+//! The store is SQLite ([`sqlite`]: `rusqlite` with its bundled library, WAL mode), one file a
+//! journal.
+
+mod sqlite;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::lock::lock;
+
+/// How many records may wait for the writer.
+pub(crate) const QUEUE: usize = 16 * 1024;
+
+/// One thing to write.
+#[derive(Debug)]
+pub(crate) enum Record {
+    /// A session began (or was restored under a new agent id): its editor id, the agent's
+    /// id, and `{cwd, mcpServers, answer}`.
+    Began {
+        id: String,
+        own: String,
+        setup: String,
+    },
+    /// The session's entry number `seq`.
+    Entry {
+        id: String,
+        seq: u64,
+        kind: Kind,
+        body: String,
+    },
+    /// The session was closed: it is not restored again.
+    Closed { id: String },
+}
+
+/// What an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A notification about the session (`session/update`, mostly): `{method, params}`.
+    Notification,
+    /// A client's prompt: its params.
+    Prompt,
+    /// A turn's end: `{"stopReason"}` or `{"error"}`.
+    TurnEnded,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Notification => "notification",
+            Kind::Prompt => "prompt",
+            Kind::TurnEnded => "turn_ended",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Kind> {
+        match name {
+            "notification" => Some(Kind::Notification),
+            "prompt" => Some(Kind::Prompt),
+            "turn_ended" => Some(Kind::TurnEnded),
+            _ => None,
+        }
+    }
+}
+
+/// A session as the journal has it.
+#[derive(Debug, Clone)]
+pub(crate) struct Kept {
+    pub(crate) own: String,
+    /// `{cwd, mcpServers, answer}`.
+    pub(crate) setup: Value,
+    /// Its entries, in order.
+    pub(crate) entries: Vec<(Kind, Value)>,
+    /// The number the next entry gets.
+    pub(crate) next: u64,
+    /// Records of it the journal could not write.
+    pub(crate) lost: u64,
+    pub(crate) closed: bool,
+}
+
+/// A journal: cheap to clone, shared by the layer's sessions.
+#[derive(Debug, Clone)]
+pub(crate) struct Journal(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    path: PathBuf,
+    to_writer: std::sync::mpsc::SyncSender<Record>,
+    /// Records each session lost since the writer last took them, by the editor's id.
+    lost: Mutex<HashMap<String, u64>>,
+    /// Records lost in all.
+    lost_total: AtomicU64,
+}
+
+impl Journal {
+    /// Opens (and creates, or migrates) the journal at `path`, and starts its writer.
+    pub(crate) fn open(path: &Path) -> Result<Journal, String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let writer = sqlite::Writer::open(path)
+            .map_err(|e| format!("cannot open the journal {}: {e}", path.display()))?;
+        let (to_writer, records) = std::sync::mpsc::sync_channel(QUEUE);
+        let inner = Arc::new(Inner {
+            path: path.to_owned(),
+            to_writer,
+            lost: Mutex::default(),
+            lost_total: AtomicU64::new(0),
+        });
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("sacp-journal".into())
+            .spawn(move || writer.run(records, weak))
+            .map_err(|e| format!("cannot start the journal's writer: {e}"))?;
+        Ok(Journal(inner))
+    }
+
+    /// Hands `record` to the writer, never waiting (see the module docs).
+    pub(crate) fn record(&self, record: Record) {
+        let id = match &record {
+            Record::Began { id, .. } | Record::Entry { id, .. } | Record::Closed { id } => {
+                id.clone()
+            }
+        };
+        if let Err(e) = self.0.to_writer.try_send(record) {
+            let total = self.0.lost_total.fetch_add(1, Ordering::Relaxed) + 1;
+            *lock(&self.0.lost).entry(id.clone()).or_default() += 1;
+            if total.is_power_of_two() {
+                let why = match e {
+                    std::sync::mpsc::TrySendError::Full(_) => "it is behind",
+                    std::sync::mpsc::TrySendError::Disconnected(_) => "its writer stopped",
+                };
+                tracing::warn!(session = %id, lost = total, "the journal could not take a record ({why}): the session's restore will say its history is incomplete");
+            }
+        }
+    }
+
+    /// The session `id` as the journal has it, if it does.
+    pub(crate) async fn kept(&self, id: &str) -> Result<Option<Kept>, String> {
+        let (path, id) = (self.0.path.clone(), id.to_owned());
+        tokio::task::spawn_blocking(move || sqlite::read(&path, &id))
+            .await
+            .map_err(|e| format!("the journal's reader failed: {e}"))?
+    }
+}
+
+impl Inner {
+    /// The losses the writer has not recorded yet, taken.
+    fn take_lost(&self) -> HashMap<String, u64> {
+        std::mem::take(&mut *lock(&self.lost))
+    }
+}
+
+/// `{method, params}` of an entry of kind [`Kind::Notification`].
+pub(crate) fn notification_body(method: &str, params: &sacp::jsonrpc::RawJson) -> String {
+    format!(
+        "{{\"method\":{},\"params\":{}}}",
+        Value::String(method.to_owned()),
+        params.as_str()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn what_is_recorded_is_read_back_in_order_and_a_closed_session_says_so() {
+        let dir = std::env::temp_dir().join(format!("sacp-journal-unit-{}", std::process::id()));
+        let path = dir.join("journal.db");
+        let journal = Journal::open(&path).unwrap();
+        journal.record(Record::Began {
+            id: "s@0123456789ab".into(),
+            own: "s".into(),
+            setup: r#"{"cwd":"/tmp","mcpServers":[]}"#.into(),
+        });
+        for seq in 0..3 {
+            journal.record(Record::Entry {
+                id: "s@0123456789ab".into(),
+                seq,
+                kind: Kind::Notification,
+                body: format!(r#"{{"method":"session/update","params":{{"n":{seq}}}}}"#),
+            });
+        }
+        let kept = loop {
+            match journal.kept("s@0123456789ab").await.unwrap() {
+                Some(kept) if kept.entries.len() == 3 => break kept,
+                _ => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            }
+        };
+        assert_eq!(kept.own, "s");
+        assert_eq!(kept.setup["cwd"], "/tmp");
+        assert_eq!(kept.next, 3);
+        let ns: Vec<&Value> = kept
+            .entries
+            .iter()
+            .map(|(_, e)| &e["params"]["n"])
+            .collect();
+        assert_eq!(ns, [0, 1, 2]);
+        assert!(!kept.closed);
+        journal.record(Record::Closed {
+            id: "s@0123456789ab".into(),
+        });
+        loop {
+            if journal
+                .kept("s@0123456789ab")
+                .await
+                .unwrap()
+                .unwrap()
+                .closed
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(journal.kept("nobody").await.unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,191 @@
+//! The journal's SQLite store: one file, WAL mode, three tables — `sessions` (how each began,
+//! whether it was closed, how many of its records were lost), `entries` (each session's
+//! entries by number) and `meta` (the schema's version, which the conductor migrates).
+
+use std::path::Path;
+use std::sync::Weak;
+use std::sync::mpsc::Receiver;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+use super::{Inner, Kept, Kind, Record};
+
+/// The schema this conductor writes.
+const VERSION: i64 = 1;
+
+/// At most this many records are written in one transaction.
+const BATCH: usize = 4096;
+
+/// The writer's connection.
+pub(super) struct Writer {
+    conn: Connection,
+}
+
+impl Writer {
+    pub(super) fn open(path: &Path) -> rusqlite::Result<Writer> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        migrate(&conn)?;
+        Ok(Writer { conn })
+    }
+
+    /// Writes what comes, in batches, until every sender is gone.
+    pub(super) fn run(mut self, records: Receiver<Record>, inner: Weak<Inner>) {
+        while let Ok(first) = records.recv() {
+            let mut batch = vec![first];
+            while batch.len() < BATCH {
+                match records.try_recv() {
+                    Ok(record) => batch.push(record),
+                    Err(_) => break,
+                }
+            }
+            let lost = inner.upgrade().map(|i| i.take_lost()).unwrap_or_default();
+            if let Err(e) = self.write(&batch, &lost) {
+                tracing::error!(records = batch.len(), "the journal could not write: {e}");
+            }
+        }
+    }
+
+    fn write(
+        &mut self,
+        batch: &[Record],
+        lost: &std::collections::HashMap<String, u64>,
+    ) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut began = tx.prepare_cached(
+                "INSERT INTO sessions (id, own, setup, closed, lost) VALUES (?1, ?2, ?3, 0, 0)
+                 ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup",
+            )?;
+            let mut entry = tx.prepare_cached(
+                "INSERT OR IGNORE INTO entries (session, seq, kind, body) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            let mut closed = tx.prepare_cached("UPDATE sessions SET closed = 1 WHERE id = ?1")?;
+            for record in batch {
+                match record {
+                    Record::Began { id, own, setup } => {
+                        began.execute(params![id, own, setup])?;
+                    }
+                    Record::Entry {
+                        id,
+                        seq,
+                        kind,
+                        body,
+                    } => {
+                        entry.execute(params![id, *seq as i64, kind.name(), body])?;
+                    }
+                    Record::Closed { id } => {
+                        closed.execute(params![id])?;
+                    }
+                }
+            }
+            let mut losses =
+                tx.prepare_cached("UPDATE sessions SET lost = lost + ?2 WHERE id = ?1")?;
+            for (id, n) in lost {
+                losses.execute(params![id, *n as i64])?;
+            }
+        }
+        tx.commit()
+    }
+}
+
+/// Creates the tables, or checks that the file is of a schema this conductor knows.
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+         CREATE TABLE IF NOT EXISTS sessions (
+             id TEXT PRIMARY KEY,
+             own TEXT NOT NULL,
+             setup TEXT NOT NULL,
+             closed INTEGER NOT NULL,
+             lost INTEGER NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS entries (
+             session TEXT NOT NULL,
+             seq INTEGER NOT NULL,
+             kind TEXT NOT NULL,
+             body TEXT NOT NULL,
+             PRIMARY KEY (session, seq)
+         ) WITHOUT ROWID;",
+    )?;
+    let version: Option<i64> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    match version {
+        None => {
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('version', ?1)",
+                params![VERSION],
+            )?;
+        }
+        Some(VERSION) => {}
+        Some(other) => {
+            return Err(rusqlite::Error::InvalidParameterName(format!(
+                "the journal's schema is version {other}; this conductor knows {VERSION}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The session `id` as the journal at `path` has it.
+pub(super) fn read(path: &Path, id: &str) -> Result<Option<Kept>, String> {
+    let read = || -> rusqlite::Result<Option<Kept>> {
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let tx = conn.unchecked_transaction()?;
+        let session = tx
+            .query_row(
+                "SELECT own, setup, closed, lost FROM sessions WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, i64>(3)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((own, setup, closed, lost)) = session else {
+            return Ok(None);
+        };
+        let mut entries = Vec::new();
+        let mut next = 0;
+        let mut rows =
+            tx.prepare("SELECT seq, kind, body FROM entries WHERE session = ?1 ORDER BY seq")?;
+        let mut rows = rows.query(params![id])?;
+        while let Some(row) = rows.next()? {
+            let seq: i64 = row.get(0)?;
+            let kind: String = row.get(1)?;
+            let body: String = row.get(2)?;
+            next = seq as u64 + 1;
+            match (Kind::parse(&kind), serde_json::from_str::<Value>(&body)) {
+                (Some(kind), Ok(body)) => entries.push((kind, body)),
+                _ => tracing::warn!(
+                    session = id,
+                    seq,
+                    "a journal entry that cannot be read is left out"
+                ),
+            }
+        }
+        Ok(Some(Kept {
+            own,
+            setup: serde_json::from_str(&setup).unwrap_or(Value::Null),
+            entries,
+            next,
+            lost: lost as u64,
+            closed: closed != 0,
+        }))
+    };
+    read().map_err(|e| format!("cannot read the journal {}: {e}", path.display()))
+}

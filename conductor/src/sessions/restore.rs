@@ -1,0 +1,201 @@
+//! Restoring a session from the journal: a `session/load` (or `session/resume`) of an id of
+//! this layer's shape whose chain is not here — a session of this conductor before it
+//! restarted, or of another conductor sharing the journal — starts the client's chain and
+//! restores the agent's side, in this order: `session/resume` when the agent offers it, else
+//! `session/load` (its replay taken by the layer, not sent to the client again), else a new
+//! session created with the journal's history (`_meta.sacp.history`, which the chain gives
+//! the agent or tells it). A path the agent offers but that fails falls through to the next.
+//! The session keeps the editor's id; its record is the journal's, a turn that never ended
+//! shown interrupted (no prompt is sent again); then the client is attached as for a live
+//! session.
+
+use std::sync::Arc;
+
+use sacp::jsonrpc::{Error, RawJson, Responder};
+use serde_json::{Map, Value, json};
+
+use super::Layer;
+use super::chain::answer_of;
+use super::client::Client;
+use super::session::{From, Session, history_of};
+
+/// What a chain's agent offers to take a session back.
+#[derive(Debug, Default)]
+struct Offers {
+    resume: bool,
+    load: bool,
+}
+
+impl Offers {
+    /// From the agent's answer to `initialize` (v1: `sessionCapabilities.resume`,
+    /// `loadSession`; v2: resume is baseline).
+    fn of(answer: Option<&RawJson>) -> Offers {
+        let Some(answer) = answer.and_then(|a| a.parse::<Value>().ok()) else {
+            return Offers::default();
+        };
+        let v1 = &answer["agentCapabilities"];
+        let v2 = &answer["capabilities"]["session"];
+        Offers {
+            resume: v1["sessionCapabilities"]["resume"].is_object() || v2.is_object(),
+            load: v1["loadSession"] == true,
+        }
+    }
+}
+
+/// `{cwd, mcpServers, answer}`: how a session began, as the journal keeps it.
+pub(super) fn setup_of(params: Option<&RawJson>, answer: &RawJson) -> Value {
+    let params = params
+        .and_then(|p| p.parse::<Map<String, Value>>().ok())
+        .unwrap_or_default();
+    json!({
+        "cwd": params.get("cwd").cloned().unwrap_or(Value::Null),
+        "mcpServers": params.get("mcpServers").cloned().unwrap_or_else(|| json!([])),
+        "answer": answer.parse::<Value>().unwrap_or(Value::Null),
+    })
+}
+
+impl Layer {
+    /// Restores the session `id` for `client` and attaches it (replaying its record when
+    /// `replay`), or answers why not.
+    pub(super) fn restore_or_refuse(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        id: String,
+        replay: bool,
+        responder: Responder,
+    ) {
+        let (layer, client) = (self.clone(), client.clone());
+        tokio::spawn(async move {
+            match layer.restore(&client, &id).await {
+                Ok(session) => {
+                    let answer = super::client::load_answer(session.setup());
+                    let from = if replay { From::Oldest } else { From::Now };
+                    layer.attach(&client, &session, from, responder, answer, From::Now);
+                }
+                Err(e) => responder.answer_error(e),
+            }
+        });
+    }
+
+    async fn restore(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        id: &str,
+    ) -> Result<Arc<Session>, Error> {
+        let journal = self
+            .shared
+            .journal
+            .clone()
+            .ok_or_else(|| self.not_here(id))?;
+        let kept = journal.kept(id).await.map_err(Error::internal_error)?;
+        let Some(kept) = kept.filter(|k| !k.closed) else {
+            return Err(self.not_here(id));
+        };
+        // Restored meanwhile, for another client.
+        if let Some(session) = self.session(id) {
+            return Ok(session);
+        }
+        let link = self.own_chain(client);
+        let offers = Offers::of(client.initialized().as_ref());
+        let asked = |own: &str| {
+            RawJson::to_raw(&json!({
+                "sessionId": own,
+                "cwd": kept.setup["cwd"],
+                "mcpServers": kept.setup["mcpServers"],
+            }))
+        };
+        let mut restored: Option<(&str, String, RawJson)> = None;
+        if offers.resume {
+            match link
+                .request("session/resume", Some(asked(&kept.own)?))
+                .await
+            {
+                Ok(waiting) => match answer_of(waiting).await {
+                    Ok(answer) => restored = Some(("resume", kept.own.clone(), answer)),
+                    Err(e) => tracing::info!(session = id, "session/resume failed, next path: {e}"),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+        if restored.is_none() && offers.load {
+            // What the agent replays is the journal's already: the layer takes it.
+            link.restoring(&kept.own, true);
+            let loaded = match link.request("session/load", Some(asked(&kept.own)?)).await {
+                Ok(waiting) => answer_of(waiting).await,
+                Err(e) => Err(e),
+            };
+            link.restoring(&kept.own, false);
+            match loaded {
+                Ok(answer) => restored = Some(("load", kept.own.clone(), answer)),
+                Err(e) => tracing::info!(session = id, "session/load failed, next path: {e}"),
+            }
+        }
+        if restored.is_none() {
+            let params = json!({
+                "cwd": kept.setup["cwd"],
+                "mcpServers": kept.setup["mcpServers"],
+                "_meta": {"sacp": {sacp::protocol::history::HISTORY: history_of(&kept)}},
+            });
+            let answer = answer_of(
+                link.request("session/new", Some(RawJson::to_raw(&params)?))
+                    .await?,
+            )
+            .await?;
+            let own = answer
+                .plain_str("sessionId")
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    Error::internal_error("the agent's session/new gave no sessionId")
+                })?;
+            restored = Some(("history", own, answer));
+        }
+        let Some((path, own, answer)) = restored else {
+            return Err(self.not_here(id));
+        };
+        tracing::info!(session = id, path, agent_session = %own, lost = kept.lost, "restored from the journal");
+        if let Some(session) = self.session(id) {
+            return Ok(session);
+        }
+        let (session, _) = self.learn(&link, &own, Some(id));
+        session.restore(&kept);
+        let event = match path {
+            "resume" => "restored by session/resume",
+            "load" => "restored by session/load",
+            _ => "restored with its history",
+        };
+        let who = super::attach::Who {
+            id: client.name.clone(),
+            connection: client.name.clone(),
+            info: client.info(),
+            role: super::attach::Role::Controller,
+        };
+        link.note(id, event, &who, None);
+        let mut setup = answer.parse::<Map<String, Value>>().unwrap_or_default();
+        setup.insert("sessionId".into(), Value::String(own.clone()));
+        session.set_setup(&RawJson::to_raw(&setup)?);
+        if own != kept.own {
+            let mut began = kept.setup.clone();
+            began["answer"] = Value::Object(setup);
+            session.began(&own, &began);
+        }
+        if kept.lost > 0 {
+            tracing::warn!(
+                session = id,
+                lost = kept.lost,
+                "the journal lost records of this session: its history is incomplete"
+            );
+            let notice = json!({"sessionId": id, "lost": kept.lost});
+            session
+                .append(
+                    std::sync::Arc::from(HISTORY_INCOMPLETE),
+                    RawJson::to_raw(&notice)?,
+                    None,
+                )
+                .await;
+        }
+        Ok(session)
+    }
+}
+
+/// The layer's notice, in a restored session's record, that the journal lost records of it.
+pub(crate) const HISTORY_INCOMPLETE: &str = "_sacp/history_incomplete";

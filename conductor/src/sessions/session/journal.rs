@@ -1,0 +1,176 @@
+//! A session and its journal: each entry written as it enters the record, and a record
+//! restored from the journal.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use sacp::jsonrpc::{Error, RawJson};
+use serde_json::Value;
+
+use super::super::chain::update_method;
+use super::{Entry, Session};
+use crate::journal::{Kept, Kind, Record, notification_body};
+use crate::lock::lock;
+
+/// What a restored session's interrupted turn says, as the agent's last words in it.
+pub(crate) const INTERRUPTED: &str =
+    "[sacp] This turn was interrupted: the conductor restarted before it ended.";
+
+impl Session {
+    /// Writes `entry` to the journal (an agent's request is not history: it is not written).
+    pub(super) fn journal(&self, entry: &Entry) {
+        let Some(journal) = &self.shared.journal else {
+            return;
+        };
+        let (kind, body) = match entry {
+            Entry::Notification { method, params, .. } => {
+                (Kind::Notification, notification_body(method, params))
+            }
+            Entry::Prompt { params, .. } => (Kind::Prompt, params.as_str().to_owned()),
+            Entry::TurnEnded { result, .. } => (Kind::TurnEnded, turn_end_body(result)),
+            Entry::Ask(_) => return,
+        };
+        journal.record(Record::Entry {
+            id: self.id.clone(),
+            seq: self.journaled.fetch_add(1, Ordering::Relaxed),
+            kind,
+            body,
+        });
+    }
+
+    /// Writes how the session began: the agent's id `own` and `{cwd, mcpServers, answer}`.
+    pub(in crate::sessions) fn began(&self, own: &str, setup: &Value) {
+        if let Some(journal) = &self.shared.journal {
+            journal.record(Record::Began {
+                id: self.id.clone(),
+                own: own.to_owned(),
+                setup: setup.to_string(),
+            });
+        }
+    }
+
+    /// The session was closed: the journal does not restore it.
+    pub(in crate::sessions) fn journal_closed(&self) {
+        if let Some(journal) = &self.shared.journal {
+            journal.record(Record::Closed {
+                id: self.id.clone(),
+            });
+        }
+    }
+
+    /// Fills the record with what the journal kept (not written again), then, if its last turn
+    /// never ended, ends it as interrupted: the agent's [`INTERRUPTED`] and a `cancelled`
+    /// stop, both written.
+    pub(in crate::sessions) fn restore(self: &Arc<Self>, kept: &Kept) {
+        let mut open_turn = false;
+        {
+            let mut state = lock(&self.state);
+            for (kind, body) in &kept.entries {
+                let entry = match kind {
+                    Kind::Notification => {
+                        let method = body["method"].as_str().unwrap_or("session/update");
+                        let method = if method == "session/update" {
+                            update_method()
+                        } else {
+                            Arc::from(method)
+                        };
+                        match RawJson::to_raw(&body["params"]) {
+                            Ok(params) => Entry::Notification {
+                                method,
+                                params,
+                                echo: None,
+                            },
+                            Err(_) => continue,
+                        }
+                    }
+                    Kind::Prompt => match RawJson::to_raw(body) {
+                        Ok(params) => {
+                            open_turn = true;
+                            Entry::Prompt { params, echo: None }
+                        }
+                        Err(_) => continue,
+                    },
+                    Kind::TurnEnded => {
+                        open_turn = false;
+                        Entry::TurnEnded {
+                            result: turn_end_of(body),
+                            asker: None,
+                        }
+                    }
+                };
+                let (_, size) = state.record.push(entry);
+                self.shared.total.fetch_add(size, Ordering::Relaxed);
+            }
+            self.journaled.store(kept.next, Ordering::Relaxed);
+            if open_turn {
+                let said = serde_json::json!({
+                    "sessionId": self.id,
+                    "update": {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": INTERRUPTED},
+                    },
+                });
+                if let Ok(params) = RawJson::to_raw(&said) {
+                    self.push_quietly(
+                        &mut state,
+                        Entry::Notification {
+                            method: update_method(),
+                            params,
+                            echo: None,
+                        },
+                    );
+                }
+                let stop = RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"}));
+                self.push_quietly(
+                    &mut state,
+                    Entry::TurnEnded {
+                        result: stop,
+                        asker: None,
+                    },
+                );
+            }
+            state.delivered = state.record.end();
+        }
+        self.appended.send_replace(lock(&self.state).record.end());
+    }
+}
+
+/// `{"result": ANSWER}` or `{"error": ERROR}`.
+fn turn_end_body(result: &Result<RawJson, Error>) -> String {
+    match result {
+        Ok(answer) => format!("{{\"result\":{}}}", answer.as_str()),
+        Err(e) => serde_json::json!({ "error": e }).to_string(),
+    }
+}
+
+fn turn_end_of(body: &Value) -> Result<RawJson, Error> {
+    match body.get("error") {
+        Some(e) => Err(serde_json::from_value(e.clone())
+            .unwrap_or_else(|_| Error::internal_error("the turn failed"))),
+        None => RawJson::to_raw(&body["result"]),
+    }
+}
+
+/// The updates an editor would have seen of a journaled session, for a fresh agent session
+/// created with them as its history: the agent's updates, the prompts as
+/// `user_message_chunk`s.
+pub(crate) fn history_of(kept: &Kept) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (kind, body) in &kept.entries {
+        match kind {
+            Kind::Notification if body["method"] == "session/update" => {
+                out.push(body["params"]["update"].clone());
+            }
+            Kind::Prompt => {
+                for block in body["prompt"].as_array().into_iter().flatten() {
+                    out.push(serde_json::json!({
+                        "sessionUpdate": "user_message_chunk",
+                        "content": block,
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

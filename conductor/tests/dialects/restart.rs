@@ -1,0 +1,208 @@
+//! Sessions that survive a restart (`conductor agent --listen --journal FILE`): a conductor
+//! killed with `SIGKILL` in the middle of a session's fourth turn, its children gone with it,
+//! and a new conductor on the same journal that restores the session a reconnecting editor
+//! loads — by each path in turn: an agent that resumes, one that only loads, one that does
+//! neither (a new session created with the journal's history).
+
+use std::time::Duration;
+
+use sacp::jsonrpc::Message;
+use serde_json::{Value, json};
+
+use crate::attach::{Raw, params_of, said};
+use crate::common::*;
+use crate::remote::{Listening, remote};
+
+/// The test agents among `conductor`'s processes.
+fn agents_of(conductor: &Listening) -> Vec<u32> {
+    processes::process_tree(conductor.child.id().unwrap())
+        .into_iter()
+        .filter(|(_, name)| name.starts_with("test-agent"))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+async fn editor(url: &str) -> Raw {
+    let mut editor = Raw::new("editor", remote(url).await);
+    let init = json!({"protocolVersion": 1, "clientCapabilities": {}});
+    editor.request("initialize", init).await.unwrap();
+    editor
+}
+
+async fn prompt(editor: &mut Raw, session: &str, text: &str) -> Value {
+    let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+    editor.request("session/prompt", params).await.unwrap()
+}
+
+/// How many times `text` was a user's message in the agent's own records (every session file
+/// in `dirs`).
+fn prompted(dirs: &[&std::path::Path], text: &str) -> usize {
+    dirs.iter()
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .filter_map(|file| std::fs::read_to_string(file.path()).ok())
+        .flat_map(|t| t.lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+        .filter(|u| u["sessionUpdate"] == "user_message_chunk" && u["content"]["text"] == text)
+        .count()
+}
+
+#[tokio::test]
+async fn a_session_killed_mid_turn_is_restored_by_a_new_conductor_on_its_journal() {
+    for offers in ["resume,load", "load", "none"] {
+        let base = std::env::temp_dir().join(format!(
+            "sacp-restart-{}-{}",
+            std::process::id(),
+            offers.replace(',', "-")
+        ));
+        let _ = std::fs::remove_dir_all(&base);
+        let journal = base.join("journal.db");
+        let (before, after) = (base.join("agent-before"), base.join("agent-after"));
+        std::fs::create_dir_all(&before).unwrap();
+        std::fs::create_dir_all(&after).unwrap();
+        // An agent that does neither has lost its own copy: it starts from an empty directory.
+        let agent_dir = |restarted: bool| {
+            if restarted && offers == "none" {
+                &after
+            } else {
+                &before
+            }
+        };
+        let agent = |restarted: bool| {
+            format!(
+                "{} --sessions {} --offers {offers}",
+                quoted(&agent()),
+                agent_dir(restarted).display()
+            )
+        };
+        let trace = base.join("trace.jsonl");
+        let args = [
+            "--journal",
+            journal.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+        ];
+        let mut first = crate::across_machines::conductor_listening(&args, &[agent(false)]).await;
+        let mut ed = editor(&first.ws()).await;
+        let new = json!({"cwd": "/tmp", "mcpServers": []});
+        let session = ed.request("session/new", new).await.unwrap()["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for _ in 0..3 {
+            assert_eq!(
+                prompt(&mut ed, &session, "stream 3").await["stopReason"],
+                "end_turn"
+            );
+        }
+        let params =
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "sleep 30000"}]});
+        ed.ask("session/prompt", params).await;
+        until("the fourth prompt to reach the agent", PATIENCE, || {
+            if prompted(&[&before], "sleep 30000") == 1 {
+                Ok(())
+            } else {
+                Err("not yet")
+            }
+        })
+        .await;
+        let agents = agents_of(&first);
+        assert_eq!(agents.len(), 1, "{agents:?}");
+        // SIGKILL: no grace, nothing said; its children go with it (their parent-death signal).
+        first.child.start_kill().unwrap();
+        within("the conductor's end", first.child.wait())
+            .await
+            .unwrap();
+        until("the agent to go with its conductor", PATIENCE, || {
+            if agents.iter().any(|p| running(*p)) {
+                Err("still running")
+            } else {
+                Ok(())
+            }
+        })
+        .await;
+        drop(ed);
+
+        let second = crate::across_machines::conductor_listening(&args, &[agent(true)]).await;
+        let mut ed = editor(&second.ws()).await;
+        let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
+        let id = ed.ask("session/load", load).await;
+        let loaded = ed.answer_to(&id).await;
+        assert!(loaded.is_ok(), "{offers}: {loaded:?}");
+        // The replay: three turns, the fourth shown interrupted.
+        let ended = ed
+            .until("the interrupted turn's end", |m| {
+                matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"
+                    && params_of(n.params.as_ref())["stopReason"] == "cancelled")
+            })
+            .await;
+        drop(ended);
+        let mut lines: Vec<String> = ed
+            .updates()
+            .iter()
+            .filter_map(|u| {
+                let kind = u["update"]["sessionUpdate"].as_str()?;
+                let text = u["update"]["content"]["text"].as_str()?;
+                Some(format!("{kind}: {text}"))
+            })
+            .collect();
+        let mut want = Vec::new();
+        for _ in 0..3 {
+            want.push("user_message_chunk: stream 3".to_owned());
+            for n in 1..=3 {
+                want.push(format!("agent_message_chunk: chunk {n}"));
+            }
+        }
+        want.push("user_message_chunk: sleep 30000".to_owned());
+        want.push(format!(
+            "agent_message_chunk: {}",
+            "[sacp] This turn was interrupted: the conductor restarted before it ended."
+        ));
+        lines.retain(|l| !l.is_empty());
+        assert_eq!(lines, want, "{offers}");
+        ed.clear();
+        let next = prompt(&mut ed, &session, "stream 2").await;
+        assert_eq!(next["stopReason"], "end_turn", "{offers}");
+        let updates = ed.updates();
+        let texts: Vec<&str> = updates.iter().filter_map(said).collect();
+        assert_eq!(texts, ["chunk 1", "chunk 2"], "{offers}");
+        // The trace says which path ran.
+        let want = match offers {
+            "resume,load" => "restored by session/resume",
+            "load" => "restored by session/load",
+            _ => "restored with its history",
+        };
+        until("the restore in a trace", PATIENCE, || {
+            let found = std::fs::read_dir(&base)
+                .unwrap()
+                .flatten()
+                .filter_map(|f| std::fs::read_to_string(f.path()).ok())
+                .any(|t| {
+                    t.lines()
+                        .any(|l| l.contains(r#""type":"session""#) && l.contains(want))
+                });
+            if found {
+                Ok(())
+            } else {
+                Err(format!("no {want:?} yet"))
+            }
+        })
+        .await;
+        // No prompt ran twice.
+        assert_eq!(prompted(&[&before, &after], "sleep 30000"), 1, "{offers}");
+        assert_eq!(prompted(&[&before, &after], "stream 2"), 1, "{offers}");
+        drop(second);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let _ = std::fs::remove_dir_all(&base);
+    }
+}
