@@ -273,11 +273,12 @@ struct AgentArgs {
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size, requires = "network")]
     session_buffer: usize,
 
-    /// With --listen or --share: keep a journal of every session in this SQLite file (created
-    /// if need be), so that a conductor started again on it restores a session a client
-    /// loads with session/load.
-    #[arg(long, value_name = "FILE", requires = "network")]
-    journal: Option<PathBuf>,
+    /// With --listen or --share: keep a journal of every session, in this SQLite file (created
+    /// if need be) or in the PostgreSQL database of a postgres:// URL, so that a conductor
+    /// started again on it (or another one sharing it) restores a session a client loads
+    /// with session/load.
+    #[arg(long, value_name = "FILE|URL", requires = "network")]
+    journal: Option<String>,
 
     /// With --listen or --share: the bytes all sessions keep together.
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, requires = "network")]

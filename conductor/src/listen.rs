@@ -45,7 +45,7 @@ pub struct Listen {
     http_idle_timeout: Option<std::time::Duration>,
     sessions: Limits,
     stdio_editor: bool,
-    journal: Option<PathBuf>,
+    journal: Option<String>,
 }
 
 impl Listen {
@@ -100,10 +100,11 @@ impl Listen {
         self
     }
 
-    /// Keeps a journal of every session in the SQLite file at `path` (created if need be), so
-    /// that a conductor started again on it restores a session a client loads.
-    pub fn journal(mut self, path: impl Into<PathBuf>) -> Listen {
-        self.journal = Some(path.into());
+    /// Keeps a journal of every session — in the SQLite file at `spec` (created if need be),
+    /// or in the PostgreSQL database a `postgres://` URL names (the schema created by the
+    /// conductor) — so that a conductor started on it restores a session a client loads.
+    pub fn journal(mut self, spec: impl Into<String>) -> Listen {
+        self.journal = Some(spec.into());
         self
     }
 
@@ -128,7 +129,7 @@ pub async fn serve(chain: Chain, options: Options, listen: Listen) -> Exit {
 
 async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), String> {
     let journal = match &listen.journal {
-        Some(path) => Some(crate::journal::Journal::open(path)?),
+        Some(spec) => Some(crate::journal::Journal::open(spec).await?),
         None => None,
     };
     let mut builder = Server::builder();

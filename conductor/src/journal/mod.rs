@@ -11,9 +11,13 @@
 //! warning says so, and a restore tells the client its history is incomplete): the chain is
 //! never held back by the journal, and no record is lost silently.
 //!
-//! The store is SQLite ([`sqlite`]: `rusqlite` with its bundled library, WAL mode), one file a
-//! journal.
+//! Two stores behind one seam ([`Writes`], and a reader each): SQLite ([`sqlite`]: `rusqlite`
+//! with its bundled library, WAL mode), one file a journal, for one conductor; PostgreSQL
+//! ([`pg`]: the `postgres` client), `--journal postgres://…`, for conductors that share their
+//! sessions. A write that fails (the server gone) is not retried: its records are counted as
+//! lost for their sessions, the conductor says so, and the sessions go on (fail-open).
 
+mod pg;
 mod sqlite;
 
 use std::collections::HashMap;
@@ -100,7 +104,7 @@ pub(crate) struct Journal(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    path: PathBuf,
+    place: Place,
     to_writer: std::sync::mpsc::SyncSender<Record>,
     /// Records each session lost since the writer last took them, by the editor's id.
     lost: Mutex<HashMap<String, u64>>,
@@ -108,18 +112,48 @@ struct Inner {
     lost_total: AtomicU64,
 }
 
+/// Where a journal is.
+#[derive(Debug, Clone)]
+enum Place {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+/// A store's writing side.
+trait Writes: Send + 'static {
+    /// Writes `batch`, and adds `lost` to the sessions' counts of lost records.
+    fn write(&mut self, batch: &[Record], lost: &HashMap<String, u64>) -> Result<(), String>;
+}
+
 impl Journal {
-    /// Opens (and creates, or migrates) the journal at `path`, and starts its writer.
-    pub(crate) fn open(path: &Path) -> Result<Journal, String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let writer = sqlite::Writer::open(path)
-            .map_err(|e| format!("cannot open the journal {}: {e}", path.display()))?;
+    /// Opens (and creates, or migrates) the journal `spec` — a `postgres://` (or
+    /// `postgresql://`) URL, else a SQLite file's path — and starts its writer.
+    pub(crate) async fn open(spec: &str) -> Result<Journal, String> {
+        let owned = spec.to_owned();
+        // The stores' clients block (the PostgreSQL one runs a runtime of its own).
+        tokio::task::spawn_blocking(move || Journal::open_now(&owned))
+            .await
+            .map_err(|e| format!("cannot open the journal: {e}"))?
+    }
+
+    fn open_now(spec: &str) -> Result<Journal, String> {
+        let (place, writer): (Place, Box<dyn Writes>) =
+            if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+                let writer = pg::Writer::open(spec)?;
+                (Place::Postgres(spec.to_owned()), Box::new(writer))
+            } else {
+                let path = Path::new(spec);
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                }
+                let writer = sqlite::Writer::open(path)
+                    .map_err(|e| format!("cannot open the journal {}: {e}", path.display()))?;
+                (Place::Sqlite(path.to_owned()), Box::new(writer))
+            };
         let (to_writer, records) = std::sync::mpsc::sync_channel(QUEUE);
         let inner = Arc::new(Inner {
-            path: path.to_owned(),
+            place,
             to_writer,
             lost: Mutex::default(),
             lost_total: AtomicU64::new(0),
@@ -127,37 +161,61 @@ impl Journal {
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("sacp-journal".into())
-            .spawn(move || writer.run(records, weak))
+            .spawn(move || write_all(writer, records, weak))
             .map_err(|e| format!("cannot start the journal's writer: {e}"))?;
         Ok(Journal(inner))
     }
 
     /// Hands `record` to the writer, never waiting (see the module docs).
     pub(crate) fn record(&self, record: Record) {
-        let id = match &record {
-            Record::Began { id, .. } | Record::Entry { id, .. } | Record::Closed { id } => {
-                id.clone()
-            }
-        };
         if let Err(e) = self.0.to_writer.try_send(record) {
-            let total = self.0.lost_total.fetch_add(1, Ordering::Relaxed) + 1;
-            *lock(&self.0.lost).entry(id.clone()).or_default() += 1;
-            if total.is_power_of_two() {
-                let why = match e {
-                    std::sync::mpsc::TrySendError::Full(_) => "it is behind",
-                    std::sync::mpsc::TrySendError::Disconnected(_) => "its writer stopped",
-                };
-                tracing::warn!(session = %id, lost = total, "the journal could not take a record ({why}): the session's restore will say its history is incomplete");
-            }
+            let (record, why) = match e {
+                std::sync::mpsc::TrySendError::Full(r) => (r, "it is behind"),
+                std::sync::mpsc::TrySendError::Disconnected(r) => (r, "its writer stopped"),
+            };
+            self.0.lose(&[record], why);
         }
     }
 
     /// The session `id` as the journal has it, if it does.
     pub(crate) async fn kept(&self, id: &str) -> Result<Option<Kept>, String> {
-        let (path, id) = (self.0.path.clone(), id.to_owned());
-        tokio::task::spawn_blocking(move || sqlite::read(&path, &id))
-            .await
-            .map_err(|e| format!("the journal's reader failed: {e}"))?
+        let (place, id) = (self.0.place.clone(), id.to_owned());
+        tokio::task::spawn_blocking(move || match place {
+            Place::Sqlite(path) => sqlite::read(&path, &id),
+            Place::Postgres(url) => pg::read(&url, &id),
+        })
+        .await
+        .map_err(|e| format!("the journal's reader failed: {e}"))?
+    }
+}
+
+/// The writer thread: what comes, in batches, until every sender is gone.
+fn write_all(
+    mut writer: Box<dyn Writes>,
+    records: std::sync::mpsc::Receiver<Record>,
+    inner: std::sync::Weak<Inner>,
+) {
+    const BATCH: usize = 4096;
+    while let Ok(first) = records.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match records.try_recv() {
+                Ok(record) => batch.push(record),
+                Err(_) => break,
+            }
+        }
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let lost = inner.take_lost();
+        if let Err(e) = writer.write(&batch, &lost) {
+            tracing::error!(records = batch.len(), "the journal could not write: {e}");
+            // Counted again, for the next write that works.
+            for (id, n) in lost {
+                *lock(&inner.lost).entry(id).or_default() += n;
+            }
+            inner.lose(&batch, "a write failed");
+        }
     }
 }
 
@@ -165,6 +223,27 @@ impl Inner {
     /// The losses the writer has not recorded yet, taken.
     fn take_lost(&self) -> HashMap<String, u64> {
         std::mem::take(&mut *lock(&self.lost))
+    }
+
+    /// `records` were not written (`why`): counted for their sessions, and said.
+    fn lose(&self, records: &[Record], why: &str) {
+        let mut lost = lock(&self.lost);
+        for record in records {
+            let id = match record {
+                Record::Began { id, .. } | Record::Entry { id, .. } | Record::Closed { id } => id,
+            };
+            *lost.entry(id.clone()).or_default() += 1;
+        }
+        drop(lost);
+        let n = records.len() as u64;
+        let before = self.lost_total.fetch_add(n, Ordering::Relaxed);
+        // Said at once, then each time the count passes a power of two.
+        if before == 0 || (before + 1).next_power_of_two() <= before + n {
+            tracing::warn!(
+                lost = before + n,
+                "the journal could not write {n} record(s) ({why}): the restore of their sessions will say their history is incomplete"
+            );
+        }
     }
 }
 
@@ -185,7 +264,7 @@ mod tests {
     async fn what_is_recorded_is_read_back_in_order_and_a_closed_session_says_so() {
         let dir = std::env::temp_dir().join(format!("sacp-journal-unit-{}", std::process::id()));
         let path = dir.join("journal.db");
-        let journal = Journal::open(&path).unwrap();
+        let journal = Journal::open(path.to_str().unwrap()).await.unwrap();
         journal.record(Record::Began {
             id: "s@0123456789ab".into(),
             own: "s".into(),

@@ -3,23 +3,28 @@
 //! entries by number) and `meta` (the schema's version, which the conductor migrates).
 
 use std::path::Path;
-use std::sync::Weak;
-use std::sync::mpsc::Receiver;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{Inner, Kept, Kind, Record};
+use super::{Kept, Kind, Record};
 
 /// The schema this conductor writes.
 const VERSION: i64 = 1;
 
-/// At most this many records are written in one transaction.
-const BATCH: usize = 4096;
-
 /// The writer's connection.
 pub(super) struct Writer {
     conn: Connection,
+}
+
+impl super::Writes for Writer {
+    fn write(
+        &mut self,
+        batch: &[Record],
+        lost: &std::collections::HashMap<String, u64>,
+    ) -> Result<(), String> {
+        self.write_batch(batch, lost).map_err(|e| e.to_string())
+    }
 }
 
 impl Writer {
@@ -32,24 +37,7 @@ impl Writer {
         Ok(Writer { conn })
     }
 
-    /// Writes what comes, in batches, until every sender is gone.
-    pub(super) fn run(mut self, records: Receiver<Record>, inner: Weak<Inner>) {
-        while let Ok(first) = records.recv() {
-            let mut batch = vec![first];
-            while batch.len() < BATCH {
-                match records.try_recv() {
-                    Ok(record) => batch.push(record),
-                    Err(_) => break,
-                }
-            }
-            let lost = inner.upgrade().map(|i| i.take_lost()).unwrap_or_default();
-            if let Err(e) = self.write(&batch, &lost) {
-                tracing::error!(records = batch.len(), "the journal could not write: {e}");
-            }
-        }
-    }
-
-    fn write(
+    fn write_batch(
         &mut self,
         batch: &[Record],
         lost: &std::collections::HashMap<String, u64>,

@@ -206,3 +206,176 @@ async fn a_session_killed_mid_turn_is_restored_by_a_new_conductor_on_its_journal
         let _ = std::fs::remove_dir_all(&base);
     }
 }
+
+/// The PostgreSQL database the shared journal's tests use (`SACP_TEST_POSTGRES`, which
+/// `.ci/run` sets once it started the server); `None` (and a message) where there is none.
+fn postgres() -> Option<String> {
+    match std::env::var("SACP_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            crate::peers::missing(
+                "PostgreSQL",
+                "SACP_TEST_POSTGRES does not name a database (.ci/run starts one and sets it)",
+            );
+            None
+        }
+    }
+}
+
+/// A conductor listening on `addr` with `args` and `components` (and the tests' token).
+async fn conductor_on(addr: &str, args: &[&str], components: &[String]) -> Listening {
+    let token = std::env::temp_dir().join(format!("sacp-restart-token-{}", std::process::id()));
+    std::fs::write(&token, format!("{}\n", crate::remote::TOKEN)).unwrap();
+    let mut all = vec![
+        "agent",
+        "--listen",
+        addr,
+        "--listen-token-file",
+        token.to_str().unwrap(),
+    ];
+    all.extend(args);
+    all.extend(components.iter().map(String::as_str));
+    Listening::start(conductor(), &all).await
+}
+
+/// An editor through `url` with `jar` (the load balancer's cookie), initialized.
+async fn editor_with(url: &str, jar: &sacp::remote::CookieJar) -> Raw {
+    let connecting = sacp::remote::Remote::new(url)
+        .header("Authorization", &format!("Bearer {}", crate::remote::TOKEN))
+        .unwrap()
+        .cookie_jar(jar.clone())
+        .connect();
+    let transport = within("a connection through HAProxy", connecting)
+        .await
+        .unwrap();
+    let mut editor = Raw::new("editor", transport);
+    let init = json!({"protocolVersion": 1, "clientCapabilities": {}});
+    editor.request("initialize", init).await.unwrap();
+    editor
+}
+
+/// Two conductors behind HAProxy (`deploy/haproxy.cfg`) sharing a PostgreSQL journal: the
+/// one holding a session is killed in the middle of a turn; the editor connects again with its
+/// cookie, HAProxy sends it to the other, whose `session/load` restores the session (its
+/// agent never saw it: resume and load fail, the history path runs) with the same history; the
+/// next prompt works, nothing ran twice. Then the killed one comes back and takes new
+/// sessions.
+#[tokio::test]
+async fn a_session_of_a_killed_conductor_is_restored_by_the_other_from_a_shared_postgres_journal() {
+    let Some(pg) = postgres() else {
+        return;
+    };
+    let base = std::env::temp_dir().join(format!("sacp-pg-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let dirs = [base.join("agent-1"), base.join("agent-2")];
+    let agent_of = |i: usize| {
+        std::fs::create_dir_all(&dirs[i]).unwrap();
+        format!("{} --sessions {}", quoted(&agent()), dirs[i].display())
+    };
+    let free = || {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        format!("127.0.0.1:{port}")
+    };
+    let addrs = [free(), free()];
+    let args = ["--journal", pg.as_str()];
+    let mut conductors = [
+        conductor_on(&addrs[0], &args, &[agent_of(0)]).await,
+        conductor_on(&addrs[1], &args, &[agent_of(1)]).await,
+    ];
+    let Some((_haproxy, url)) =
+        crate::across_machines::haproxy([&conductors[0], &conductors[1]]).await
+    else {
+        return;
+    };
+    let url = url.replacen("http", "ws", 1);
+    let jar = sacp::remote::CookieJar::new();
+    let mut ed = editor_with(&url, &jar).await;
+    let home = usize::from(jar.get("SACP_INSTANCE").as_deref() == Some("c2"));
+    let new = json!({"cwd": "/tmp", "mcpServers": []});
+    let session = ed.request("session/new", new).await.unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for _ in 0..2 {
+        assert_eq!(
+            prompt(&mut ed, &session, "stream 3").await["stopReason"],
+            "end_turn"
+        );
+    }
+    let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": "sleep 30000"}]});
+    ed.ask("session/prompt", params).await;
+    until("the third prompt to reach the agent", PATIENCE, || {
+        if prompted(&[&dirs[home]], "sleep 30000") == 1 {
+            Ok(())
+        } else {
+            Err("not yet")
+        }
+    })
+    .await;
+    conductors[home].child.start_kill().unwrap();
+    within("the conductor's end", conductors[home].child.wait())
+        .await
+        .unwrap();
+    drop(ed);
+
+    // The same cookie: HAProxy sends the connection to the other conductor.
+    let mut ed = editor_with(&url, &jar).await;
+    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
+    let id = ed.ask("session/load", load).await;
+    let loaded = ed.answer_to(&id).await;
+    assert!(loaded.is_ok(), "{loaded:?}");
+    ed.until("the interrupted turn's end", |m| {
+        matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"
+            && params_of(n.params.as_ref())["stopReason"] == "cancelled")
+    })
+    .await;
+    let texts: Vec<String> = ed
+        .updates()
+        .iter()
+        .filter_map(|u| u["update"]["content"]["text"].as_str().map(str::to_owned))
+        .collect();
+    let mut want = Vec::new();
+    for _ in 0..2 {
+        want.push("stream 3".to_owned());
+        want.extend((1..=3).map(|n| format!("chunk {n}")));
+    }
+    want.push("sleep 30000".to_owned());
+    want.push("[sacp] This turn was interrupted: the conductor restarted before it ended.".into());
+    assert_eq!(texts, want);
+    ed.clear();
+    let next = prompt(&mut ed, &session, "stream 2").await;
+    assert_eq!(next["stopReason"], "end_turn");
+    let updates = ed.updates();
+    assert_eq!(
+        updates.iter().filter_map(said).collect::<Vec<_>>(),
+        ["chunk 1", "chunk 2"]
+    );
+    let [one, two] = &dirs;
+    assert_eq!(prompted(&[one, two], "sleep 30000"), 1);
+    assert_eq!(prompted(&[one, two], "stream 2"), 1);
+
+    // The killed conductor comes back on its address, and HAProxy gives it new sessions again.
+    conductors[home] = conductor_on(&addrs[home], &args, &[agent_of(home)]).await;
+    let back = if home == 0 { "c1" } else { "c2" };
+    let mut served = false;
+    for _ in 0..50 {
+        let jar = sacp::remote::CookieJar::new();
+        let mut ed = editor_with(&url, &jar).await;
+        if jar.get("SACP_INSTANCE").as_deref() == Some(back) {
+            let new = json!({"cwd": "/tmp", "mcpServers": []});
+            let created = ed.request("session/new", new).await.unwrap();
+            assert!(created["sessionId"].is_string(), "{created}");
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        served,
+        "the conductor that came back was never given a connection"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -1,0 +1,218 @@
+//! The journal's PostgreSQL store, for conductors that share their sessions: the same three
+//! tables as SQLite's (`sacp_sessions`, `sacp_entries`, `sacp_meta`), created and migrated by
+//! the conductor. No TLS: a database on the conductors' own network, or a local socket.
+
+use std::collections::HashMap;
+
+use postgres::{Client, NoTls};
+use serde_json::Value;
+
+use super::{Kept, Kind, Record};
+
+/// The schema this conductor writes.
+const VERSION: i32 = 1;
+
+/// The writer's connection, made again after it broke.
+pub(super) struct Writer {
+    url: String,
+    client: Option<Client>,
+}
+
+impl Writer {
+    /// Connects, and creates or checks the schema: an unreachable server is an error now.
+    pub(super) fn open(url: &str) -> Result<Writer, String> {
+        let mut client = connect(url)?;
+        migrate(&mut client)
+            .map_err(|e| format!("cannot set up the journal's schema: {}", describe(&e)))?;
+        Ok(Writer {
+            url: url.to_owned(),
+            client: Some(client),
+        })
+    }
+
+    fn client(&mut self) -> Result<&mut Client, String> {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            self.client = Some(connect(&self.url)?);
+        }
+        Ok(self.client.as_mut().expect("connected just now"))
+    }
+}
+
+impl super::Writes for Writer {
+    fn write(&mut self, batch: &[Record], lost: &HashMap<String, u64>) -> Result<(), String> {
+        let client = self.client()?;
+        let result = write_batch(client, batch, lost);
+        if result.is_err() {
+            // Made again before the next write.
+            self.client = None;
+        }
+        result.map_err(|e| describe(&e))
+    }
+}
+
+/// An error with what the server said, when it said something.
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
+fn write_batch(
+    client: &mut Client,
+    batch: &[Record],
+    lost: &HashMap<String, u64>,
+) -> Result<(), postgres::Error> {
+    let mut tx = client.transaction()?;
+    let began = tx.prepare(
+        "INSERT INTO sacp_sessions (id, own, setup, closed, lost) VALUES ($1, $2, $3, false, 0)
+         ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup",
+    )?;
+    let entry = tx.prepare(
+        "INSERT INTO sacp_entries (session, seq, kind, body) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING",
+    )?;
+    let closed = tx.prepare("UPDATE sacp_sessions SET closed = true WHERE id = $1")?;
+    for record in batch {
+        match record {
+            Record::Began { id, own, setup } => {
+                tx.execute(&began, &[id, own, setup])?;
+            }
+            Record::Entry {
+                id,
+                seq,
+                kind,
+                body,
+            } => {
+                tx.execute(&entry, &[id, &(*seq as i64), &kind.name(), body])?;
+            }
+            Record::Closed { id } => {
+                tx.execute(&closed, &[id])?;
+            }
+        }
+    }
+    let losses = tx.prepare("UPDATE sacp_sessions SET lost = lost + $2 WHERE id = $1")?;
+    for (id, n) in lost {
+        tx.execute(&losses, &[id, &(*n as i64)])?;
+    }
+    tx.commit()
+}
+
+fn connect(url: &str) -> Result<Client, String> {
+    Client::connect(url, NoTls).map_err(|e| {
+        format!(
+            "cannot reach the journal's PostgreSQL at {}: {e}",
+            redacted(url)
+        )
+    })
+}
+
+/// `url` without its password, for messages.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user = &url[scheme + 3..at];
+            let user = user.split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Creates the tables, or checks that the database is of a schema this conductor knows. Two
+/// conductors starting at once both create what is missing: `IF NOT EXISTS` and a lock make
+/// that safe.
+fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
+    let mut tx = client.transaction()?;
+    tx.batch_execute(
+        "SELECT pg_advisory_xact_lock(736163700);
+         CREATE TABLE IF NOT EXISTS sacp_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+         CREATE TABLE IF NOT EXISTS sacp_sessions (
+             id TEXT PRIMARY KEY,
+             own TEXT NOT NULL,
+             setup TEXT NOT NULL,
+             closed BOOLEAN NOT NULL,
+             lost BIGINT NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS sacp_entries (
+             session TEXT NOT NULL,
+             seq BIGINT NOT NULL,
+             kind TEXT NOT NULL,
+             body TEXT NOT NULL,
+             PRIMARY KEY (session, seq)
+         );",
+    )?;
+    let version: Option<i32> = tx
+        .query_opt("SELECT value FROM sacp_meta WHERE key = 'version'", &[])?
+        .map(|row| row.get(0));
+    match version {
+        None => {
+            tx.execute(
+                "INSERT INTO sacp_meta (key, value) VALUES ('version', $1)",
+                &[&VERSION],
+            )?;
+        }
+        Some(VERSION) => {}
+        Some(other) => {
+            tracing::warn!(
+                "the journal's schema is version {other}; this conductor writes {VERSION}"
+            );
+        }
+    }
+    tx.commit()
+}
+
+/// The session `id` as the journal at `url` has it.
+pub(super) fn read(url: &str, id: &str) -> Result<Option<Kept>, String> {
+    let mut client = connect(url)?;
+    let mut tx = client
+        .build_transaction()
+        .read_only(true)
+        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+        .start()
+        .map_err(|e| describe(&e))?;
+    let session = tx
+        .query_opt(
+            "SELECT own, setup, closed, lost FROM sacp_sessions WHERE id = $1",
+            &[&id],
+        )
+        .map_err(|e| describe(&e))?;
+    let Some(session) = session else {
+        return Ok(None);
+    };
+    let (own, setup, closed, lost): (String, String, bool, i64) = (
+        session.get(0),
+        session.get(1),
+        session.get(2),
+        session.get(3),
+    );
+    let rows = tx
+        .query(
+            "SELECT seq, kind, body FROM sacp_entries WHERE session = $1 ORDER BY seq",
+            &[&id],
+        )
+        .map_err(|e| describe(&e))?;
+    let mut entries = Vec::with_capacity(rows.len());
+    let mut next = 0;
+    for row in rows {
+        let (seq, kind, body): (i64, String, String) = (row.get(0), row.get(1), row.get(2));
+        next = seq as u64 + 1;
+        match (Kind::parse(&kind), serde_json::from_str::<Value>(&body)) {
+            (Some(kind), Ok(body)) => entries.push((kind, body)),
+            _ => tracing::warn!(
+                session = id,
+                seq,
+                "a journal entry that cannot be read is left out"
+            ),
+        }
+    }
+    let _ = tx.commit();
+    Ok(Some(Kept {
+        own,
+        setup: serde_json::from_str(&setup).unwrap_or(Value::Null),
+        entries,
+        next,
+        lost: lost as u64,
+        closed,
+    }))
+}
