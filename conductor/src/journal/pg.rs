@@ -52,9 +52,10 @@ impl super::Writes for Writer {
 
 /// An error with what the server said, when it said something.
 fn describe(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{e}: {} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+    match (e.as_db_error(), std::error::Error::source(e)) {
+        (Some(db), _) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        (None, Some(source)) => format!("{e}: {source}"),
+        (None, None) => e.to_string(),
     }
 }
 
@@ -101,8 +102,9 @@ fn write_batch(
 fn connect(url: &str) -> Result<Client, String> {
     Client::connect(url, NoTls).map_err(|e| {
         format!(
-            "cannot reach the journal's PostgreSQL at {}: {e}",
-            redacted(url)
+            "cannot reach the journal's PostgreSQL at {}: {}",
+            redacted(url),
+            describe(&e)
         )
     })
 }

@@ -379,3 +379,31 @@ async fn a_session_of_a_killed_conductor_is_restored_by_the_other_from_a_shared_
     );
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// A journal's PostgreSQL that cannot be reached at start: a clear error (without the
+/// password) and exit status 1.
+#[tokio::test]
+async fn an_unreachable_postgres_journal_is_a_clear_error_at_start() {
+    let token = std::env::temp_dir().join(format!("sacp-pg-token-{}", std::process::id()));
+    std::fs::write(&token, "t0ken\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let out = tokio::process::Command::new(conductor())
+        .args(["agent", "--listen", "127.0.0.1:0", "--listen-token-file"])
+        .arg(&token)
+        .arg("--journal")
+        .arg(format!("postgres://sacp:s3cret@127.0.0.1:{port}/sacp"))
+        .arg(agent())
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = within("the conductor's end", out).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the journal's PostgreSQL at postgres://sacp@127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}
