@@ -38,6 +38,10 @@
 //! in every row); with `SACP_BENCH_BASELINE`, rows `… baseline` serve it with that build's
 //! conductor, proxies and agent. `scripts/bench-baseline COMMIT` builds one.
 //!
+//! Rows `N = 3 over --listen, SQLite journal` and `…, PostgreSQL journal` (where
+//! `SACP_TEST_POSTGRES` names a database) serve it with `--journal`: the journal's cost against
+//! `N = 3 over --listen` in the same run, and the SQLite file's bytes per update.
+//!
 //! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open). The
 //! cost of the trace file is then measured in interleaved rounds (two untraced chains and a
 //! traced one side by side, started afresh a dozen times, see `trace_cost`), which the VM's
@@ -120,6 +124,15 @@ impl ListeningAgent {
 
     /// `conductor agent --listen` serving `components` (the session layer in front of them).
     fn conductor(conductor: &std::path::Path, components: &[String]) -> ListeningAgent {
+        Self::conductor_with(conductor, &[], components)
+    }
+
+    /// [`ListeningAgent::conductor`] with `extra` arguments (`--journal …`).
+    fn conductor_with(
+        conductor: &std::path::Path,
+        extra: &[String],
+        components: &[String],
+    ) -> ListeningAgent {
         let token = std::env::temp_dir().join(format!("sacp-bench-token-{}", std::process::id()));
         std::fs::write(&token, Self::TOKEN).expect("write the token file");
         let mut args = vec![
@@ -129,6 +142,7 @@ impl ListeningAgent {
             "--listen-token-file".to_owned(),
             token.to_string_lossy().into_owned(),
         ];
+        args.extend_from_slice(extra);
         args.extend_from_slice(components);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Self::serving(conductor, &args)
@@ -180,6 +194,8 @@ async fn run(scale: f64) {
 
     let one_binary = built_example("one_binary");
     let mut runs_rows: Vec<Vec<(String, Figures)>> = Vec::new();
+    // The SQLite journal's size after its row (the last run's).
+    let mut journal_bytes: Option<u64> = None;
     for run in 1..=runs {
         let mut rows = Vec::new();
         let direct = measure(&counts, &agent, &[], None, None).await;
@@ -247,6 +263,51 @@ async fn run(scale: f64) {
                     measure(&counts, &conductor, &args, Some(0), Some(server.child.id())).await;
                 rows.push((row, figures));
             }
+        }
+        // N = 3 over `--listen` with the session journal: SQLite, and PostgreSQL where
+        // `SACP_TEST_POSTGRES` names a database.
+        let journals = [
+            (
+                "SQLite",
+                Some(
+                    std::env::temp_dir()
+                        .join(format!("sacp-bench-journal-{}.db", std::process::id()))
+                        .to_string_lossy()
+                        .into_owned(),
+                ),
+            ),
+            ("PostgreSQL", std::env::var("SACP_TEST_POSTGRES").ok()),
+        ];
+        for (store, spec) in journals {
+            let row = format!("N = 3 over --listen, {store} journal");
+            let Some(spec) = spec.filter(|_| wanted(&row)) else {
+                continue;
+            };
+            let mut components = vec![proxy.to_string_lossy().into_owned(); 3];
+            components.push(agent.to_string_lossy().into_owned());
+            let extra = ["--journal".to_owned(), spec.clone()];
+            let server = ListeningAgent::conductor_with(&conductor, &extra, &components);
+            let args = vec![
+                "agent".to_owned(),
+                "--header".to_owned(),
+                format!("Authorization: Bearer {}", ListeningAgent::TOKEN),
+                server.ws.clone(),
+            ];
+            let figures =
+                measure(&counts, &conductor, &args, Some(0), Some(server.child.id())).await;
+            drop(server);
+            if store == "SQLite" {
+                let bytes: u64 = ["", "-wal"]
+                    .iter()
+                    .filter_map(|suffix| std::fs::metadata(format!("{spec}{suffix}")).ok())
+                    .map(|m| m.len())
+                    .sum();
+                journal_bytes = Some(bytes);
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{spec}{suffix}"));
+                }
+            }
+            rows.push((row, figures));
         }
         // N = 3 again, with `--trace` (no payloads, no viewer page): the cost of tracing.
         if wanted("N = 3 traced") {
@@ -444,6 +505,27 @@ async fn run(scale: f64) {
                 ratios(now, base)
             );
         }
+    }
+    for store in ["SQLite", "PostgreSQL"] {
+        let this = format!("N = 3 over --listen, {store} journal");
+        if let (Some(now), Some(base)) = (row(&this), row("N = 3 over --listen")) {
+            println!(
+                "\nThe {store} journal against none, N = 3 over --listen (journal / none, this \
+                 run): {}",
+                ratios(now, base)
+            );
+        }
+    }
+    if let Some(bytes) = journal_bytes {
+        // Every prompt of the row gave one update but the streaming ones (100 each, with 1
+        // session and with 256).
+        let updates =
+            counts.latency + counts.throughput + 2 * counts.streaming * UPDATES_PER_PROMPT as usize;
+        println!(
+            "The SQLite journal after its row: {bytes} bytes for {updates} updates (and their \
+             prompts and turn ends): {:.0} bytes per update",
+            bytes as f64 / updates as f64
+        );
     }
     if let (Some((_, plain)), Some((_, typed))) = (
         rows.iter().find(|(name, _)| name == "N = 1"),
