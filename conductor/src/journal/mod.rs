@@ -32,25 +32,28 @@ use crate::lock::lock;
 /// How many records may wait for the writer.
 pub(crate) const QUEUE: usize = 16 * 1024;
 
+/// How long the writer gathers records into one transaction.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// One thing to write.
 #[derive(Debug)]
 pub(crate) enum Record {
     /// A session began (or was restored under a new agent id): its editor id, the agent's
     /// id, and `{cwd, mcpServers, answer}`.
     Began {
-        id: String,
+        id: Arc<str>,
         own: String,
         setup: String,
     },
     /// The session's entry number `seq`.
     Entry {
-        id: String,
+        id: Arc<str>,
         seq: u64,
         kind: Kind,
         body: String,
     },
     /// The session was closed: it is not restored again.
-    Closed { id: String },
+    Closed { id: Arc<str> },
 }
 
 /// What an entry is.
@@ -79,6 +82,64 @@ impl Kind {
             "prompt" => Some(Kind::Prompt),
             "turn_ended" => Some(Kind::TurnEnded),
             _ => None,
+        }
+    }
+}
+
+/// A batch as a store writes it: each session's entries in the batch as one chunk — their
+/// lines (`KIND BODY`, in order), the first's number and the last's — beside the batch's
+/// beginnings and closings. One row a session a batch, not one an entry.
+struct Chunks<'a> {
+    began: Vec<(&'a str, &'a str, &'a str)>,
+    closed: Vec<&'a str>,
+    /// By session: (first, last, lines).
+    chunks: Vec<(&'a str, u64, u64, String)>,
+}
+
+impl<'a> Chunks<'a> {
+    fn of(batch: &'a [Record]) -> Chunks<'a> {
+        let mut out = Chunks {
+            began: Vec::new(),
+            closed: Vec::new(),
+            chunks: Vec::new(),
+        };
+        let mut at: HashMap<&str, usize> = HashMap::new();
+        for record in batch {
+            match record {
+                Record::Began { id, own, setup } => out.began.push((id, own, setup)),
+                Record::Closed { id } => out.closed.push(id),
+                Record::Entry {
+                    id,
+                    seq,
+                    kind,
+                    body,
+                } => {
+                    let i = *at.entry(id).or_insert_with(|| {
+                        out.chunks.push((id, *seq, *seq, String::new()));
+                        out.chunks.len() - 1
+                    });
+                    let chunk = &mut out.chunks[i];
+                    chunk.2 = *seq;
+                    chunk.3.push_str(kind.name());
+                    chunk.3.push(' ');
+                    chunk.3.push_str(body);
+                    chunk.3.push('\n');
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The entries of a chunk's lines, appended to `entries`.
+fn read_chunk(session: &str, lines: &str, entries: &mut Vec<(Kind, Value)>) {
+    for line in lines.lines() {
+        let parsed = line
+            .split_once(' ')
+            .and_then(|(kind, body)| Some((Kind::parse(kind)?, serde_json::from_str(body).ok()?)));
+        match parsed {
+            Some(entry) => entries.push(entry),
+            None => tracing::warn!(session, "a journal entry that cannot be read is left out"),
         }
     }
 }
@@ -197,6 +258,10 @@ fn write_all(
 ) {
     const BATCH: usize = 4096;
     while let Ok(first) = records.recv() {
+        // What comes within GATHER of the first record goes in the same transaction, taken
+        // all at once: the writer sleeps rather than being woken for every record (a thread
+        // woken per update costs the routing threads more than the writing does).
+        std::thread::sleep(GATHER);
         let mut batch = vec![first];
         while batch.len() < BATCH {
             match records.try_recv() {
@@ -232,7 +297,7 @@ impl Inner {
             let id = match record {
                 Record::Began { id, .. } | Record::Entry { id, .. } | Record::Closed { id } => id,
             };
-            *lost.entry(id.clone()).or_default() += 1;
+            *lost.entry(id.to_string()).or_default() += 1;
         }
         drop(lost);
         let n = records.len() as u64;
@@ -266,13 +331,13 @@ mod tests {
         let path = dir.join("journal.db");
         let journal = Journal::open(path.to_str().unwrap()).await.unwrap();
         journal.record(Record::Began {
-            id: "s@0123456789ab".into(),
+            id: Arc::from("s@0123456789ab"),
             own: "s".into(),
             setup: r#"{"cwd":"/tmp","mcpServers":[]}"#.into(),
         });
         for seq in 0..3 {
             journal.record(Record::Entry {
-                id: "s@0123456789ab".into(),
+                id: Arc::from("s@0123456789ab"),
                 seq,
                 kind: Kind::Notification,
                 body: format!(r#"{{"method":"session/update","params":{{"n":{seq}}}}}"#),
@@ -295,7 +360,7 @@ mod tests {
         assert_eq!(ns, [0, 1, 2]);
         assert!(!kept.closed);
         journal.record(Record::Closed {
-            id: "s@0123456789ab".into(),
+            id: Arc::from("s@0123456789ab"),
         });
         loop {
             if journal

@@ -1,5 +1,5 @@
 //! The journal's PostgreSQL store, for conductors that share their sessions: the same three
-//! tables as SQLite's (`sacp_sessions`, `sacp_entries`, `sacp_meta`), created and migrated by
+//! tables as SQLite's (`sacp_sessions`, `sacp_chunks`, `sacp_meta`), created and migrated by
 //! the conductor. No TLS: a database on the conductors' own network, or a local socket.
 
 use std::collections::HashMap;
@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use postgres::{Client, NoTls};
 use serde_json::Value;
 
-use super::{Kept, Kind, Record};
+use super::{Kept, Record};
 
 /// The schema this conductor writes.
-const VERSION: i32 = 1;
+const VERSION: i32 = 2;
 
 /// The writer's connection, made again after it broke.
 pub(super) struct Writer {
@@ -23,7 +23,7 @@ impl Writer {
     pub(super) fn open(url: &str) -> Result<Writer, String> {
         let mut client = connect(url)?;
         migrate(&mut client)
-            .map_err(|e| format!("cannot set up the journal's schema: {}", describe(&e)))?;
+            .map_err(|e| format!("cannot set up the journal's schema: {}", describe(&e)))??;
         Ok(Writer {
             url: url.to_owned(),
             client: Some(client),
@@ -65,32 +65,24 @@ fn write_batch(
     lost: &HashMap<String, u64>,
 ) -> Result<(), postgres::Error> {
     let mut tx = client.transaction()?;
+    let batch = super::Chunks::of(batch);
     let began = tx.prepare(
         "INSERT INTO sacp_sessions (id, own, setup, closed, lost) VALUES ($1, $2, $3, false, 0)
          ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup",
     )?;
-    let entry = tx.prepare(
-        "INSERT INTO sacp_entries (session, seq, kind, body) VALUES ($1, $2, $3, $4)
+    for (id, own, setup) in &batch.began {
+        tx.execute(&began, &[id, own, setup])?;
+    }
+    let chunk = tx.prepare(
+        "INSERT INTO sacp_chunks (session, first, last, lines) VALUES ($1, $2, $3, $4)
          ON CONFLICT DO NOTHING",
     )?;
+    for (id, first, last, lines) in &batch.chunks {
+        tx.execute(&chunk, &[id, &(*first as i64), &(*last as i64), lines])?;
+    }
     let closed = tx.prepare("UPDATE sacp_sessions SET closed = true WHERE id = $1")?;
-    for record in batch {
-        match record {
-            Record::Began { id, own, setup } => {
-                tx.execute(&began, &[id, own, setup])?;
-            }
-            Record::Entry {
-                id,
-                seq,
-                kind,
-                body,
-            } => {
-                tx.execute(&entry, &[id, &(*seq as i64), &kind.name(), body])?;
-            }
-            Record::Closed { id } => {
-                tx.execute(&closed, &[id])?;
-            }
-        }
+    for id in &batch.closed {
+        tx.execute(&closed, &[id])?;
     }
     let losses = tx.prepare("UPDATE sacp_sessions SET lost = lost + $2 WHERE id = $1")?;
     for (id, n) in lost {
@@ -124,7 +116,7 @@ fn redacted(url: &str) -> String {
 /// Creates the tables, or checks that the database is of a schema this conductor knows. Two
 /// conductors starting at once both create what is missing: `IF NOT EXISTS` and a lock make
 /// that safe.
-fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
+fn migrate(client: &mut Client) -> Result<Result<(), String>, postgres::Error> {
     let mut tx = client.transaction()?;
     tx.batch_execute(
         "SELECT pg_advisory_xact_lock(736163700);
@@ -136,12 +128,12 @@ fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
              closed BOOLEAN NOT NULL,
              lost BIGINT NOT NULL
          );
-         CREATE TABLE IF NOT EXISTS sacp_entries (
+         CREATE TABLE IF NOT EXISTS sacp_chunks (
              session TEXT NOT NULL,
-             seq BIGINT NOT NULL,
-             kind TEXT NOT NULL,
-             body TEXT NOT NULL,
-             PRIMARY KEY (session, seq)
+             first BIGINT NOT NULL,
+             last BIGINT NOT NULL,
+             lines TEXT NOT NULL,
+             PRIMARY KEY (session, first)
          );",
     )?;
     let version: Option<i32> = tx
@@ -156,12 +148,12 @@ fn migrate(client: &mut Client) -> Result<(), postgres::Error> {
         }
         Some(VERSION) => {}
         Some(other) => {
-            tracing::warn!(
-                "the journal's schema is version {other}; this conductor writes {VERSION}"
-            );
+            return Ok(Err(format!(
+                "the journal's schema is version {other}; this conductor knows {VERSION}"
+            )));
         }
     }
-    tx.commit()
+    tx.commit().map(Ok)
 }
 
 /// The session `id` as the journal at `url` has it.
@@ -190,23 +182,16 @@ pub(super) fn read(url: &str, id: &str) -> Result<Option<Kept>, String> {
     );
     let rows = tx
         .query(
-            "SELECT seq, kind, body FROM sacp_entries WHERE session = $1 ORDER BY seq",
+            "SELECT last, lines FROM sacp_chunks WHERE session = $1 ORDER BY first",
             &[&id],
         )
         .map_err(|e| describe(&e))?;
-    let mut entries = Vec::with_capacity(rows.len());
+    let mut entries = Vec::new();
     let mut next = 0;
     for row in rows {
-        let (seq, kind, body): (i64, String, String) = (row.get(0), row.get(1), row.get(2));
-        next = seq as u64 + 1;
-        match (Kind::parse(&kind), serde_json::from_str::<Value>(&body)) {
-            (Some(kind), Ok(body)) => entries.push((kind, body)),
-            _ => tracing::warn!(
-                session = id,
-                seq,
-                "a journal entry that cannot be read is left out"
-            ),
-        }
+        let (last, lines): (i64, String) = (row.get(0), row.get(1));
+        next = last as u64 + 1;
+        super::read_chunk(id, &lines, &mut entries);
     }
     let _ = tx.commit();
     Ok(Some(Kept {

@@ -1,16 +1,16 @@
 //! The journal's SQLite store: one file, WAL mode, three tables — `sessions` (how each began,
-//! whether it was closed, how many of its records were lost), `entries` (each session's
-//! entries by number) and `meta` (the schema's version, which the conductor migrates).
+//! whether it was closed, how many of its records were lost), `chunks` (each session's
+//! entries, a batch's in one row: their lines, the first's number and the last's) and `meta` (the schema's version, which the conductor migrates).
 
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{Kept, Kind, Record};
+use super::{Kept, Record};
 
 /// The schema this conductor writes.
-const VERSION: i64 = 1;
+const VERSION: i64 = 2;
 
 /// The writer's connection.
 pub(super) struct Writer {
@@ -44,31 +44,23 @@ impl Writer {
     ) -> rusqlite::Result<()> {
         let tx = self.conn.transaction()?;
         {
+            let batch = super::Chunks::of(batch);
             let mut began = tx.prepare_cached(
                 "INSERT INTO sessions (id, own, setup, closed, lost) VALUES (?1, ?2, ?3, 0, 0)
                  ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup",
             )?;
-            let mut entry = tx.prepare_cached(
-                "INSERT OR IGNORE INTO entries (session, seq, kind, body) VALUES (?1, ?2, ?3, ?4)",
+            for (id, own, setup) in &batch.began {
+                began.execute(params![id, own, setup])?;
+            }
+            let mut chunk = tx.prepare_cached(
+                "INSERT OR IGNORE INTO chunks (session, first, last, lines) VALUES (?1, ?2, ?3, ?4)",
             )?;
+            for (id, first, last, lines) in &batch.chunks {
+                chunk.execute(params![id, *first as i64, *last as i64, lines])?;
+            }
             let mut closed = tx.prepare_cached("UPDATE sessions SET closed = 1 WHERE id = ?1")?;
-            for record in batch {
-                match record {
-                    Record::Began { id, own, setup } => {
-                        began.execute(params![id, own, setup])?;
-                    }
-                    Record::Entry {
-                        id,
-                        seq,
-                        kind,
-                        body,
-                    } => {
-                        entry.execute(params![id, *seq as i64, kind.name(), body])?;
-                    }
-                    Record::Closed { id } => {
-                        closed.execute(params![id])?;
-                    }
-                }
+            for id in &batch.closed {
+                closed.execute(params![id])?;
             }
             let mut losses =
                 tx.prepare_cached("UPDATE sessions SET lost = lost + ?2 WHERE id = ?1")?;
@@ -91,12 +83,12 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
              closed INTEGER NOT NULL,
              lost INTEGER NOT NULL
          );
-         CREATE TABLE IF NOT EXISTS entries (
+         CREATE TABLE IF NOT EXISTS chunks (
              session TEXT NOT NULL,
-             seq INTEGER NOT NULL,
-             kind TEXT NOT NULL,
-             body TEXT NOT NULL,
-             PRIMARY KEY (session, seq)
+             first INTEGER NOT NULL,
+             last INTEGER NOT NULL,
+             lines TEXT NOT NULL,
+             PRIMARY KEY (session, first)
          ) WITHOUT ROWID;",
     )?;
     let version: Option<i64> = conn
@@ -150,21 +142,13 @@ pub(super) fn read(path: &Path, id: &str) -> Result<Option<Kept>, String> {
         let mut entries = Vec::new();
         let mut next = 0;
         let mut rows =
-            tx.prepare("SELECT seq, kind, body FROM entries WHERE session = ?1 ORDER BY seq")?;
+            tx.prepare("SELECT last, lines FROM chunks WHERE session = ?1 ORDER BY first")?;
         let mut rows = rows.query(params![id])?;
         while let Some(row) = rows.next()? {
-            let seq: i64 = row.get(0)?;
-            let kind: String = row.get(1)?;
-            let body: String = row.get(2)?;
-            next = seq as u64 + 1;
-            match (Kind::parse(&kind), serde_json::from_str::<Value>(&body)) {
-                (Some(kind), Ok(body)) => entries.push((kind, body)),
-                _ => tracing::warn!(
-                    session = id,
-                    seq,
-                    "a journal entry that cannot be read is left out"
-                ),
-            }
+            let last: i64 = row.get(0)?;
+            let lines: String = row.get(1)?;
+            next = last as u64 + 1;
+            super::read_chunk(id, &lines, &mut entries);
         }
         Ok(Some(Kept {
             own,

@@ -182,11 +182,14 @@ pub(crate) struct Session {
     next_turn: std::sync::atomic::AtomicU64,
     /// The number its next entry gets in the journal.
     journaled: std::sync::atomic::AtomicU64,
+    /// Its id as the journal's records carry it (shared, not copied for each).
+    key: Arc<str>,
 }
 
 impl Session {
     pub(super) fn new(id: String, own: String, shared: Arc<Shared>) -> Arc<Session> {
         Arc::new(Session {
+            key: Arc::from(id.as_str()),
             id,
             own,
             shared,

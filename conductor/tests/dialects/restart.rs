@@ -407,3 +407,125 @@ async fn an_unreachable_postgres_journal_is_a_clear_error_at_start() {
     );
     assert!(!stderr.contains("s3cret"), "{stderr}");
 }
+
+/// A TCP relay to `to` on a free port of loopback, which the test can cut (every connection
+/// closed, none accepted) and mend.
+struct Relay {
+    addr: std::net::SocketAddr,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    cut: tokio::sync::watch::Sender<u64>,
+}
+
+impl Relay {
+    async fn start(to: std::net::SocketAddr) -> Relay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (cut, cuts) = tokio::sync::watch::channel(0u64);
+        let accepting = open.clone();
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !accepting.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue;
+                }
+                let mut cuts = cuts.clone();
+                // Only cuts from now on end it.
+                cuts.borrow_and_update();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(to).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = cuts.changed() => {}
+                    }
+                });
+            }
+        });
+        Relay { addr, open, cut }
+    }
+
+    fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.cut.send_modify(|n| *n += 1);
+    }
+
+    fn mend(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The PostgreSQL journal lost while the conductor runs (its connection cut, no new one taken):
+/// the session goes on (fail-open), and once the database is back, a restore says how many
+/// records of the session the journal lost (`_sacp/history_incomplete`).
+#[tokio::test]
+async fn a_postgres_journal_lost_while_running_keeps_the_sessions_going_and_says_what_it_lost() {
+    let Some(pg) = postgres() else {
+        return;
+    };
+    // The same database through a relay the test cuts.
+    let (head, rest) = pg.split_once('@').expect("a URL with user@host");
+    let (host_port, db) = rest.split_once('/').expect("a URL with a database");
+    let to: std::net::SocketAddr = tokio::net::lookup_host(host_port)
+        .await
+        .unwrap()
+        .next()
+        .unwrap();
+    let relay = Relay::start(to).await;
+    let through = format!("{head}@{}/{db}", relay.addr);
+    let mut first =
+        crate::across_machines::conductor_listening(&["--journal", &through], &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let new = json!({"cwd": "/tmp", "mcpServers": []});
+    let session = ed.request("session/new", new).await.unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        prompt(&mut ed, &session, "stream 2").await["stopReason"],
+        "end_turn"
+    );
+    // Written by now (the journal writes as the session goes; a moment for the last batch).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    relay.cut();
+    ed.clear();
+    assert_eq!(
+        prompt(&mut ed, &session, "stream 3").await["stopReason"],
+        "end_turn"
+    );
+    let updates = ed.updates();
+    assert_eq!(
+        updates.iter().filter_map(said).collect::<Vec<_>>(),
+        ["chunk 1", "chunk 2", "chunk 3"],
+        "the session goes on without its journal"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    relay.mend();
+    assert_eq!(
+        prompt(&mut ed, &session, "stream 1").await["stopReason"],
+        "end_turn"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    first.child.start_kill().unwrap();
+    within("the conductor's end", first.child.wait())
+        .await
+        .unwrap();
+
+    let second = crate::across_machines::conductor_listening(&["--journal", &pg], &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
+    let id = ed.ask("session/load", load).await;
+    assert!(ed.answer_to(&id).await.is_ok());
+    let notice = ed
+        .until(
+            "the notice of lost records",
+            |m| matches!(m, Message::Notification(n) if n.method == "_sacp/history_incomplete"),
+        )
+        .await;
+    let Message::Notification(notice) = notice else {
+        unreachable!()
+    };
+    let lost = params_of(notice.params.as_ref())["lost"].as_u64().unwrap();
+    // The second turn's prompt, three chunks and end, at least, were not written.
+    assert!(lost >= 5, "{lost}");
+}

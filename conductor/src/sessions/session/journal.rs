@@ -31,7 +31,7 @@ impl Session {
             Entry::Ask(_) => return,
         };
         journal.record(Record::Entry {
-            id: self.id.clone(),
+            id: self.key.clone(),
             seq: self.journaled.fetch_add(1, Ordering::Relaxed),
             kind,
             body,
@@ -42,7 +42,7 @@ impl Session {
     pub(in crate::sessions) fn began(&self, own: &str, setup: &Value) {
         if let Some(journal) = &self.shared.journal {
             journal.record(Record::Began {
-                id: self.id.clone(),
+                id: self.key.clone(),
                 own: own.to_owned(),
                 setup: setup.to_string(),
             });
@@ -53,7 +53,7 @@ impl Session {
     pub(in crate::sessions) fn journal_closed(&self) {
         if let Some(journal) = &self.shared.journal {
             journal.record(Record::Closed {
-                id: self.id.clone(),
+                id: self.key.clone(),
             });
         }
     }
