@@ -55,7 +55,7 @@ fn components_of(conductor: &Listening) -> Vec<u32> {
 }
 
 /// Whether `pid` still runs (a zombie does not).
-fn running(pid: u32) -> bool {
+pub(crate) fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         !stat
             .rsplit(')')

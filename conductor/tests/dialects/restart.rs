@@ -9,6 +9,7 @@ use std::time::Duration;
 use sacp::jsonrpc::Message;
 use serde_json::{Value, json};
 
+use crate::across_machines::running;
 use crate::attach::{Raw, params_of, said};
 use crate::common::*;
 use crate::remote::{Listening, remote};
@@ -20,17 +21,6 @@ fn agents_of(conductor: &Listening) -> Vec<u32> {
         .filter(|(_, name)| name.starts_with("test-agent"))
         .map(|(pid, _)| pid)
         .collect()
-}
-
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 async fn editor(url: &str) -> Raw {
