@@ -103,6 +103,8 @@ pub(crate) struct ChainLink {
     /// Its sessions (by its own ids) being restored with `session/load`: what the chain sends
     /// about them until the load's answer is a replay of what the layer has already.
     restoring: Mutex<Vec<String>>,
+    /// How many of them: the chain's every notification looks at this, not the lock.
+    restorations: std::sync::atomic::AtomicUsize,
 }
 
 impl ChainLink {
@@ -125,6 +127,7 @@ impl ChainLink {
             initialized: Mutex::default(),
             notes: Mutex::default(),
             restoring: Mutex::default(),
+            restorations: std::sync::atomic::AtomicUsize::new(0),
         });
         let port = Port::new(
             queue,
@@ -339,15 +342,19 @@ impl ChainLink {
         } else if let Some(i) = restoring.iter().position(|r| r == own) {
             restoring.remove(i);
         }
+        self.restorations
+            .store(restoring.len(), std::sync::atomic::Ordering::Release);
     }
 
     /// Whether a message with `params` is about a session being restored.
     fn is_restoring(&self, params: Option<&RawJson>) -> bool {
+        if self.restorations.load(std::sync::atomic::Ordering::Acquire) == 0 {
+            return false;
+        }
         let restoring = lock(&self.restoring);
-        !restoring.is_empty()
-            && params
-                .and_then(|p| p.plain_str("sessionId"))
-                .is_some_and(|own| restoring.iter().any(|r| r == own))
+        params
+            .and_then(|p| p.plain_str("sessionId"))
+            .is_some_and(|own| restoring.iter().any(|r| r == own))
     }
 
     /// Tells the chain (its trace) what client `who` did with `session`: `event`, and for an
