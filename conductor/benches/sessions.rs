@@ -75,7 +75,13 @@ fn main() {
             std::env::temp_dir().join(format!("sacp-bench-sessions-{}", std::process::id()));
         std::fs::write(&token, TOKEN).unwrap();
         let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_conductor"))
-            .args(["agent", "--listen", "127.0.0.1:0", "--listen-token-file"])
+            .args([
+                "agent",
+                "--listen",
+                "127.0.0.1:0",
+                "--no-journal",
+                "--listen-token-file",
+            ])
             .arg(&token)
             .arg(dir.join("test-agent"))
             .stdout(std::process::Stdio::piped())

@@ -273,12 +273,23 @@ struct AgentArgs {
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size, requires = "network")]
     session_buffer: usize,
 
-    /// With --listen or --share: keep a journal of every session, in this SQLite file (created
-    /// if need be) or in the PostgreSQL database of a postgres:// URL, so that a conductor
-    /// started again on it (or another one sharing it) restores a session a client loads
-    /// with session/load.
+    /// With --listen or --share: the journal of every session — this SQLite file (created
+    /// 0600 if need be) or the PostgreSQL database of a postgres:// URL — from which a
+    /// conductor started again on it (or another one sharing it) restores a session a client
+    /// loads with session/load. Default: journal.db in sacp's state directory
+    /// ($XDG_STATE_HOME/sacp, else ~/.local/state/sacp; the local data directory where there is
+    /// no state directory).
     #[arg(long, value_name = "FILE|URL", requires = "network")]
     journal: Option<String>,
+
+    /// With --listen or --share: keep no journal (a session then ends with its conductor).
+    #[arg(long, conflicts_with_all = ["journal", "journal_retention"], requires = "network")]
+    no_journal: bool,
+
+    /// With --listen or --share: how long the journal keeps a session nothing happened in;
+    /// then it is deleted and can no longer be restored.
+    #[arg(long, value_name = "DURATION", requires = "network")]
+    journal_retention: Option<humantime::Duration>,
 
     /// With --listen or --share: the bytes all sessions keep together.
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, requires = "network")]
@@ -345,8 +356,16 @@ impl AgentArgs {
             if let Some(n) = self.max_connections {
                 listen = listen.max_connections(n);
             }
-            if let Some(path) = self.journal {
-                listen = listen.journal(path);
+            let journal = match (self.no_journal, self.journal) {
+                (true, _) => None,
+                (false, Some(spec)) => Some(spec),
+                (false, None) => default_journal(),
+            };
+            if let Some(spec) = journal {
+                listen = listen.journal(spec);
+            }
+            if let Some(retention) = self.journal_retention {
+                listen = listen.journal_retention(retention.into());
             }
             listen = listen.http_idle_timeout(self.http_idle_timeout.into());
             listen.sessions(
@@ -371,6 +390,27 @@ impl AgentArgs {
             notes: None,
         };
         Ok((chain, options, listen))
+    }
+}
+
+/// `journal.db` in sacp's state directory: `$XDG_STATE_HOME/sacp` (or `~/.local/state/sacp`),
+/// else, on systems without one, the local data directory's `sacp`. `None` (and no journal,
+/// said on stderr) where the user has no home.
+fn default_journal() -> Option<String> {
+    let dir = dirs::state_dir().or_else(dirs::data_local_dir);
+    match dir {
+        Some(dir) => Some(
+            dir.join("sacp")
+                .join("journal.db")
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        None => {
+            tracing::warn!(
+                "no state directory (no home?): no session journal; give one with --journal"
+            );
+            None
+        }
     }
 }
 

@@ -46,6 +46,7 @@ pub struct Listen {
     sessions: Limits,
     stdio_editor: bool,
     journal: Option<String>,
+    journal_retention: std::time::Duration,
 }
 
 impl Listen {
@@ -61,6 +62,7 @@ impl Listen {
             sessions: Limits::default(),
             stdio_editor: false,
             journal: None,
+            journal_retention: JOURNAL_RETENTION,
         }
     }
 
@@ -100,11 +102,20 @@ impl Listen {
         self
     }
 
-    /// Keeps a journal of every session — in the SQLite file at `spec` (created if need be),
-    /// or in the PostgreSQL database a `postgres://` URL names (the schema created by the
-    /// conductor) — so that a conductor started on it restores a session a client loads.
+    /// Keeps a journal of every session — in the SQLite file at `spec` (created `0600` if
+    /// need be), or in the PostgreSQL database a `postgres://` URL names (the schema created by
+    /// the conductor) — so that a conductor started on it restores a session a client loads.
+    /// Without it, no journal is kept (the `conductor` command keeps one by default, under
+    /// the user's state directory).
     pub fn journal(mut self, spec: impl Into<String>) -> Listen {
         self.journal = Some(spec.into());
+        self
+    }
+
+    /// How long the journal keeps a session nothing was written of (default 30 days): then it
+    /// is deleted, and can no longer be restored.
+    pub fn journal_retention(mut self, retention: std::time::Duration) -> Listen {
+        self.journal_retention = retention;
         self
     }
 
@@ -114,6 +125,9 @@ impl Listen {
         self
     }
 }
+
+/// How long a journal keeps a session nothing was written of, unless told otherwise.
+const JOURNAL_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 /// Serves `chain` as described until `SIGTERM` or `SIGINT`. Writes the endpoint's URL as the
 /// first line of stdout (and, with a token it made up, the token on stderr).
@@ -129,7 +143,7 @@ pub async fn serve(chain: Chain, options: Options, listen: Listen) -> Exit {
 
 async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), String> {
     let journal = match &listen.journal {
-        Some(spec) => Some(crate::journal::Journal::open(spec).await?),
+        Some(spec) => Some(crate::journal::Journal::open(spec, listen.journal_retention).await?),
         None => None,
     };
     let mut builder = Server::builder();

@@ -122,12 +122,8 @@ impl ListeningAgent {
         Self::serving(agent, &["--listen", "127.0.0.1:0", "--token", Self::TOKEN])
     }
 
-    /// `conductor agent --listen` serving `components` (the session layer in front of them).
-    fn conductor(conductor: &std::path::Path, components: &[String]) -> ListeningAgent {
-        Self::conductor_with(conductor, &[], components)
-    }
-
-    /// [`ListeningAgent::conductor`] with `extra` arguments (`--journal …`).
+    /// `conductor agent --listen` serving `components` (the session layer in front of them),
+    /// with `extra` arguments (`--journal …`).
     fn conductor_with(
         conductor: &std::path::Path,
         extra: &[String],
@@ -252,7 +248,14 @@ async fn run(scale: f64) {
                 }
                 let mut components = vec![proxy.to_string_lossy().into_owned(); n];
                 components.push(agent.to_string_lossy().into_owned());
-                let server = ListeningAgent::conductor(&listening, &components);
+                // This build keeps a journal by default: not in these rows (older builds have
+                // none, and know no --no-journal).
+                let extra = if label.is_empty() {
+                    vec!["--no-journal".to_owned()]
+                } else {
+                    Vec::new()
+                };
+                let server = ListeningAgent::conductor_with(&listening, &extra, &components);
                 let args = vec![
                     "agent".to_owned(),
                     "--header".to_owned(),

@@ -25,6 +25,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
+use sacp::jsonrpc::RawJson;
 use serde_json::Value;
 
 use crate::lock::lock;
@@ -46,14 +49,52 @@ pub(crate) enum Record {
         setup: String,
     },
     /// The session's entry number `seq`.
-    Entry {
-        id: Arc<str>,
-        seq: u64,
-        kind: Kind,
-        body: String,
-    },
-    /// The session was closed: it is not restored again.
+    Entry { id: Arc<str>, seq: u64, body: Body },
+    /// The session was closed: its entries are deleted, and it is not restored again.
     Closed { id: Arc<str> },
+}
+
+/// An entry as the session layer hands it over: the message's own bytes, shared, not
+/// copied — the writer thread, not the routing one, makes the journal's line of it.
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// A notification about the session (`session/update`, mostly).
+    Notification { method: Arc<str>, params: RawJson },
+    /// A client's prompt: its params.
+    Prompt(RawJson),
+    /// A turn's end: `{"result"}` or `{"error"}`.
+    TurnEnded(String),
+}
+
+impl Body {
+    fn kind(&self) -> Kind {
+        match self {
+            Body::Notification { .. } => Kind::Notification,
+            Body::Prompt(_) => Kind::Prompt,
+            Body::TurnEnded(_) => Kind::TurnEnded,
+        }
+    }
+
+    /// Appends the entry's JSON: `{method, params}` for a notification.
+    fn write_to(&self, out: &mut String) {
+        match self {
+            Body::Notification { method, params } => {
+                out.push_str("{\"method\":");
+                if method.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+                    out.push('"');
+                    out.push_str(method);
+                    out.push('"');
+                } else {
+                    out.push_str(&Value::String(method.to_string()).to_string());
+                }
+                out.push_str(",\"params\":");
+                out.push_str(params.as_str());
+                out.push('}');
+            }
+            Body::Prompt(params) => out.push_str(params.as_str()),
+            Body::TurnEnded(body) => out.push_str(body),
+        }
+    }
 }
 
 /// What an entry is.
@@ -63,7 +104,7 @@ pub(crate) enum Kind {
     Notification,
     /// A client's prompt: its params.
     Prompt,
-    /// A turn's end: `{"stopReason"}` or `{"error"}`.
+    /// A turn's end: `{"result"}` or `{"error"}`.
     TurnEnded,
 }
 
@@ -108,27 +149,29 @@ impl<'a> Chunks<'a> {
             match record {
                 Record::Began { id, own, setup } => out.began.push((id, own, setup)),
                 Record::Closed { id } => out.closed.push(id),
-                Record::Entry {
-                    id,
-                    seq,
-                    kind,
-                    body,
-                } => {
+                Record::Entry { id, seq, body } => {
                     let i = *at.entry(id).or_insert_with(|| {
                         out.chunks.push((id, *seq, *seq, String::new()));
                         out.chunks.len() - 1
                     });
                     let chunk = &mut out.chunks[i];
                     chunk.2 = *seq;
-                    chunk.3.push_str(kind.name());
+                    chunk.3.push_str(body.kind().name());
                     chunk.3.push(' ');
-                    chunk.3.push_str(body);
+                    body.write_to(&mut chunk.3);
                     chunk.3.push('\n');
                 }
             }
         }
         out
     }
+}
+
+/// Now, in seconds since the Unix epoch: when a row was written, for the retention.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// The entries of a chunk's lines, appended to `entries`.
@@ -171,6 +214,10 @@ struct Inner {
     lost: Mutex<HashMap<String, u64>>,
     /// Records lost in all.
     lost_total: AtomicU64,
+    /// The store's last write was found torn when it was opened (SQLite: a partial frame at
+    /// the end of its write-ahead log, from a writer killed mid-write or a copy taken
+    /// mid-write): what it held is gone, and the sessions restored from it may end early.
+    torn: bool,
 }
 
 /// Where a journal is.
@@ -184,33 +231,33 @@ enum Place {
 trait Writes: Send + 'static {
     /// Writes `batch`, and adds `lost` to the sessions' counts of lost records.
     fn write(&mut self, batch: &[Record], lost: &HashMap<String, u64>) -> Result<(), String>;
+
+    /// Deletes the sessions nothing was written of since `before` (seconds since the Unix
+    /// epoch); how many.
+    fn sweep(&mut self, before: i64) -> Result<u64, String>;
 }
 
 impl Journal {
     /// Opens (and creates, or migrates) the journal `spec` — a `postgres://` (or
-    /// `postgresql://`) URL, else a SQLite file's path — and starts its writer.
-    pub(crate) async fn open(spec: &str) -> Result<Journal, String> {
+    /// `postgresql://`) URL, else a SQLite file's path — and starts its writer, which deletes
+    /// the sessions nothing was written of for `retention`.
+    pub(crate) async fn open(spec: &str, retention: Duration) -> Result<Journal, String> {
         let owned = spec.to_owned();
         // The stores' clients block (the PostgreSQL one runs a runtime of its own).
-        tokio::task::spawn_blocking(move || Journal::open_now(&owned))
+        tokio::task::spawn_blocking(move || Journal::open_now(&owned, retention))
             .await
             .map_err(|e| format!("cannot open the journal: {e}"))?
     }
 
-    fn open_now(spec: &str) -> Result<Journal, String> {
-        let (place, writer): (Place, Box<dyn Writes>) =
+    fn open_now(spec: &str, retention: Duration) -> Result<Journal, String> {
+        let (place, writer, torn): (Place, Box<dyn Writes>, bool) =
             if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
                 let writer = pg::Writer::open(spec)?;
-                (Place::Postgres(spec.to_owned()), Box::new(writer))
+                (Place::Postgres(spec.to_owned()), Box::new(writer), false)
             } else {
                 let path = Path::new(spec);
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                }
-                let writer = sqlite::Writer::open(path)
-                    .map_err(|e| format!("cannot open the journal {}: {e}", path.display()))?;
-                (Place::Sqlite(path.to_owned()), Box::new(writer))
+                let (writer, torn) = sqlite::Writer::open(path)?;
+                (Place::Sqlite(path.to_owned()), Box::new(writer), torn)
             };
         let (to_writer, records) = std::sync::mpsc::sync_channel(QUEUE);
         let inner = Arc::new(Inner {
@@ -218,11 +265,12 @@ impl Journal {
             to_writer,
             lost: Mutex::default(),
             lost_total: AtomicU64::new(0),
+            torn,
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("sacp-journal".into())
-            .spawn(move || write_all(writer, records, weak))
+            .spawn(move || write_all(writer, records, weak, retention))
             .map_err(|e| format!("cannot start the journal's writer: {e}"))?;
         Ok(Journal(inner))
     }
@@ -238,6 +286,11 @@ impl Journal {
         }
     }
 
+    /// Whether the store's last write was found torn when it was opened.
+    pub(crate) fn torn(&self) -> bool {
+        self.0.torn
+    }
+
     /// The session `id` as the journal has it, if it does.
     pub(crate) async fn kept(&self, id: &str) -> Result<Option<Kept>, String> {
         let (place, id) = (self.0.place.clone(), id.to_owned());
@@ -250,14 +303,44 @@ impl Journal {
     }
 }
 
-/// The writer thread: what comes, in batches, until every sender is gone.
+/// How often the writer looks for sessions past their retention: a quarter of it, between a
+/// second and an hour.
+fn sweep_every(retention: Duration) -> Duration {
+    (retention / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600))
+}
+
+/// The writer thread: what comes, in batches, until every sender is gone; and the retention's
+/// sweep, at once and then every [`sweep_every`].
 fn write_all(
     mut writer: Box<dyn Writes>,
     records: std::sync::mpsc::Receiver<Record>,
     inner: std::sync::Weak<Inner>,
+    retention: Duration,
 ) {
     const BATCH: usize = 4096;
-    while let Ok(first) = records.recv() {
+    let mut next_sweep = std::time::Instant::now();
+    loop {
+        let now = std::time::Instant::now();
+        if now >= next_sweep {
+            let before = self::now().saturating_sub(retention.as_secs() as i64);
+            match writer.sweep(before) {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    sessions = n,
+                    "the journal deleted {n} session(s) past its retention ({})",
+                    humantime::format_duration(retention)
+                ),
+                Err(e) => {
+                    tracing::warn!("the journal could not delete what is past its retention: {e}")
+                }
+            }
+            next_sweep = now + sweep_every(retention);
+        }
+        let first = match records.recv_timeout(next_sweep.saturating_duration_since(now)) {
+            Ok(first) => first,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        };
         // What comes within GATHER of the first record goes in the same transaction, taken
         // all at once: the writer sleeps rather than being woken for every record (a thread
         // woken per update costs the routing threads more than the writing does).
@@ -312,24 +395,17 @@ impl Inner {
     }
 }
 
-/// `{method, params}` of an entry of kind [`Kind::Notification`].
-pub(crate) fn notification_body(method: &str, params: &sacp::jsonrpc::RawJson) -> String {
-    format!(
-        "{{\"method\":{},\"params\":{}}}",
-        Value::String(method.to_owned()),
-        params.as_str()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn what_is_recorded_is_read_back_in_order_and_a_closed_session_says_so() {
+    async fn what_is_recorded_is_read_back_in_order_and_a_closed_session_keeps_only_that() {
         let dir = std::env::temp_dir().join(format!("sacp-journal-unit-{}", std::process::id()));
         let path = dir.join("journal.db");
-        let journal = Journal::open(path.to_str().unwrap()).await.unwrap();
+        let journal = Journal::open(path.to_str().unwrap(), Duration::from_secs(3600))
+            .await
+            .unwrap();
         journal.record(Record::Began {
             id: Arc::from("s@0123456789ab"),
             own: "s".into(),
@@ -339,8 +415,10 @@ mod tests {
             journal.record(Record::Entry {
                 id: Arc::from("s@0123456789ab"),
                 seq,
-                kind: Kind::Notification,
-                body: format!(r#"{{"method":"session/update","params":{{"n":{seq}}}}}"#),
+                body: Body::Notification {
+                    method: Arc::from("session/update"),
+                    params: RawJson::to_raw(&serde_json::json!({ "n": seq })).unwrap(),
+                },
             });
         }
         let kept = loop {
@@ -362,18 +440,15 @@ mod tests {
         journal.record(Record::Closed {
             id: Arc::from("s@0123456789ab"),
         });
-        loop {
-            if journal
-                .kept("s@0123456789ab")
-                .await
-                .unwrap()
-                .unwrap()
-                .closed
-            {
-                break;
+        let closed = loop {
+            let kept = journal.kept("s@0123456789ab").await.unwrap().unwrap();
+            if kept.closed {
+                break kept;
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        };
+        assert!(closed.entries.is_empty(), "a closed session's entries go");
+        assert_eq!(closed.setup, serde_json::json!({}));
         assert!(journal.kept("nobody").await.unwrap().is_none());
         let _ = std::fs::remove_dir_all(&dir);
     }

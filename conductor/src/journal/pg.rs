@@ -1,16 +1,16 @@
 //! The journal's PostgreSQL store, for conductors that share their sessions: the same three
 //! tables as SQLite's (`sacp_sessions`, `sacp_chunks`, `sacp_meta`), created and migrated by
-//! the conductor. No TLS: a database on the conductors' own network, or a local socket.
+//! the conductor. Every conductor sharing it sweeps what is past its own retention. No TLS: a database on the conductors' own network, or a local socket.
 
 use std::collections::HashMap;
 
 use postgres::{Client, NoTls};
 use serde_json::Value;
 
-use super::{Kept, Record};
+use super::{Kept, Record, now};
 
 /// The schema this conductor writes.
-const VERSION: i32 = 2;
+const VERSION: i32 = 3;
 
 /// The writer's connection, made again after it broke.
 pub(super) struct Writer {
@@ -48,6 +48,32 @@ impl super::Writes for Writer {
         }
         result.map_err(|e| describe(&e))
     }
+
+    fn sweep(&mut self, before: i64) -> Result<u64, String> {
+        let client = self.client()?;
+        let sweep = |client: &mut Client| -> Result<u64, postgres::Error> {
+            let mut tx = client.transaction()?;
+            let gone = tx.execute(
+                "DELETE FROM sacp_sessions s WHERE s.at < $1 AND NOT EXISTS
+                     (SELECT 1 FROM sacp_chunks c WHERE c.session = s.id AND c.at >= $1)",
+                &[&before],
+            )?;
+            if gone > 0 {
+                tx.execute(
+                    "DELETE FROM sacp_chunks c WHERE NOT EXISTS
+                         (SELECT 1 FROM sacp_sessions s WHERE s.id = c.session)",
+                    &[],
+                )?;
+            }
+            tx.commit()?;
+            Ok(gone)
+        };
+        let result = sweep(client);
+        if result.is_err() {
+            self.client = None;
+        }
+        result.map_err(|e| describe(&e))
+    }
 }
 
 /// An error with what the server said, when it said something.
@@ -64,25 +90,30 @@ fn write_batch(
     batch: &[Record],
     lost: &HashMap<String, u64>,
 ) -> Result<(), postgres::Error> {
+    let at = now();
     let mut tx = client.transaction()?;
     let batch = super::Chunks::of(batch);
     let began = tx.prepare(
-        "INSERT INTO sacp_sessions (id, own, setup, closed, lost) VALUES ($1, $2, $3, false, 0)
-         ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup",
+        "INSERT INTO sacp_sessions (id, own, setup, closed, lost, at) VALUES ($1, $2, $3, false, 0, $4)
+         ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup, at = excluded.at",
     )?;
     for (id, own, setup) in &batch.began {
-        tx.execute(&began, &[id, own, setup])?;
+        tx.execute(&began, &[id, own, setup, &at])?;
     }
     let chunk = tx.prepare(
-        "INSERT INTO sacp_chunks (session, first, last, lines) VALUES ($1, $2, $3, $4)
+        "INSERT INTO sacp_chunks (session, first, last, lines, at) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT DO NOTHING",
     )?;
     for (id, first, last, lines) in &batch.chunks {
-        tx.execute(&chunk, &[id, &(*first as i64), &(*last as i64), lines])?;
+        tx.execute(&chunk, &[id, &(*first as i64), &(*last as i64), lines, &at])?;
     }
-    let closed = tx.prepare("UPDATE sacp_sessions SET closed = true WHERE id = $1")?;
+    // A closed session's conversation goes; what is left says only that it was closed.
+    let closed =
+        tx.prepare("UPDATE sacp_sessions SET closed = true, setup = '{}', at = $2 WHERE id = $1")?;
+    let entries = tx.prepare("DELETE FROM sacp_chunks WHERE session = $1")?;
     for id in &batch.closed {
-        tx.execute(&closed, &[id])?;
+        tx.execute(&closed, &[id, &at])?;
+        tx.execute(&entries, &[id])?;
     }
     let losses = tx.prepare("UPDATE sacp_sessions SET lost = lost + $2 WHERE id = $1")?;
     for (id, n) in lost {
@@ -126,13 +157,15 @@ fn migrate(client: &mut Client) -> Result<Result<(), String>, postgres::Error> {
              own TEXT NOT NULL,
              setup TEXT NOT NULL,
              closed BOOLEAN NOT NULL,
-             lost BIGINT NOT NULL
+             lost BIGINT NOT NULL,
+             at BIGINT NOT NULL
          );
          CREATE TABLE IF NOT EXISTS sacp_chunks (
              session TEXT NOT NULL,
              first BIGINT NOT NULL,
              last BIGINT NOT NULL,
              lines TEXT NOT NULL,
+             at BIGINT NOT NULL,
              PRIMARY KEY (session, first)
          );",
     )?;
@@ -147,6 +180,15 @@ fn migrate(client: &mut Client) -> Result<Result<(), String>, postgres::Error> {
             )?;
         }
         Some(VERSION) => {}
+        // Version 2 had no times: what it holds counts as written now.
+        Some(2) => {
+            let at = now();
+            tx.batch_execute(&format!(
+                "ALTER TABLE sacp_sessions ADD COLUMN at BIGINT NOT NULL DEFAULT {at};
+                 ALTER TABLE sacp_chunks ADD COLUMN at BIGINT NOT NULL DEFAULT {at};
+                 UPDATE sacp_meta SET value = {VERSION} WHERE key = 'version';"
+            ))?;
+        }
         Some(other) => {
             return Ok(Err(format!(
                 "the journal's schema is version {other}; this conductor knows {VERSION}"

@@ -1,16 +1,20 @@
 //! The journal's SQLite store: one file, WAL mode, three tables — `sessions` (how each began,
-//! whether it was closed, how many of its records were lost), `chunks` (each session's
-//! entries, a batch's in one row: their lines, the first's number and the last's) and `meta` (the schema's version, which the conductor migrates).
+//! whether it was closed, how many of its records were lost, when it was last written),
+//! `chunks` (each session's entries, a batch's in one row: their lines, the first's number and
+//! the last's, when it was written) and `meta` (the schema's version, which the conductor
+//! migrates). The file, its write-ahead log and its shared-memory index are the user's alone
+//! (`0600`, SQLite gives the other two the database's mode), in a directory made `0700`.
 
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{Kept, Record};
+use super::{Kept, Record, now};
 
 /// The schema this conductor writes.
-const VERSION: i64 = 2;
+const VERSION: i64 = 3;
 
 /// The writer's connection.
 pub(super) struct Writer {
@@ -25,16 +29,82 @@ impl super::Writes for Writer {
     ) -> Result<(), String> {
         self.write_batch(batch, lost).map_err(|e| e.to_string())
     }
+
+    fn sweep(&mut self, before: i64) -> Result<u64, String> {
+        let mut sweep = || -> rusqlite::Result<u64> {
+            let tx = self.conn.transaction()?;
+            let gone = tx.execute(
+                "DELETE FROM sessions WHERE at < ?1 AND NOT EXISTS
+                     (SELECT 1 FROM chunks WHERE chunks.session = sessions.id AND chunks.at >= ?1)",
+                params![before],
+            )?;
+            if gone > 0 {
+                tx.execute(
+                    "DELETE FROM chunks WHERE session NOT IN (SELECT id FROM sessions)",
+                    [],
+                )?;
+            }
+            tx.commit()?;
+            Ok(gone as u64)
+        };
+        sweep().map_err(|e| e.to_string())
+    }
 }
 
 impl Writer {
-    pub(super) fn open(path: &Path) -> rusqlite::Result<Writer> {
-        let conn = Connection::open(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        migrate(&conn)?;
-        Ok(Writer { conn })
+    /// Opens (creating it `0600`, in a `0700` directory, if need be) and migrates the journal
+    /// at `path`; and whether its last write was found torn (see [`torn_tail`]).
+    pub(super) fn open(path: &Path) -> Result<(Writer, bool), String> {
+        let mode =
+            |e: std::io::Error, what: &Path| format!("cannot create {}: {e}", what.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.exists()
+        {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| mode(e, dir))?;
+        }
+        // Made (or kept) the user's alone before SQLite opens it: SQLite creates the log and
+        // the index with the database's mode.
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| mode(e, path))?;
+        let private = std::fs::Permissions::from_mode(0o600);
+        if file
+            .metadata()
+            .map_err(|e| mode(e, path))?
+            .permissions()
+            .mode()
+            & 0o077
+            != 0
+        {
+            file.set_permissions(private).map_err(|e| mode(e, path))?;
+        }
+        drop(file);
+        let torn = torn_tail(path);
+        if let Some(bytes) = torn {
+            tracing::warn!(
+                journal = %path.display(),
+                bytes,
+                "the journal's last write was torn (a writer killed mid-write, or a copy taken mid-write): it is left out, and the sessions it held restore up to their last whole write"
+            );
+        }
+        let open = || -> rusqlite::Result<Writer> {
+            let conn = Connection::open(path)?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            migrate(&conn)?;
+            Ok(Writer { conn })
+        };
+        let writer =
+            open().map_err(|e| format!("cannot open the journal {}: {e}", path.display()))?;
+        Ok((writer, torn.is_some()))
     }
 
     fn write_batch(
@@ -42,25 +112,31 @@ impl Writer {
         batch: &[Record],
         lost: &std::collections::HashMap<String, u64>,
     ) -> rusqlite::Result<()> {
+        let at = now();
         let tx = self.conn.transaction()?;
         {
             let batch = super::Chunks::of(batch);
             let mut began = tx.prepare_cached(
-                "INSERT INTO sessions (id, own, setup, closed, lost) VALUES (?1, ?2, ?3, 0, 0)
-                 ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup",
+                "INSERT INTO sessions (id, own, setup, closed, lost, at) VALUES (?1, ?2, ?3, 0, 0, ?4)
+                 ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup, at = excluded.at",
             )?;
             for (id, own, setup) in &batch.began {
-                began.execute(params![id, own, setup])?;
+                began.execute(params![id, own, setup, at])?;
             }
             let mut chunk = tx.prepare_cached(
-                "INSERT OR IGNORE INTO chunks (session, first, last, lines) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT OR IGNORE INTO chunks (session, first, last, lines, at) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             for (id, first, last, lines) in &batch.chunks {
-                chunk.execute(params![id, *first as i64, *last as i64, lines])?;
+                chunk.execute(params![id, *first as i64, *last as i64, lines, at])?;
             }
-            let mut closed = tx.prepare_cached("UPDATE sessions SET closed = 1 WHERE id = ?1")?;
+            // A closed session's conversation goes; what is left says only that it was closed.
+            let mut closed = tx.prepare_cached(
+                "UPDATE sessions SET closed = 1, setup = '{}', at = ?2 WHERE id = ?1",
+            )?;
+            let mut entries = tx.prepare_cached("DELETE FROM chunks WHERE session = ?1")?;
             for id in &batch.closed {
-                closed.execute(params![id])?;
+                closed.execute(params![id, at])?;
+                entries.execute(params![id])?;
             }
             let mut losses =
                 tx.prepare_cached("UPDATE sessions SET lost = lost + ?2 WHERE id = ?1")?;
@@ -72,7 +148,36 @@ impl Writer {
     }
 }
 
-/// Creates the tables, or checks that the file is of a schema this conductor knows.
+/// The bytes of a partial frame at the end of `path`'s write-ahead log, if there is one: the
+/// log is a 32-byte header and whole frames (a page and a 24-byte header each), so a length
+/// that is not is a write cut short. SQLite leaves such a frame out (and with it the
+/// transaction it ended) without a word; this says it.
+fn torn_tail(path: &Path) -> Option<u64> {
+    use std::io::Read;
+    let mut name = path.file_name()?.to_os_string();
+    name.push("-wal");
+    let wal = path.with_file_name(name);
+    let mut file = std::fs::File::open(wal).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut header = [0u8; 32];
+    if len == 0 {
+        return None;
+    }
+    if file.read_exact(&mut header).is_err() {
+        return Some(len);
+    }
+    let magic = u32::from_be_bytes(header[0..4].try_into().ok()?);
+    if magic & !1 != 0x377f_0682 {
+        return None;
+    }
+    let page = u64::from(u32::from_be_bytes(header[8..12].try_into().ok()?));
+    let frame = page + 24;
+    let rest = (len - 32) % frame;
+    (rest != 0).then_some(rest)
+}
+
+/// Creates the tables, or checks that the file is of a schema this conductor knows and
+/// migrates an older one.
 fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -81,13 +186,15 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
              own TEXT NOT NULL,
              setup TEXT NOT NULL,
              closed INTEGER NOT NULL,
-             lost INTEGER NOT NULL
+             lost INTEGER NOT NULL,
+             at INTEGER NOT NULL
          );
          CREATE TABLE IF NOT EXISTS chunks (
              session TEXT NOT NULL,
              first INTEGER NOT NULL,
              last INTEGER NOT NULL,
              lines TEXT NOT NULL,
+             at INTEGER NOT NULL,
              PRIMARY KEY (session, first)
          ) WITHOUT ROWID;",
     )?;
@@ -104,6 +211,17 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             )?;
         }
         Some(VERSION) => {}
+        // Version 2 had no times: what it holds counts as written now.
+        Some(2) => {
+            let at = now();
+            conn.execute_batch(&format!(
+                "BEGIN;
+                 ALTER TABLE sessions ADD COLUMN at INTEGER NOT NULL DEFAULT {at};
+                 ALTER TABLE chunks ADD COLUMN at INTEGER NOT NULL DEFAULT {at};
+                 UPDATE meta SET value = {VERSION} WHERE key = 'version';
+                 COMMIT;"
+            ))?;
+        }
         Some(other) => {
             return Err(rusqlite::Error::InvalidParameterName(format!(
                 "the journal's schema is version {other}; this conductor knows {VERSION}"

@@ -228,6 +228,14 @@ impl Layer {
                 self.detach_request(client, params, responder);
                 Ok(())
             }
+            "session/delete"
+                if let Some(id) = session_of(params.as_ref())
+                    && self.session(&id).is_none()
+                    && split_id(&id).is_some_and(|(_, tag)| self.chain(tag).is_none()) =>
+            {
+                self.forget(id, responder);
+                Ok(())
+            }
             _ => match session_of(params.as_ref()) {
                 Some(id) => {
                     self.to_session(client, method, params, &id, responder)
@@ -429,8 +437,9 @@ impl Layer {
         let (link, own) = match split_id(&id) {
             Some((own, tag)) => match self.chain(tag) {
                 Some(link) => (link, own.to_owned()),
-                None if self.shared.journal.is_some() && self.why_ended(&id).is_none() => {
-                    // Perhaps a session of this conductor before it restarted.
+                None if self.shared.journal.is_some() && self.why_ended(&id) != Some(CLOSED) => {
+                    // Perhaps a session of this conductor before it restarted (or one whose
+                    // chain ended here, or that no client took back in time).
                     self.restore_or_refuse(client, id, replay, responder);
                     return Ok(());
                 }
@@ -451,6 +460,7 @@ impl Layer {
         if session.attach(att.clone(), From::Oldest, None) {
             self.attached(client, &session, &att, Some(&link));
         }
+        let asked = params.clone();
         let waiting = match link.request(method, params).await {
             Ok(waiting) => waiting,
             Err(e) => {
@@ -462,6 +472,8 @@ impl Layer {
         tokio::spawn(async move {
             match answer_of(waiting).await {
                 Ok(answer) => {
+                    // A session the layer did not begin is journaled from here on as well.
+                    session.began(&own, &super::restore::setup_of(asked.as_ref(), &answer));
                     let mut setup = answer.parse::<Map<String, Value>>().unwrap_or_default();
                     setup.insert("sessionId".into(), Value::String(own));
                     if let Ok(setup) = RawJson::to_raw(&setup) {
@@ -576,7 +588,7 @@ impl Layer {
                     session.turn_ended(Some(asker), Err(e));
                 }
             }
-            "session/close" => {
+            "session/close" | "session/delete" => {
                 if session.turns_in_flight() {
                     let cancel = serde_json::json!({"sessionId": session.own});
                     let _ = link
@@ -611,9 +623,22 @@ impl Layer {
                 let (layer, client) = (self.clone(), client.clone());
                 tokio::spawn(async move {
                     let result = answer_of(waiting).await.and_then(|answer| {
-                        layer
-                            .chain_to_editor_for(&link, Some(answer), Some(&client))
-                            .map(|(_, answer)| answer.unwrap_or_else(RawJson::null))
+                        let (born, renamed) = layer.chain_to_editor_for(
+                            &link,
+                            Some(answer.clone()),
+                            Some(&client),
+                        )?;
+                        // A session the answer brought (a fork): begun here, and journaled.
+                        if let Some(born) =
+                            born.filter(|b| b.id != session.id && b.setup().is_none())
+                        {
+                            born.set_setup(&answer);
+                            born.began(
+                                &born.own,
+                                &super::restore::setup_of(params.1.as_ref(), &answer),
+                            );
+                        }
+                        Ok(renamed.unwrap_or_else(RawJson::null))
                     });
                     session.answer(att.id, responder, result);
                 });

@@ -533,17 +533,20 @@ impl Layer {
     /// The error for a session that is not held here: `-32002` naming it, and saying why
     /// when it ended here lately.
     fn not_here(&self, id: &str) -> Error {
-        match self.why_ended(id) {
-            Some(why) => Error::new(
-                NOT_HERE,
-                format!("the session {id} has ended in this conductor: {why}"),
-            )
+        ended_error(id, self.why_ended(id))
+    }
+}
+
+/// The error for a session that is not held here: `-32002` naming it, and saying why when it
+/// is known to have ended.
+fn ended_error(id: &str, why: Option<&'static str>) -> Error {
+    match why {
+        Some(why) => Error::new(NOT_HERE, format!("the session {id} has ended: {why}"))
             .with_data(serde_json::json!({"sessionId": id, "ended": why})),
-            None => Error::new(
-                NOT_HERE,
-                format!("the session {id} is not held by this conductor"),
-            )
-            .with_data(serde_json::json!({"sessionId": id})),
-        }
+        None => Error::new(
+            NOT_HERE,
+            format!("the session {id} is not held by this conductor"),
+        )
+        .with_data(serde_json::json!({"sessionId": id})),
     }
 }

@@ -14,10 +14,12 @@ use std::sync::Arc;
 use sacp::jsonrpc::{Error, RawJson, Responder};
 use serde_json::{Map, Value, json};
 
-use super::Layer;
 use super::chain::answer_of;
 use super::client::Client;
 use super::session::{From, Session, history_of};
+use super::{CLOSED, Layer};
+use crate::journal::Record;
+use crate::lock::lock;
 
 /// What a chain's agent offers to take a session back.
 #[derive(Debug, Default)]
@@ -77,6 +79,30 @@ impl Layer {
         });
     }
 
+    /// `session/delete` of a session no chain here holds: what the journal kept of it is
+    /// deleted (its agent's own copy, if any, is the agent's), or the answer says it is not
+    /// here.
+    pub(super) fn forget(self: &Arc<Self>, id: String, responder: Responder) {
+        let layer = self.clone();
+        tokio::spawn(async move {
+            let Some(journal) = layer.shared.journal.clone() else {
+                return responder.answer_error(layer.not_here(&id));
+            };
+            match journal.kept(&id).await {
+                Ok(Some(kept)) if !kept.closed && layer.why_ended(&id) != Some(CLOSED) => {
+                    journal.record(Record::Closed {
+                        id: Arc::from(id.as_str()),
+                    });
+                    lock(&layer.ended).insert(&id, CLOSED);
+                    tracing::info!(session = id, "deleted from the journal");
+                    responder.answer_raw(RawJson::to_raw(&json!({})));
+                }
+                Ok(_) => responder.answer_error(layer.not_here(&id)),
+                Err(e) => responder.answer_error(Error::internal_error(e)),
+            }
+        });
+    }
+
     async fn restore(
         self: &Arc<Self>,
         client: &Arc<Client>,
@@ -88,9 +114,12 @@ impl Layer {
             .clone()
             .ok_or_else(|| self.not_here(id))?;
         let kept = journal.kept(id).await.map_err(Error::internal_error)?;
-        let Some(kept) = kept.filter(|k| !k.closed) else {
+        let Some(kept) = kept else {
             return Err(self.not_here(id));
         };
+        if kept.closed {
+            return Err(super::ended_error(id, Some(CLOSED)));
+        }
         // Restored meanwhile, for another client.
         if let Some(session) = self.session(id) {
             return Ok(session);
@@ -178,13 +207,17 @@ impl Layer {
             began["answer"] = Value::Object(setup);
             session.began(&own, &began);
         }
-        if kept.lost > 0 {
+        if kept.lost > 0 || journal.torn() {
             tracing::warn!(
                 session = id,
                 lost = kept.lost,
-                "the journal lost records of this session: its history is incomplete"
+                torn = journal.torn(),
+                "the journal lost records of this session (or its last write was torn): its history may be incomplete"
             );
-            let notice = json!({"sessionId": id, "lost": kept.lost});
+            let mut notice = json!({"sessionId": id, "lost": kept.lost});
+            if journal.torn() {
+                notice["torn"] = Value::Bool(true);
+            }
             session
                 .append(
                     std::sync::Arc::from(HISTORY_INCOMPLETE),
@@ -197,5 +230,7 @@ impl Layer {
     }
 }
 
-/// The layer's notice, in a restored session's record, that the journal lost records of it.
+/// The layer's notice, in a restored session's record, that the journal lost records of it
+/// (`lost`: how many), or that the journal's last write was found torn when it was opened
+/// (`torn: true`: the session may end before its last turns).
 pub(crate) const HISTORY_INCOMPLETE: &str = "_sacp/history_incomplete";

@@ -32,7 +32,9 @@ fn uuid_like() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// `conductor agent --listen 127.0.0.1:0 --listen-token-file … EXTRA… COMPONENTS…`.
+/// `conductor agent --listen 127.0.0.1:0 --listen-token-file … EXTRA… COMPONENTS…`, with
+/// `--no-journal` unless EXTRA gives a `--journal`: a test never writes the journal in the
+/// user's state directory, and a session layer's own behaviour is tested without one.
 pub(crate) async fn conductor_listening(extra: &[&str], components: &[String]) -> Listening {
     let token = token_file();
     let mut args = vec![
@@ -42,6 +44,9 @@ pub(crate) async fn conductor_listening(extra: &[&str], components: &[String]) -
         "--listen-token-file",
         token.to_str().unwrap(),
     ];
+    if !extra.contains(&"--journal") {
+        args.push("--no-journal");
+    }
     args.extend(extra);
     args.extend(components.iter().map(String::as_str));
     Listening::start(conductor(), &args).await

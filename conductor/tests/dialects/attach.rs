@@ -231,7 +231,13 @@ async fn sharing_with(extra: &[&str], components: &[String]) -> (Child, Raw, Str
     let token = std::env::temp_dir().join(format!("sacp-share-token-{}", std::process::id()));
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     let mut child = Command::new(conductor())
-        .args(["agent", "--share", "127.0.0.1:0", "--listen-token-file"])
+        .args([
+            "agent",
+            "--share",
+            "127.0.0.1:0",
+            "--no-journal",
+            "--listen-token-file",
+        ])
         .arg(&token)
         .args(extra)
         .args(components)

@@ -19,6 +19,7 @@ mod attach;
 mod between_turns;
 mod chain;
 mod foreign_conductor;
+mod journal;
 mod peers;
 mod remote;
 mod restart;

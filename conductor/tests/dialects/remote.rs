@@ -27,10 +27,20 @@ pub(crate) struct Listening {
 
 impl Listening {
     pub(crate) async fn start(command: &str, args: &[&str]) -> Listening {
+        Listening::start_in(command, args, &[]).await
+    }
+
+    /// [`Listening::start`] with `env` besides.
+    pub(crate) async fn start_in(
+        command: &str,
+        args: &[&str],
+        env: &[(&str, &std::path::Path)],
+    ) -> Listening {
         let mut words = command.split_whitespace();
         let mut child = Command::new(words.next().unwrap())
             .args(words)
             .args(args)
+            .envs(env.iter().copied())
             .env("ACP_TOKEN", TOKEN)
             .stdout(Stdio::piped())
             .kill_on_drop(true)

@@ -15,7 +15,7 @@ use crate::common::*;
 use crate::remote::{Listening, remote};
 
 /// The test agents among `conductor`'s processes.
-fn agents_of(conductor: &Listening) -> Vec<u32> {
+pub(crate) fn agents_of(conductor: &Listening) -> Vec<u32> {
     processes::process_tree(conductor.child.id().unwrap())
         .into_iter()
         .filter(|(_, name)| name.starts_with("test-agent"))
@@ -23,14 +23,14 @@ fn agents_of(conductor: &Listening) -> Vec<u32> {
         .collect()
 }
 
-async fn editor(url: &str) -> Raw {
+pub(crate) async fn editor(url: &str) -> Raw {
     let mut editor = Raw::new("editor", remote(url).await);
     let init = json!({"protocolVersion": 1, "clientCapabilities": {}});
     editor.request("initialize", init).await.unwrap();
     editor
 }
 
-async fn prompt(editor: &mut Raw, session: &str, text: &str) -> Value {
+pub(crate) async fn prompt(editor: &mut Raw, session: &str, text: &str) -> Value {
     let params = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
     editor.request("session/prompt", params).await.unwrap()
 }

@@ -626,6 +626,7 @@ async fn the_editors_lane_lists_a_sessions_clients_and_rows_say_who_attached() {
         file.to_string_lossy().into_owned(),
         "--share".to_owned(),
         "127.0.0.1:0".to_owned(),
+        "--no-journal".to_owned(),
         "--listen-token-file".to_owned(),
         token.to_string_lossy().into_owned(),
         agent(),

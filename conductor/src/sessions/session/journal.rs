@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::super::chain::update_method;
 use super::{Entry, Session};
-use crate::journal::{Kept, Kind, Record, notification_body};
+use crate::journal::{Body, Kept, Kind, Record};
 use crate::lock::lock;
 
 /// What a restored session's interrupted turn says, as the agent's last words in it.
@@ -22,18 +22,20 @@ impl Session {
         let Some(journal) = &self.shared.journal else {
             return;
         };
-        let (kind, body) = match entry {
-            Entry::Notification { method, params, .. } => {
-                (Kind::Notification, notification_body(method, params))
-            }
-            Entry::Prompt { params, .. } => (Kind::Prompt, params.as_str().to_owned()),
-            Entry::TurnEnded { result, .. } => (Kind::TurnEnded, turn_end_body(result)),
+        // The message's bytes are shared with the record, not copied: the writer thread
+        // makes the journal's line.
+        let body = match entry {
+            Entry::Notification { method, params, .. } => Body::Notification {
+                method: method.clone(),
+                params: params.clone(),
+            },
+            Entry::Prompt { params, .. } => Body::Prompt(params.clone()),
+            Entry::TurnEnded { result, .. } => Body::TurnEnded(turn_end_body(result)),
             Entry::Ask(_) => return,
         };
         journal.record(Record::Entry {
             id: self.key.clone(),
             seq: self.journaled.fetch_add(1, Ordering::Relaxed),
-            kind,
             body,
         });
     }
@@ -49,7 +51,8 @@ impl Session {
         }
     }
 
-    /// The session was closed: the journal does not restore it.
+    /// The session was closed (or deleted): the journal deletes what it kept of it, and does
+    /// not restore it.
     pub(in crate::sessions) fn journal_closed(&self) {
         if let Some(journal) = &self.shared.journal {
             journal.record(Record::Closed {

@@ -1,0 +1,433 @@
+//! The session journal's own ways (`conductor agent --listen`): where it is by default and
+//! whose it is, what `session/close` and the retention delete, a session that no client took
+//! back in time restored from it, and a journal whose last write was torn.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sacp::jsonrpc::Message;
+use serde_json::json;
+
+use crate::across_machines::running;
+use crate::attach::{Raw, params_of, said};
+use crate::common::*;
+use crate::remote::{Listening, TOKEN};
+use crate::restart::{editor, prompt};
+
+/// A fresh directory for one test.
+fn fresh(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sacp-journal-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `conductor agent --listen … ARGS… AGENT` whose user's state directory is `state`.
+async fn conductor_in(state: &Path, args: &[&str]) -> Listening {
+    let token = state.with_extension("token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let mut all = vec![
+        "agent",
+        "--listen",
+        "127.0.0.1:0",
+        "--listen-token-file",
+        token.to_str().unwrap(),
+    ];
+    all.extend(args);
+    let agent = agent();
+    all.push(&agent);
+    Listening::start_in(conductor(), &all, &[("XDG_STATE_HOME", state)]).await
+}
+
+async fn new_session(ed: &mut Raw) -> String {
+    let new = json!({"cwd": "/tmp", "mcpServers": []});
+    ed.request("session/new", new).await.unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// What the journal at `db` has of `session`: its chunks' rows, and (closed, setup) of its
+/// own row.
+fn rows(db: &Path, session: &str) -> (i64, Option<(bool, String)>) {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    let chunks = conn
+        .query_row(
+            "SELECT count(*) FROM chunks WHERE session = ?1",
+            [session],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let row = conn
+        .query_row(
+            "SELECT closed, setup FROM sessions WHERE id = ?1",
+            [session],
+            |r| Ok((r.get::<_, i64>(0)? != 0, r.get::<_, String>(1)?)),
+        )
+        .ok();
+    (chunks, row)
+}
+
+/// Waits until `rows` of `session` satisfy `pred`.
+async fn until_rows(
+    what: &str,
+    db: &Path,
+    session: &str,
+    pred: impl Fn(&(i64, Option<(bool, String)>)) -> bool,
+) {
+    until(what, PATIENCE, || {
+        let now = rows(db, session);
+        if pred(&now) {
+            Ok(())
+        } else {
+            Err(format!("{now:?}"))
+        }
+    })
+    .await;
+}
+
+/// The `agent_message_chunk` texts and user prompts of a replay, in order.
+fn transcript(ed: &Raw) -> Vec<String> {
+    ed.updates()
+        .iter()
+        .filter_map(|u| {
+            let kind = u["update"]["sessionUpdate"].as_str()?;
+            let text = u["update"]["content"]["text"].as_str()?;
+            Some(format!("{kind}: {text}"))
+        })
+        .collect()
+}
+
+/// The lines of a turn "stream N" in a transcript.
+fn turn(n: usize) -> Vec<String> {
+    let mut lines = vec![format!("user_message_chunk: stream {n}")];
+    lines.extend((1..=n).map(|i| format!("agent_message_chunk: chunk {i}")));
+    lines
+}
+
+#[tokio::test]
+async fn the_default_journal_is_the_users_alone_and_a_closed_session_leaves_none_of_its_words() {
+    let base = fresh("default");
+    let state = base.join("state");
+    let conductor = conductor_in(&state, &[]).await;
+    let mut ed = editor(&conductor.ws()).await;
+    let session = new_session(&mut ed).await;
+    assert_eq!(
+        prompt(&mut ed, &session, "stream 2").await["stopReason"],
+        "end_turn"
+    );
+    let db = state.join("sacp").join("journal.db");
+    until_rows("the turn in the journal", &db, &session, |(chunks, _)| {
+        *chunks > 0
+    })
+    .await;
+    assert_eq!(mode(&state.join("sacp")), 0o700);
+    for file in ["journal.db", "journal.db-wal", "journal.db-shm"] {
+        let path = state.join("sacp").join(file);
+        assert_eq!(mode(&path), 0o600, "{file}");
+        // The connection's bearer token is nowhere in it.
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+            "{file} holds the token"
+        );
+    }
+    ed.request("session/close", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    until_rows(
+        "the closed session's words deleted",
+        &db,
+        &session,
+        |(chunks, row)| *chunks == 0 && row.as_ref().is_some_and(|(closed, _)| *closed),
+    )
+    .await;
+    let (_, row) = rows(&db, &session);
+    assert_eq!(row.unwrap().1, "{}", "what began it goes too");
+    drop(ed);
+    drop(conductor);
+    // A conductor started again on the same journal does not bring it back.
+    let conductor = conductor_in(&state, &[]).await;
+    let mut ed = editor(&conductor.ws()).await;
+    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
+    let refused = ed.request("session/load", load).await.unwrap_err();
+    assert_eq!(refused["code"], -32002, "{refused}");
+    assert_eq!(refused["data"]["ended"], "it was closed", "{refused}");
+    drop(conductor);
+
+    // Without one: nothing is written under the state directory.
+    let bare = base.join("bare");
+    let conductor = conductor_in(&bare, &["--no-journal"]).await;
+    let mut ed = editor(&conductor.ws()).await;
+    let session = new_session(&mut ed).await;
+    assert_eq!(
+        prompt(&mut ed, &session, "stream 1").await["stopReason"],
+        "end_turn"
+    );
+    assert!(!bare.exists(), "--no-journal wrote {}", bare.display());
+    drop(conductor);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[tokio::test]
+async fn a_session_no_client_took_back_in_time_is_restored_from_the_journal() {
+    let base = fresh("idle");
+    let db = base.join("journal.db");
+    let args = [
+        "--journal",
+        db.to_str().unwrap(),
+        "--detached-timeout",
+        "1s",
+    ];
+    let conductor = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&conductor.ws()).await;
+    let session = new_session(&mut ed).await;
+    assert_eq!(
+        prompt(&mut ed, &session, "stream 2").await["stopReason"],
+        "end_turn"
+    );
+    // The session ends a second after its client left, and its chain with it (no session
+    // and no client left); its journal stays.
+    let agents = crate::restart::agents_of(&conductor);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    drop(ed);
+    until("the chain to end with its session", PATIENCE, || {
+        if agents.iter().any(|p| running(*p)) {
+            Err("still running")
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    let mut ed = editor(&conductor.ws()).await;
+    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
+    ed.request("session/load", load).await.unwrap();
+    ed.until(
+        "the replayed turn's end",
+        |m| matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"),
+    )
+    .await;
+    assert_eq!(transcript(&ed), turn(2));
+    ed.clear();
+    assert_eq!(
+        prompt(&mut ed, &session, "stream 1").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        ed.updates().iter().filter_map(said).collect::<Vec<_>>(),
+        ["chunk 1"]
+    );
+    drop(conductor);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[tokio::test]
+async fn sessions_past_the_retention_are_deleted_and_younger_ones_restored() {
+    let base = fresh("retention");
+    let db = base.join("journal.db");
+    let mut first = crate::across_machines::conductor_listening(
+        &["--journal", db.to_str().unwrap()],
+        &[agent()],
+    )
+    .await;
+    let mut ed = editor(&first.ws()).await;
+    let old = new_session(&mut ed).await;
+    assert_eq!(
+        prompt(&mut ed, &old, "stream 1").await["stopReason"],
+        "end_turn"
+    );
+    // Past a retention of 4 s (the journal counts whole seconds) when the next conductor
+    // starts; the young one well within it.
+    tokio::time::sleep(Duration::from_millis(5200)).await;
+    let young = new_session(&mut ed).await;
+    assert_eq!(
+        prompt(&mut ed, &young, "stream 2").await["stopReason"],
+        "end_turn"
+    );
+    until_rows(
+        "the young turn in the journal",
+        &db,
+        &young,
+        |(chunks, _)| *chunks > 0,
+    )
+    .await;
+    first.child.start_kill().unwrap();
+    within("the conductor's end", first.child.wait())
+        .await
+        .unwrap();
+    drop(ed);
+
+    let args = [
+        "--journal",
+        db.to_str().unwrap(),
+        "--journal-retention",
+        "4s",
+    ];
+    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    let load = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
+    ed.request("session/load", load(&young)).await.unwrap();
+    ed.until(
+        "the replayed turn's end",
+        |m| matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"),
+    )
+    .await;
+    assert_eq!(transcript(&ed), turn(2));
+    let refused = ed.request("session/load", load(&old)).await.unwrap_err();
+    assert_eq!(refused["code"], -32002, "{refused}");
+    assert_eq!(rows(&db, &old), (0, None), "nothing of it is left");
+    drop(second);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[tokio::test]
+async fn a_torn_last_write_restores_up_to_the_last_whole_one_and_says_so() {
+    let base = fresh("torn");
+    let db = base.join("journal.db");
+    let args = ["--journal", db.to_str().unwrap()];
+    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let session = new_session(&mut ed).await;
+    for n in 1..=3 {
+        assert_eq!(
+            prompt(&mut ed, &session, &format!("stream {n}")).await["stopReason"],
+            "end_turn"
+        );
+        // Each turn written before the next begins: a write of its own.
+        until_rows("the turn in the journal", &db, &session, |(chunks, _)| {
+            *chunks >= n as i64
+        })
+        .await;
+    }
+    // Killed: the write-ahead log stays as it was, not checkpointed. Then its last frame is
+    // cut short, as a writer killed mid-write (or a copy taken mid-write) leaves it.
+    first.child.start_kill().unwrap();
+    within("the conductor's end", first.child.wait())
+        .await
+        .unwrap();
+    drop(ed);
+    let wal = base.join("journal.db-wal");
+    let len = std::fs::metadata(&wal).unwrap().len();
+    assert!(len > 32 + 4096, "a log with frames: {len}");
+    let file = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
+    file.set_len(len - 100).unwrap();
+    drop(file);
+
+    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
+    ed.request("session/load", load).await.unwrap();
+    let notice = ed
+        .until(
+            "the notice that the journal was torn",
+            |m| matches!(m, Message::Notification(n) if n.method == "_sacp/history_incomplete"),
+        )
+        .await;
+    let Message::Notification(notice) = notice else {
+        unreachable!()
+    };
+    assert_eq!(params_of(notice.params.as_ref())["torn"], true);
+    // The first two turns whole; of the third, whose last write was torn, nothing — or, had
+    // it been written in more than one write, what was whole, ended as interrupted.
+    let lines = transcript(&ed);
+    let mut whole = turn(1);
+    whole.extend(turn(2));
+    assert_eq!(
+        lines[..whole.len().min(lines.len())],
+        whole[..],
+        "{lines:?}"
+    );
+    let rest = &lines[whole.len()..];
+    if !rest.is_empty() {
+        assert_eq!(
+            rest.last().unwrap(),
+            "agent_message_chunk: [sacp] This turn was interrupted: the conductor restarted before it ended.",
+            "{lines:?}"
+        );
+    }
+    ed.clear();
+    assert_eq!(
+        prompt(&mut ed, &session, "stream 1").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        ed.updates().iter().filter_map(said).collect::<Vec<_>>(),
+        ["chunk 1"]
+    );
+    drop(second);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[tokio::test]
+async fn a_fork_is_journaled_from_its_birth_and_restored_after_a_restart() {
+    let base = fresh("fork");
+    let db = base.join("journal.db");
+    let args = ["--journal", db.to_str().unwrap()];
+    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let parent = new_session(&mut ed).await;
+    assert_eq!(
+        prompt(&mut ed, &parent, "stream 2").await["stopReason"],
+        "end_turn"
+    );
+    let fork = json!({"sessionId": parent, "cwd": "/tmp", "mcpServers": []});
+    let forked = ed.request("session/fork", fork).await.unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(forked, parent);
+    ed.clear();
+    assert_eq!(
+        prompt(&mut ed, &forked, "stream 1").await["stopReason"],
+        "end_turn"
+    );
+    until_rows(
+        "the fork's turn in the journal",
+        &db,
+        &forked,
+        |(chunks, row)| *chunks > 0 && row.is_some(),
+    )
+    .await;
+    first.child.start_kill().unwrap();
+    within("the conductor's end", first.child.wait())
+        .await
+        .unwrap();
+    drop(ed);
+
+    // The agent of the new chain never saw either session: the fork comes back with its
+    // history, and goes on.
+    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    let load = json!({"sessionId": forked, "cwd": "/tmp", "mcpServers": []});
+    ed.request("session/load", load).await.unwrap();
+    ed.until(
+        "the replayed turn's end",
+        |m| matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"),
+    )
+    .await;
+    assert_eq!(transcript(&ed), turn(1));
+    ed.clear();
+    assert_eq!(
+        prompt(&mut ed, &forked, "stream 3").await["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        ed.updates().iter().filter_map(said).collect::<Vec<_>>(),
+        ["chunk 1", "chunk 2", "chunk 3"]
+    );
+    drop(second);
+    let _ = std::fs::remove_dir_all(&base);
+}
