@@ -47,6 +47,51 @@ fn prompted(dirs: &[&std::path::Path], text: &str) -> usize {
         .count()
 }
 
+/// Whether the journal `spec` (a SQLite file, or a `postgres://` URL) holds an entry of
+/// `session` with `text` in it: written, not only on its way to the writer.
+pub(crate) fn journaled(spec: &str, session: &str, text: &str) -> bool {
+    let (spec, session, like) = (spec.to_owned(), session.to_owned(), format!("%{text}%"));
+    // A thread of its own: the PostgreSQL client runs a runtime, which a test's cannot hold.
+    std::thread::spawn(move || {
+        if spec.starts_with("postgres") {
+            let Ok(mut client) = postgres::Client::connect(&spec, postgres::NoTls) else {
+                return false;
+            };
+            client
+                .query_one(
+                    "SELECT count(*) FROM sacp_chunks WHERE session = $1 AND lines LIKE $2",
+                    &[&session, &like],
+                )
+                .is_ok_and(|row| row.get::<_, i64>(0) > 0)
+        } else {
+            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+            rusqlite::Connection::open_with_flags(&spec, flags)
+                .and_then(|conn| {
+                    conn.query_row(
+                        "SELECT count(*) FROM chunks WHERE session = ?1 AND lines LIKE ?2",
+                        [&session, &like],
+                        |row| row.get::<_, i64>(0),
+                    )
+                })
+                .is_ok_and(|n| n > 0)
+        }
+    })
+    .join()
+    .unwrap_or(false)
+}
+
+/// Waits until the journal `spec` holds `text` of `session` (see [`journaled`]).
+pub(crate) async fn until_journaled(spec: &str, session: &str, text: &str) {
+    until(&format!("{text:?} in the journal"), PATIENCE, || {
+        if journaled(spec, session, text) {
+            Ok(())
+        } else {
+            Err("not yet")
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_session_killed_mid_turn_is_restored_by_a_new_conductor_on_its_journal() {
     for offers in ["resume,load", "load", "none"] {
@@ -106,6 +151,8 @@ async fn a_session_killed_mid_turn_is_restored_by_a_new_conductor_on_its_journal
             }
         })
         .await;
+        // And to the journal, with everything before it (the writer writes in order).
+        until_journaled(journal.to_str().unwrap(), &session, "sleep 30000").await;
         let agents = agents_of(&first);
         assert_eq!(agents.len(), 1, "{agents:?}");
         // SIGKILL: no grace, nothing said; its children go with it (their parent-death signal).
@@ -305,6 +352,7 @@ async fn a_session_of_a_killed_conductor_is_restored_by_the_other_from_a_shared_
         }
     })
     .await;
+    until_journaled(&pg, &session, "sleep 30000").await;
     conductors[home].child.start_kill().unwrap();
     within("the conductor's end", conductors[home].child.wait())
         .await
@@ -475,8 +523,7 @@ async fn a_postgres_journal_lost_while_running_keeps_the_sessions_going_and_says
         prompt(&mut ed, &session, "stream 2").await["stopReason"],
         "end_turn"
     );
-    // Written by now (the journal writes as the session goes; a moment for the last batch).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_journaled(&pg, &session, "turn_ended").await;
     relay.cut();
     ed.clear();
     assert_eq!(
@@ -495,7 +542,8 @@ async fn a_postgres_journal_lost_while_running_keeps_the_sessions_going_and_says
         prompt(&mut ed, &session, "stream 1").await["stopReason"],
         "end_turn"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Written once the database is back, with the count of what was lost.
+    until_journaled(&pg, &session, "stream 1").await;
     first.child.start_kill().unwrap();
     within("the conductor's end", first.child.wait())
         .await
