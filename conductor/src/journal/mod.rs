@@ -462,4 +462,45 @@ mod tests {
         assert!(journal.kept("nobody").await.unwrap().is_none());
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    #[tokio::test]
+    async fn a_journal_of_the_schema_before_is_migrated_and_keeps_what_it_had() {
+        let dir = std::env::temp_dir().join(format!("sacp-journal-v2-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("journal.db");
+        // Version 2: no times.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            r#"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+               INSERT INTO meta VALUES ('version', 2);
+               CREATE TABLE sessions (id TEXT PRIMARY KEY, own TEXT NOT NULL,
+                   setup TEXT NOT NULL, closed INTEGER NOT NULL, lost INTEGER NOT NULL);
+               CREATE TABLE chunks (session TEXT NOT NULL, first INTEGER NOT NULL,
+                   last INTEGER NOT NULL, lines TEXT NOT NULL, PRIMARY KEY (session, first))
+                   WITHOUT ROWID;
+               INSERT INTO sessions VALUES ('s@0123456789ab', 's', '{"cwd":"/w"}', 0, 0);
+               INSERT INTO chunks VALUES ('s@0123456789ab', 0, 0,
+                   'prompt {"prompt":[{"type":"text","text":"hi"}]}' || char(10));"#,
+        )
+        .unwrap();
+        drop(conn);
+        let journal = Journal::open(path.to_str().unwrap(), Duration::from_secs(3600))
+            .await
+            .unwrap();
+        let kept = journal.kept("s@0123456789ab").await.unwrap().unwrap();
+        assert_eq!(kept.setup["cwd"], "/w");
+        assert_eq!(kept.entries.len(), 1);
+        assert_eq!(kept.entries[0].0, Kind::Prompt);
+        assert_eq!(kept.next, 1);
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let version: i64 = conn
+            .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(version, 3);
+        drop(conn);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
