@@ -118,6 +118,29 @@ fn turn(n: usize) -> Vec<String> {
     lines
 }
 
+/// Loads `session` and waits for the end of its replayed last turn.
+async fn load_replayed(ed: &mut Raw, session: &str) {
+    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
+    ed.request("session/load", load).await.unwrap();
+    ed.until(
+        "the replayed turn's end",
+        |m| matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"),
+    )
+    .await;
+}
+
+/// The next turn of `session`, "stream N", works: N chunks, then its end.
+async fn goes_on(ed: &mut Raw, session: &str, n: usize) {
+    ed.clear();
+    let text = format!("stream {n}");
+    assert_eq!(prompt(ed, session, &text).await["stopReason"], "end_turn");
+    let want: Vec<String> = (1..=n).map(|i| format!("chunk {i}")).collect();
+    assert_eq!(
+        ed.updates().iter().filter_map(said).collect::<Vec<_>>(),
+        want
+    );
+}
+
 #[tokio::test]
 async fn the_default_journal_is_the_users_alone_and_a_closed_session_leaves_none_of_its_words() {
     let base = fresh("default");
@@ -213,23 +236,9 @@ async fn a_session_no_client_took_back_in_time_is_restored_from_the_journal() {
     })
     .await;
     let mut ed = editor(&conductor.ws()).await;
-    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
-    ed.request("session/load", load).await.unwrap();
-    ed.until(
-        "the replayed turn's end",
-        |m| matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"),
-    )
-    .await;
+    load_replayed(&mut ed, &session).await;
     assert_eq!(transcript(&ed), turn(2));
-    ed.clear();
-    assert_eq!(
-        prompt(&mut ed, &session, "stream 1").await["stopReason"],
-        "end_turn"
-    );
-    assert_eq!(
-        ed.updates().iter().filter_map(said).collect::<Vec<_>>(),
-        ["chunk 1"]
-    );
+    goes_on(&mut ed, &session, 1).await;
     drop(conductor);
     let _ = std::fs::remove_dir_all(&base);
 }
@@ -264,10 +273,7 @@ async fn sessions_past_the_retention_are_deleted_and_younger_ones_restored() {
         |(chunks, _)| *chunks > 0,
     )
     .await;
-    first.child.start_kill().unwrap();
-    within("the conductor's end", first.child.wait())
-        .await
-        .unwrap();
+    first.kill().await;
     drop(ed);
 
     let args = [
@@ -279,12 +285,7 @@ async fn sessions_past_the_retention_are_deleted_and_younger_ones_restored() {
     let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&second.ws()).await;
     let load = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
-    ed.request("session/load", load(&young)).await.unwrap();
-    ed.until(
-        "the replayed turn's end",
-        |m| matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"),
-    )
-    .await;
+    load_replayed(&mut ed, &young).await;
     assert_eq!(transcript(&ed), turn(2));
     let refused = ed.request("session/load", load(&old)).await.unwrap_err();
     assert_eq!(refused["code"], -32002, "{refused}");
@@ -314,10 +315,7 @@ async fn a_torn_last_write_restores_up_to_the_last_whole_one_and_says_so() {
     }
     // Killed: the write-ahead log stays as it was, not checkpointed. Then its last frame is
     // cut short, as a writer killed mid-write (or a copy taken mid-write) leaves it.
-    first.child.start_kill().unwrap();
-    within("the conductor's end", first.child.wait())
-        .await
-        .unwrap();
+    first.kill().await;
     drop(ed);
     let wal = base.join("journal.db-wal");
     let len = std::fs::metadata(&wal).unwrap().len();
@@ -358,15 +356,7 @@ async fn a_torn_last_write_restores_up_to_the_last_whole_one_and_says_so() {
             "{lines:?}"
         );
     }
-    ed.clear();
-    assert_eq!(
-        prompt(&mut ed, &session, "stream 1").await["stopReason"],
-        "end_turn"
-    );
-    assert_eq!(
-        ed.updates().iter().filter_map(said).collect::<Vec<_>>(),
-        ["chunk 1"]
-    );
+    goes_on(&mut ed, &session, 1).await;
     drop(second);
     let _ = std::fs::remove_dir_all(&base);
 }
@@ -401,33 +391,64 @@ async fn a_fork_is_journaled_from_its_birth_and_restored_after_a_restart() {
         |(chunks, row)| *chunks > 0 && row.is_some(),
     )
     .await;
-    first.child.start_kill().unwrap();
-    within("the conductor's end", first.child.wait())
-        .await
-        .unwrap();
+    first.kill().await;
     drop(ed);
 
     // The agent of the new chain never saw either session: the fork comes back with its
     // history, and goes on.
     let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&second.ws()).await;
-    let load = json!({"sessionId": forked, "cwd": "/tmp", "mcpServers": []});
-    ed.request("session/load", load).await.unwrap();
-    ed.until(
-        "the replayed turn's end",
-        |m| matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"),
-    )
-    .await;
+    load_replayed(&mut ed, &forked).await;
     assert_eq!(transcript(&ed), turn(1));
+    goes_on(&mut ed, &forked, 3).await;
+    drop(second);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A session that timed out detached while its chain lives on (another session keeps it) is
+/// taken back from the journal, numbered on from where it was: after a restart its history is
+/// every turn once.
+#[tokio::test]
+async fn a_session_timed_out_beside_a_live_one_is_taken_back_whole_after_a_restart() {
+    let base = fresh("beside");
+    let db = base.join("journal.db");
+    let args = [
+        "--journal",
+        db.to_str().unwrap(),
+        "--detached-timeout",
+        "1s",
+    ];
+    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let left = new_session(&mut ed).await;
+    let kept = new_session(&mut ed).await;
+    goes_on(&mut ed, &left, 2).await;
+    ed.request("session/detach", json!({"sessionId": left}))
+        .await
+        .unwrap();
+    // The detached timeout, and a margin: the session ends, its chain (serving `kept`) not.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let agents = crate::restart::agents_of(&first);
+    assert_eq!(agents.len(), 1, "the chain lives: {agents:?}");
     ed.clear();
-    assert_eq!(
-        prompt(&mut ed, &forked, "stream 3").await["stopReason"],
-        "end_turn"
-    );
-    assert_eq!(
-        ed.updates().iter().filter_map(said).collect::<Vec<_>>(),
-        ["chunk 1", "chunk 2", "chunk 3"]
-    );
+    load_replayed(&mut ed, &left).await;
+    assert_eq!(transcript(&ed), turn(2));
+    goes_on(&mut ed, &left, 1).await;
+    goes_on(&mut ed, &kept, 1).await;
+    until_rows("the last turn in the journal", &db, &left, |(chunks, _)| {
+        *chunks >= 2
+    })
+    .await;
+    crate::restart::until_journaled(db.to_str().unwrap(), &left, "stream 1").await;
+    first.kill().await;
+    drop(ed);
+
+    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    load_replayed(&mut ed, &left).await;
+    let mut want = turn(2);
+    want.extend(turn(1));
+    assert_eq!(transcript(&ed), want);
     drop(second);
     let _ = std::fs::remove_dir_all(&base);
 }

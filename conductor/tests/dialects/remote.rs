@@ -30,6 +30,12 @@ impl Listening {
         Listening::start_in(command, args, &[]).await
     }
 
+    /// `SIGKILL`, and waits for its end: no grace, nothing said.
+    pub(crate) async fn kill(&mut self) {
+        self.child.start_kill().unwrap();
+        within("the server's end", self.child.wait()).await.unwrap();
+    }
+
     /// [`Listening::start`] with `env` besides.
     pub(crate) async fn start_in(
         command: &str,

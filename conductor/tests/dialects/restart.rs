@@ -156,10 +156,7 @@ async fn a_session_killed_mid_turn_is_restored_by_a_new_conductor_on_its_journal
         let agents = agents_of(&first);
         assert_eq!(agents.len(), 1, "{agents:?}");
         // SIGKILL: no grace, nothing said; its children go with it (their parent-death signal).
-        first.child.start_kill().unwrap();
-        within("the conductor's end", first.child.wait())
-            .await
-            .unwrap();
+        first.kill().await;
         until("the agent to go with its conductor", PATIENCE, || {
             if agents.iter().any(|p| running(*p)) {
                 Err("still running")
@@ -353,10 +350,7 @@ async fn a_session_of_a_killed_conductor_is_restored_by_the_other_from_a_shared_
     })
     .await;
     until_journaled(&pg, &session, "sleep 30000").await;
-    conductors[home].child.start_kill().unwrap();
-    within("the conductor's end", conductors[home].child.wait())
-        .await
-        .unwrap();
+    conductors[home].kill().await;
     drop(ed);
 
     // The same cookie: HAProxy sends the connection to the other conductor.
@@ -544,10 +538,7 @@ async fn a_postgres_journal_lost_while_running_keeps_the_sessions_going_and_says
     );
     // Written once the database is back, with the count of what was lost.
     until_journaled(&pg, &session, "stream 1").await;
-    first.child.start_kill().unwrap();
-    within("the conductor's end", first.child.wait())
-        .await
-        .unwrap();
+    first.kill().await;
 
     let second = crate::across_machines::conductor_listening(&["--journal", &pg], &[agent()]).await;
     let mut ed = editor(&second.ws()).await;
