@@ -40,11 +40,13 @@
 //!
 //! Rows `N = 3 over --listen, SQLite journal` and `…, PostgreSQL journal` (where
 //! `SACP_TEST_POSTGRES` names a database) serve it with `--journal`: the journal's cost against
-//! `N = 3 over --listen` in the same run, and the SQLite file's bytes per update.
+//! `N = 3 over --listen` in the same run, and the SQLite file's bytes per update. The
+//! journal's cost is then measured as the trace's is, in interleaved rounds (below), idle and
+//! beside two busy loops.
 //!
 //! A row `N = 3 traced` runs N = 3 with `--trace FILE` (no payloads, no viewer page open). The
 //! cost of the trace file is then measured in interleaved rounds (two untraced chains and a
-//! traced one side by side, started afresh a dozen times, see `trace_cost`), which the VM's
+//! traced one side by side, started afresh a dozen times, see `rounds`), which the VM's
 //! swings from row to row do not blur; the second untraced chain is the control, what the
 //! noise alone gives. The rounds run on the idle machine, and again beside two busy loops
 //! the bench starts and stops itself (`writers=idle,nice=10,normal` runs them with each of
@@ -100,11 +102,11 @@ use sacp_test_support::processes;
 
 mod editor;
 mod measure;
-mod trace_cost;
+mod rounds;
 
 use editor::BenchEditor;
 use measure::{Counts, measure};
-use trace_cost::{Setting, trace_cost};
+use rounds::{Setting, Treatment, cost};
 
 /// A server of ACP on a free port of loopback (the test agent or a conductor with `--listen`),
 /// killed when dropped.
@@ -170,7 +172,7 @@ impl Drop for ListeningAgent {
 
 fn main() {
     if std::env::args().any(|a| a == "--spin") {
-        trace_cost::spin();
+        rounds::spin();
     }
     processes::block_on(run(processes::scale()));
 }
@@ -269,19 +271,7 @@ async fn run(scale: f64) {
         }
         // N = 3 over `--listen` with the session journal: SQLite, and PostgreSQL where
         // `SACP_TEST_POSTGRES` names a database.
-        let journals = [
-            (
-                "SQLite",
-                Some(
-                    std::env::temp_dir()
-                        .join(format!("sacp-bench-journal-{}.db", std::process::id()))
-                        .to_string_lossy()
-                        .into_owned(),
-                ),
-            ),
-            ("PostgreSQL", std::env::var("SACP_TEST_POSTGRES").ok()),
-        ];
-        for (store, spec) in journals {
+        for (store, spec) in journals() {
             let row = format!("N = 3 over --listen, {store} journal");
             let Some(spec) = spec.filter(|_| wanted(&row)) else {
                 continue;
@@ -381,10 +371,18 @@ async fn run(scale: f64) {
     if runs > 1 {
         println!();
     }
-    // The cost of the trace file, in interleaved rounds (see `trace_cost`): on an idle
+    // `machine=idle` or `machine=busy`: only the rounds on the idle machine, or beside the
+    // busy loops.
+    let machines: Vec<bool> = match arg("machine").as_deref() {
+        None => vec![false, true],
+        Some("idle") => vec![false],
+        Some("busy") => vec![true],
+        Some(other) => panic!("machine={other}: it is `idle` or `busy`"),
+    };
+    // The cost of the trace file, in interleaved rounds (see `rounds`): on an idle
     // machine, and beside busy loops (with every scheduling of the trace writer when
     // `only=writers`).
-    let mut trace_costs = Vec::new();
+    let mut costs = Vec::new();
     if wanted("N = 3 traced") {
         // `writers=idle,nice=10,normal`: each of these schedulings of the trace writer, on
         // the idle machine and beside the busy loops; else the conductor's default.
@@ -400,14 +398,6 @@ async fn run(scale: f64) {
                 })
                 .collect(),
             None => vec![None],
-        };
-        // `machine=idle` or `machine=busy`: only the rounds on the idle machine, or beside the
-        // busy loops.
-        let machines: Vec<bool> = match arg("machine").as_deref() {
-            None => vec![false, true],
-            Some("idle") => vec![false],
-            Some("busy") => vec![true],
-            Some(other) => panic!("machine={other}: it is `idle` or `busy`"),
         };
         // `defers=off,10:20000:24`: each of these deferrals of the writer's work
         // (`SACP_TRACE_DEFER`).
@@ -428,7 +418,23 @@ async fn run(scale: f64) {
             }
         }
         for setting in settings {
-            trace_costs.push(trace_cost(&counts, &conductor, &proxy, &agent, setting).await);
+            let treatment = Treatment::Trace(setting);
+            costs.push(cost(&counts, &conductor, &proxy, &agent, treatment).await);
+        }
+    }
+    // The cost of the session journal, the same way: each store of the rows above.
+    for (store, spec) in journals() {
+        if !wanted(&format!("N = 3 over --listen, {store} journal")) {
+            continue;
+        }
+        let Some(spec) = spec else { continue };
+        for &busy in &machines {
+            let treatment = Treatment::Journal {
+                store,
+                spec: spec.clone(),
+                busy,
+            };
+            costs.push(cost(&counts, &conductor, &proxy, &agent, treatment).await);
         }
     }
     let rows = medians(&runs_rows);
@@ -486,7 +492,7 @@ async fn run(scale: f64) {
         println!("- {name}: {}", costs.join(", "));
     }
 
-    for cost in &trace_costs {
+    for cost in &costs {
         cost.report();
     }
     let row = |wanted: &str| rows.iter().find(|(name, _)| name == wanted).map(|(_, f)| f);
@@ -652,6 +658,23 @@ async fn run(scale: f64) {
 }
 
 /// Builds an example of this package with the running bench's profile; its path.
+/// The journals of the rows and rounds: a SQLite file, and PostgreSQL where
+/// `SACP_TEST_POSTGRES` names a database.
+fn journals() -> [(&'static str, Option<String>); 2] {
+    [
+        (
+            "SQLite",
+            Some(
+                std::env::temp_dir()
+                    .join(format!("sacp-bench-journal-{}.db", std::process::id()))
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+        ),
+        ("PostgreSQL", std::env::var("SACP_TEST_POSTGRES").ok()),
+    ]
+}
+
 fn built_example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the bench's own path");
     let mut dir = exe.parent().expect("a directory").to_path_buf();
