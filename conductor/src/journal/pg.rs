@@ -93,6 +93,12 @@ fn write_batch(
     let at = now();
     let mut tx = client.transaction()?;
     let batch = super::Chunks::of(batch);
+    let afresh = tx.prepare("DELETE FROM sacp_chunks WHERE session = $1")?;
+    let unlost = tx.prepare("UPDATE sacp_sessions SET lost = 0 WHERE id = $1")?;
+    for id in &batch.afresh {
+        tx.execute(&afresh, &[id])?;
+        tx.execute(&unlost, &[id])?;
+    }
     let began = tx.prepare(
         "INSERT INTO sacp_sessions (id, own, setup, closed, lost, at) VALUES ($1, $2, $3, false, 0, $4)
          ON CONFLICT (id) DO UPDATE SET own = excluded.own, setup = excluded.setup, at = excluded.at",
@@ -230,10 +236,11 @@ pub(super) fn read(url: &str, id: &str) -> Result<Option<Kept>, String> {
         .map_err(|e| describe(&e))?;
     let mut entries = Vec::new();
     let mut next = 0;
+    let mut unread = 0;
     for row in rows {
         let (last, lines): (i64, String) = (row.get(0), row.get(1));
         next = last as u64 + 1;
-        super::read_chunk(id, &lines, &mut entries);
+        unread += super::read_chunk(id, &lines, &mut entries);
     }
     let _ = tx.commit();
     Ok(Some(Kept {
@@ -241,7 +248,7 @@ pub(super) fn read(url: &str, id: &str) -> Result<Option<Kept>, String> {
         setup: serde_json::from_str(&setup).unwrap_or(Value::Null),
         entries,
         next,
-        lost: lost as u64,
+        lost: lost as u64 + unread,
         closed,
     }))
 }

@@ -469,6 +469,9 @@ impl Layer {
             self.attached(client, &session, &att, Some(&link));
         }
         let asked = params.clone();
+        // Whatever the journal kept of an earlier life of this id (a load through a chain of
+        // a conductor before this one) gives way to what the agent replays now.
+        session.journal_afresh();
         let waiting = match link.request(method, params).await {
             Ok(waiting) => waiting,
             Err(e) => {

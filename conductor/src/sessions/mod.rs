@@ -448,8 +448,10 @@ impl Layer {
 
     /// The chain of `session`.
     fn link_of(&self, session: &Session) -> Option<Arc<ChainLink>> {
-        let (_, tag) = session.id.rsplit_once('@')?;
-        self.chain(tag)
+        // An id of the layer's shape names its chain; any other (an agent's own, loaded
+        // through a chain) is looked for in every chain.
+        split_id(&session.id)
+            .and_then(|(_, tag)| self.chain(tag))
             .filter(|link| link.session(&session.own).is_some())
             .or_else(|| {
                 self.chains().into_iter().find(|link| {

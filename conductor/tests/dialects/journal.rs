@@ -168,6 +168,11 @@ async fn the_default_journal_is_the_users_alone_and_a_closed_session_leaves_none
             "{file} holds the token"
         );
     }
+    // Nor in the session's entries, which are stored compressed: read back, they hold its
+    // turn and not the token.
+    let lines = crate::restart::sqlite_lines(&db, &session);
+    assert!(lines.contains("chunk 2"), "{lines}");
+    assert!(!lines.contains(TOKEN), "the entries hold the token");
     ed.request("session/close", json!({"sessionId": session}))
         .await
         .unwrap();
@@ -449,6 +454,135 @@ async fn a_session_timed_out_beside_a_live_one_is_taken_back_whole_after_a_resta
     let mut want = turn(2);
     want.extend(turn(1));
     assert_eq!(transcript(&ed), want);
+    drop(second);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A session of the agent's own (its id not of the layer's shape) loaded through the chain by
+/// one conductor, then by the next on the same journal: each load's replay is journaled
+/// afresh, not on top of what the one before kept. Taken back from the journal after it timed
+/// out, its history is every turn once.
+#[tokio::test]
+async fn an_agents_session_loaded_through_two_conductors_in_turn_is_journaled_once() {
+    let base = fresh("afresh");
+    let db = base.join("journal.db");
+    let sessions = base.join("agent");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // The agent keeps its sessions on disk, and loads them.
+    let agents = [format!(
+        "{} --sessions {}",
+        quoted(&agent()),
+        sessions.display()
+    )];
+    let args = [
+        "--journal",
+        db.to_str().unwrap(),
+        "--detached-timeout",
+        "1s",
+    ];
+    let spec = db.to_str().unwrap();
+    // The agent's own id: a session it made under a conductor that keeps no journal.
+    let own = {
+        let first = crate::across_machines::conductor_listening(&[], &agents).await;
+        let mut ed = editor(&first.ws()).await;
+        let layered = new_session(&mut ed).await;
+        goes_on(&mut ed, &layered, 2).await;
+        drop(first);
+        let (own, _) = layered.split_once('@').expect("the layer's id: OWN@TAG");
+        own.to_owned()
+    };
+    // Through the chain: the agent replays the session before it answers.
+    let load = json!({"sessionId": own, "cwd": "/tmp", "mcpServers": []});
+    for (n, prompted) in [(1, "stream 1"), (3, "stream 3")] {
+        let conductor = crate::across_machines::conductor_listening(&args, &agents).await;
+        let mut ed = editor(&conductor.ws()).await;
+        ed.request("session/load", load.clone()).await.unwrap();
+        goes_on(&mut ed, &own, n).await;
+        crate::restart::until_journaled(spec, &own, prompted).await;
+        drop(ed);
+        drop(conductor);
+    }
+    let want = [turn(2), turn(1), turn(3)].concat();
+    // The second conductor's copy, read back: the agent's replay of the first two turns, then
+    // the third; nothing of the first conductor's copy again.
+    let lines = crate::restart::sqlite_lines(&db, &own);
+    assert_eq!(lines.matches("\"text\":\"stream 2\"").count(), 1, "{lines}");
+    assert_eq!(lines.matches("\"text\":\"stream 1\"").count(), 1, "{lines}");
+
+    // Taken back from the journal: a conductor whose chain lives (another session keeps it)
+    // but whose copy of the session timed out.
+    let conductor = crate::across_machines::conductor_listening(&args, &agents).await;
+    let mut ed = editor(&conductor.ws()).await;
+    let kept = new_session(&mut ed).await;
+    ed.clear();
+    ed.request("session/load", load.clone()).await.unwrap();
+    assert_eq!(transcript(&ed), want);
+    goes_on(&mut ed, &own, 4).await;
+    crate::restart::until_journaled(spec, &own, "stream 4").await;
+    ed.request("session/detach", json!({"sessionId": own}))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    ed.clear();
+    load_replayed(&mut ed, &own).await;
+    assert_eq!(transcript(&ed), [want, turn(4)].concat());
+    goes_on(&mut ed, &kept, 1).await;
+    drop(conductor);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// `session/delete` of a session no chain holds, on a conductor started again on its journal:
+/// the journal's copy goes (its words deleted, a row saying it was closed left), a load is
+/// refused as for a closed session, and a delete of an id the journal never had is "not here".
+#[tokio::test]
+async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
+    let base = fresh("delete");
+    let db = base.join("journal.db");
+    let args = ["--journal", db.to_str().unwrap()];
+    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let session = new_session(&mut ed).await;
+    goes_on(&mut ed, &session, 2).await;
+    crate::restart::until_journaled(db.to_str().unwrap(), &session, "stream 2").await;
+    first.kill().await;
+    drop(ed);
+
+    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    let deleted = ed
+        .request("session/delete", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(deleted, json!({}));
+    until_rows(
+        "the deleted session's words gone",
+        &db,
+        &session,
+        |(chunks, row)| *chunks == 0 && row.as_ref().is_some_and(|(closed, _)| *closed),
+    )
+    .await;
+    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
+    let refused = ed.request("session/load", load).await.unwrap_err();
+    assert_eq!(refused["code"], -32002, "{refused}");
+    assert_eq!(refused["data"]["ended"], "it was closed", "{refused}");
+    // Deleted once: a second delete finds nothing to delete.
+    let again = ed
+        .request("session/delete", json!({"sessionId": session}))
+        .await
+        .unwrap_err();
+    assert_eq!(again["code"], -32002, "{again}");
+    let (own, _) = session.split_once('@').unwrap();
+    let stranger = format!("{own}x@ffffffffffff");
+    let unknown = ed
+        .request("session/delete", json!({"sessionId": stranger}))
+        .await
+        .unwrap_err();
+    assert!(
+        unknown["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&stranger)),
+        "{unknown}"
+    );
     drop(second);
     let _ = std::fs::remove_dir_all(&base);
 }

@@ -47,16 +47,47 @@ fn prompted(dirs: &[&std::path::Path], text: &str) -> usize {
         .count()
 }
 
+/// The lines of `session`'s entries in the SQLite journal `db`, in order: each chunk's LZ4
+/// frame (or, written by an older conductor, text) read back. Empty when it cannot be read.
+pub(crate) fn sqlite_lines(db: &std::path::Path, session: &str) -> String {
+    use std::io::Read as _;
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let Ok(conn) = rusqlite::Connection::open_with_flags(db, flags) else {
+        return String::new();
+    };
+    let _ = conn.busy_timeout(Duration::from_secs(5));
+    let Ok(mut rows) = conn.prepare("SELECT lines FROM chunks WHERE session = ?1 ORDER BY first")
+    else {
+        return String::new();
+    };
+    let chunks = rows.query_map([session], |row| {
+        Ok(match row.get_ref(0)? {
+            rusqlite::types::ValueRef::Blob(frame) => {
+                let mut text = String::new();
+                lz4_flex::frame::FrameDecoder::new(frame)
+                    .read_to_string(&mut text)
+                    .expect("a journal chunk is an LZ4 frame of text");
+                text
+            }
+            other => other.as_str().unwrap_or_default().to_owned(),
+        })
+    });
+    chunks
+        .map(|chunks| chunks.flatten().collect())
+        .unwrap_or_default()
+}
+
 /// Whether the journal `spec` (a SQLite file, or a `postgres://` URL) holds an entry of
 /// `session` with `text` in it: written, not only on its way to the writer.
 pub(crate) fn journaled(spec: &str, session: &str, text: &str) -> bool {
-    let (spec, session, like) = (spec.to_owned(), session.to_owned(), format!("%{text}%"));
+    let (spec, session, text) = (spec.to_owned(), session.to_owned(), text.to_owned());
     // A thread of its own: the PostgreSQL client runs a runtime, which a test's cannot hold.
     std::thread::spawn(move || {
         if spec.starts_with("postgres") {
             let Ok(mut client) = postgres::Client::connect(&spec, postgres::NoTls) else {
                 return false;
             };
+            let like = format!("%{text}%");
             client
                 .query_one(
                     "SELECT count(*) FROM sacp_chunks WHERE session = $1 AND lines LIKE $2",
@@ -64,16 +95,7 @@ pub(crate) fn journaled(spec: &str, session: &str, text: &str) -> bool {
                 )
                 .is_ok_and(|row| row.get::<_, i64>(0) > 0)
         } else {
-            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
-            rusqlite::Connection::open_with_flags(&spec, flags)
-                .and_then(|conn| {
-                    conn.query_row(
-                        "SELECT count(*) FROM chunks WHERE session = ?1 AND lines LIKE ?2",
-                        [&session, &like],
-                        |row| row.get::<_, i64>(0),
-                    )
-                })
-                .is_ok_and(|n| n > 0)
+            sqlite_lines(std::path::Path::new(&spec), &session).contains(&text)
         }
     })
     .join()

@@ -51,6 +51,16 @@ impl Session {
         }
     }
 
+    /// The session is loaded through its chain: its entries are journaled afresh, from the
+    /// agent's replay on (see [`Record::Afresh`]).
+    pub(in crate::sessions) fn journal_afresh(&self) {
+        if let Some(journal) = &self.shared.journal {
+            journal.record(Record::Afresh {
+                id: self.key.clone(),
+            });
+        }
+    }
+
     /// The session was closed (or deleted): the journal deletes what it kept of it, and does
     /// not restore it.
     pub(in crate::sessions) fn journal_closed(&self) {
