@@ -189,26 +189,53 @@ impl Layer {
             Ok(asked) => asked,
             Err(e) => return responder.answer_error(e),
         };
-        let id = asked.0;
-        let Some(session) = self.session(&id) else {
-            let message = match self.why_ended(&id) {
-                Some(why) => format!("Session not found: {id} has ended here ({why})"),
-                None if split_id(&id).is_some() => {
-                    format!("Session not found: {id} is not held by this conductor")
+        let (id, asked) = asked;
+        if let Some(session) = self.session(&id) {
+            return self.join_as(client, &session, &asked, responder);
+        }
+        if !self.restorable(&id) {
+            return responder.answer_error(self.unknown_session(&id));
+        }
+        // In the journal, not live here: restored as for `session/load`, then joined.
+        let (layer, client) = (self.clone(), client.clone());
+        tokio::spawn(async move {
+            match layer.restore(&client, &id).await {
+                Ok(session) => layer.join_as(&client, &session, &asked, responder),
+                Err(e) if e.code == super::NOT_HERE => {
+                    responder.answer_error(layer.unknown_session(&id))
                 }
-                None => format!("Session not found: {id}"),
-            };
-            let e = Error::new(UNKNOWN_SESSION, message)
-                .with_data(serde_json::json!({ "sessionId": id }));
-            return responder.answer_error(e);
+                Err(e) => responder.answer_error(e),
+            }
+        });
+    }
+
+    /// `-32001` for a `session/attach` of a session that is not here, saying why when known.
+    fn unknown_session(&self, id: &str) -> Error {
+        let message = match self.why_ended(id) {
+            Some(why) => format!("Session not found: {id} has ended here ({why})"),
+            None if split_id(id).is_some() => {
+                format!("Session not found: {id} is not held by this conductor")
+            }
+            None => format!("Session not found: {id}"),
         };
-        let att = match self.attachment_as(client, asked.1.who.clone()) {
+        Error::new(UNKNOWN_SESSION, message).with_data(serde_json::json!({ "sessionId": id }))
+    }
+
+    /// Attaches `client` to `session` as `asked`.
+    fn join_as(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        session: &Arc<super::session::Session>,
+        asked: &Asked,
+        responder: Responder,
+    ) {
+        let att = match self.attachment_as(client, asked.who.clone()) {
             Ok(att) => att,
             Err(e) => return responder.answer_error(e),
         };
-        if session.join(att.clone(), &asked.1, responder) {
-            tracing::info!(session = %session.id, client = %asked.1.who.id, role = ?asked.1.who.role, policy = ?asked.1.policy, "attached by session/attach");
-            self.attached(client, &session, &att, self.link_of(&session).as_deref());
+        if session.join(att.clone(), asked, responder) {
+            tracing::info!(session = %session.id, client = %asked.who.id, role = ?asked.who.role, policy = ?asked.policy, "attached by session/attach");
+            self.attached(client, session, &att, self.link_of(session).as_deref());
         }
     }
 

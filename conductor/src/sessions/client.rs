@@ -437,20 +437,15 @@ impl Layer {
         // A session that ended here (its chain gone, or no client took it back in time) comes
         // back from the journal, which numbers its entries on from where they were — even
         // while its chain lives: a load through the chain would start the session's record,
-        // and its journal, again from nothing.
-        let ended = self.why_ended(&id);
-        if self.shared.journal.is_some() && ended.is_some() && ended != Some(CLOSED) {
+        // and its journal, again from nothing. So does one of a conductor before this one (its
+        // id names no chain here).
+        if self.restorable(&id) {
             self.restore_or_refuse(client, id, replay, responder);
             return Ok(());
         }
         let (link, own) = match split_id(&id) {
             Some((own, tag)) => match self.chain(tag) {
                 Some(link) => (link, own.to_owned()),
-                None if self.shared.journal.is_some() && ended.is_none() => {
-                    // Perhaps a session of this conductor before it restarted.
-                    self.restore_or_refuse(client, id, replay, responder);
-                    return Ok(());
-                }
                 None => return fail(responder, self.not_here(&id)),
             },
             None => (self.own_chain(client), id.clone()),

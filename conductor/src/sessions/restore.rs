@@ -1,6 +1,7 @@
-//! Restoring a session from the journal: a `session/load` (or `session/resume`) of an id of
-//! this layer's shape whose chain is not here — a session of this conductor before it
-//! restarted, or of another conductor sharing the journal — starts the client's chain and
+//! Restoring a session from the journal: a `session/load` (or `session/resume`, or
+//! `session/attach`) of an id of this layer's shape whose chain is not here — a session of
+//! this conductor before it restarted, or of another conductor sharing the journal — or of a
+//! session that ended here, not closed ([`Layer::restorable`]), starts the client's chain and
 //! restores the agent's side, in this order: `session/resume` when the agent offers it, else
 //! `session/load` (its replay taken by the layer, not sent to the client again), else a new
 //! session created with the journal's history (`_meta.sacp.history`, which the chain gives
@@ -17,7 +18,7 @@ use serde_json::{Map, Value, json};
 use super::chain::answer_of;
 use super::client::Client;
 use super::session::{From, Session, history_of};
-use super::{CLOSED, Layer};
+use super::{CLOSED, Layer, split_id};
 use crate::journal::Record;
 use crate::lock::lock;
 
@@ -103,7 +104,20 @@ impl Layer {
         });
     }
 
-    async fn restore(
+    /// Whether a session `id` that is not live here may be in the journal for this conductor to
+    /// restore: it ended here, not closed; or its id is of this layer's shape and names no
+    /// chain here (a conductor's before this one, or another's sharing the journal).
+    pub(super) fn restorable(&self, id: &str) -> bool {
+        if self.shared.journal.is_none() {
+            return false;
+        }
+        match self.why_ended(id) {
+            Some(why) => why != CLOSED,
+            None => split_id(id).is_some_and(|(_, tag)| self.chain(tag).is_none()),
+        }
+    }
+
+    pub(super) async fn restore(
         self: &Arc<Self>,
         client: &Arc<Client>,
         id: &str,

@@ -586,3 +586,49 @@ async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
     drop(second);
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// `session/attach` of a session of a conductor before this one restores it as `session/load`
+/// does: the answer's history is the journal's, and the session goes on. An id of the layer's
+/// shape that the journal never had is `-32001`.
+#[tokio::test]
+async fn a_session_of_a_conductor_before_is_taken_back_with_session_attach() {
+    let base = fresh("attach");
+    let db = base.join("journal.db");
+    let args = ["--journal", db.to_str().unwrap()];
+    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let session = new_session(&mut ed).await;
+    goes_on(&mut ed, &session, 2).await;
+    crate::restart::until_journaled(db.to_str().unwrap(), &session, "stream 2").await;
+    first.kill().await;
+    drop(ed);
+
+    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    let attached = ed
+        .request("session/attach", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(attached["sessionId"], session.as_str(), "{attached}");
+    let said: Vec<&str> = attached["history"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a history: {attached}"))
+        .iter()
+        .filter_map(|item| match item["method"].as_str()? {
+            "session/update" => item["params"]["update"]["content"]["text"].as_str(),
+            "session/prompt" => item["params"]["prompt"][0]["text"].as_str(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, ["stream 2", "chunk 1", "chunk 2"], "{attached}");
+    goes_on(&mut ed, &session, 1).await;
+    let (own, _) = session.split_once('@').unwrap();
+    let stranger = format!("{own}x@ffffffffffff");
+    let unknown = ed
+        .request("session/attach", json!({"sessionId": stranger}))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown["code"], -32001, "{unknown}");
+    drop(second);
+    let _ = std::fs::remove_dir_all(&base);
+}
