@@ -71,8 +71,8 @@ pub(crate) enum Body {
     Notification { method: Arc<str>, params: RawJson },
     /// A client's prompt: its params.
     Prompt(RawJson),
-    /// A turn's end: `{"result"}` or `{"error"}`.
-    TurnEnded(String),
+    /// A turn's end: the answer (written `{"result"}`) or the error (`{"error"}`).
+    TurnEnded(Result<RawJson, sacp::jsonrpc::Error>),
 }
 
 impl Body {
@@ -101,7 +101,14 @@ impl Body {
                 out.push('}');
             }
             Body::Prompt(params) => out.push_str(params.as_str()),
-            Body::TurnEnded(body) => out.push_str(body),
+            Body::TurnEnded(Ok(answer)) => {
+                out.push_str("{\"result\":");
+                out.push_str(answer.as_str());
+                out.push('}');
+            }
+            Body::TurnEnded(Err(e)) => {
+                out.push_str(&serde_json::json!({ "error": e }).to_string());
+            }
         }
     }
 }

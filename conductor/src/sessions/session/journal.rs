@@ -30,7 +30,7 @@ impl Session {
                 params: params.clone(),
             },
             Entry::Prompt { params, .. } => Body::Prompt(params.clone()),
-            Entry::TurnEnded { result, .. } => Body::TurnEnded(turn_end_body(result)),
+            Entry::TurnEnded { result, .. } => Body::TurnEnded(result.clone()),
             Entry::Ask(_) => return,
         };
         journal.record(Record::Entry {
@@ -145,14 +145,6 @@ impl Session {
             state.delivered = state.record.end();
         }
         self.appended.send_replace(lock(&self.state).record.end());
-    }
-}
-
-/// `{"result": ANSWER}` or `{"error": ERROR}`.
-fn turn_end_body(result: &Result<RawJson, Error>) -> String {
-    match result {
-        Ok(answer) => format!("{{\"result\":{}}}", answer.as_str()),
-        Err(e) => serde_json::json!({ "error": e }).to_string(),
     }
 }
 
