@@ -531,12 +531,9 @@ async fn an_agents_session_loaded_through_two_conductors_in_turn_is_journaled_on
     let _ = std::fs::remove_dir_all(&base);
 }
 
-/// `session/delete` of a session no chain holds, on a conductor started again on its journal:
-/// the journal's copy goes (its words deleted, a row saying it was closed left), a load is
-/// refused as for a closed session, and a delete of an id the journal never had is "not here".
-#[tokio::test]
-async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
-    let base = fresh("delete");
+/// A session of one turn ("stream 2") journaled in `base`'s journal by a conductor then
+/// killed, a second conductor on the same journal, and an editor connected to it.
+async fn left_by_a_killed_conductor(base: &Path) -> (String, Listening, Raw) {
     let db = base.join("journal.db");
     let args = ["--journal", db.to_str().unwrap()];
     let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
@@ -546,9 +543,18 @@ async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
     crate::restart::until_journaled(db.to_str().unwrap(), &session, "stream 2").await;
     first.kill().await;
     drop(ed);
-
     let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
-    let mut ed = editor(&second.ws()).await;
+    let ed = editor(&second.ws()).await;
+    (session, second, ed)
+}
+
+/// `session/delete` of a session no chain holds, on a conductor started again on its journal:
+/// the journal's copy goes (its words deleted, a row saying it was closed left), a load is
+/// refused as for a closed session, and a delete of an id the journal never had is "not here".
+#[tokio::test]
+async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
+    let base = fresh("delete");
+    let (session, second, mut ed) = left_by_a_killed_conductor(&base).await;
     let deleted = ed
         .request("session/delete", json!({"sessionId": session}))
         .await
@@ -556,7 +562,7 @@ async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
     assert_eq!(deleted, json!({}));
     until_rows(
         "the deleted session's words gone",
-        &db,
+        &base.join("journal.db"),
         &session,
         |(chunks, row)| *chunks == 0 && row.as_ref().is_some_and(|(closed, _)| *closed),
     )
@@ -593,18 +599,7 @@ async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
 #[tokio::test]
 async fn a_session_of_a_conductor_before_is_taken_back_with_session_attach() {
     let base = fresh("attach");
-    let db = base.join("journal.db");
-    let args = ["--journal", db.to_str().unwrap()];
-    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
-    let mut ed = editor(&first.ws()).await;
-    let session = new_session(&mut ed).await;
-    goes_on(&mut ed, &session, 2).await;
-    crate::restart::until_journaled(db.to_str().unwrap(), &session, "stream 2").await;
-    first.kill().await;
-    drop(ed);
-
-    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
-    let mut ed = editor(&second.ws()).await;
+    let (session, second, mut ed) = left_by_a_killed_conductor(&base).await;
     let attached = ed
         .request("session/attach", json!({"sessionId": session}))
         .await
