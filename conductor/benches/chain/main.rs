@@ -28,6 +28,12 @@
 //! baseline` runs N = 3 with that build's conductor, proxies and agent: a change against the
 //! code before it, in the same run.
 //!
+//! With it too, `N = 0 rounds against the baseline` and `N = 3 …` (and `… over --listen …`)
+//! measure this build against that one in interleaved rounds (below), idle and busy: its
+//! conductor, proxies and agent against the baseline's, the ratio with a 95% interval and a
+//! control (a second baseline chain), and whether this build keeps within 3% (5% over
+//! `--listen`).
+//!
 //! Rows `N = 0, agent over WebSocket` and `N = 3, agent over WebSocket` reach the test agent
 //! over the network (a WebSocket on loopback; the agent serves with `--listen`) instead of
 //! spawning it: the cost of a remote hop against the spawned rows of the same run.
@@ -146,6 +152,16 @@ impl ListeningAgent {
         Self::serving(conductor, &args)
     }
 
+    /// The arguments of a conductor with no proxy whose agent is this server.
+    fn editor_args(&self) -> Vec<String> {
+        vec![
+            "agent".to_owned(),
+            "--header".to_owned(),
+            format!("Authorization: Bearer {}", Self::TOKEN),
+            self.ws.clone(),
+        ]
+    }
+
     fn serving(program: &std::path::Path, args: &[&str]) -> ListeningAgent {
         use std::io::BufRead as _;
         let mut child = std::process::Command::new(program)
@@ -258,12 +274,7 @@ async fn run(scale: f64) {
                     Vec::new()
                 };
                 let server = ListeningAgent::conductor_with(&listening, &extra, &components);
-                let args = vec![
-                    "agent".to_owned(),
-                    "--header".to_owned(),
-                    format!("Authorization: Bearer {}", ListeningAgent::TOKEN),
-                    server.ws.clone(),
-                ];
+                let args = server.editor_args();
                 let figures =
                     measure(&counts, &conductor, &args, Some(0), Some(server.child.id())).await;
                 rows.push((row, figures));
@@ -280,12 +291,7 @@ async fn run(scale: f64) {
             components.push(agent.to_string_lossy().into_owned());
             let extra = ["--journal".to_owned(), spec.clone()];
             let server = ListeningAgent::conductor_with(&conductor, &extra, &components);
-            let args = vec![
-                "agent".to_owned(),
-                "--header".to_owned(),
-                format!("Authorization: Bearer {}", ListeningAgent::TOKEN),
-                server.ws.clone(),
-            ];
+            let args = server.editor_args();
             let figures =
                 measure(&counts, &conductor, &args, Some(0), Some(server.child.id())).await;
             drop(server);
@@ -435,6 +441,27 @@ async fn run(scale: f64) {
                 busy,
             };
             costs.push(cost(&counts, &conductor, &proxy, &agent, treatment).await);
+        }
+    }
+    // This build against the baseline's, the same way: rows `N = 0 rounds against the
+    // baseline`, `N = 3 …`, and `… over --listen`.
+    if let Some(dir) = std::env::var_os("SACP_BENCH_BASELINE").map(PathBuf::from) {
+        for listen in [false, true] {
+            for n in [0, 3] {
+                let over = if listen { " over --listen" } else { "" };
+                if !wanted(&format!("N = {n}{over} rounds against the baseline")) {
+                    continue;
+                }
+                for &busy in &machines {
+                    let treatment = Treatment::Build {
+                        dir: dir.clone(),
+                        n,
+                        listen,
+                        busy,
+                    };
+                    costs.push(cost(&counts, &conductor, &proxy, &agent, treatment).await);
+                }
+            }
         }
     }
     let rows = medians(&runs_rows);

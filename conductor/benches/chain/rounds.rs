@@ -1,8 +1,9 @@
 //! The cost of an option at N = 3, measured in interleaved rounds, on an idle machine and
 //! with busy loops beside the chain: `--trace` on a chain the editor spawns, and the session
-//! journal (`--journal`) on a chain served with `--listen`.
+//! journal (`--journal`) on a chain served with `--listen`; and this build against another
+//! (`SACP_BENCH_BASELINE`) at N = 0 and N = 3, spawned and served with `--listen`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::measure::{Counts, stream, throughput};
@@ -21,13 +22,22 @@ pub(crate) enum Treatment {
         spec: String,
         busy: bool,
     },
+    /// This build's conductor, proxies and agent, against those of the build in `dir` (the
+    /// untreated chains): `n` proxies, the chain spawned by the editor or served with
+    /// `--listen` (this build's then without its journal, which older builds lack).
+    Build {
+        dir: PathBuf,
+        n: usize,
+        listen: bool,
+        busy: bool,
+    },
 }
 
 impl Treatment {
     fn busy(&self) -> bool {
         match self {
             Treatment::Trace(setting) => setting.busy,
-            Treatment::Journal { busy, .. } => *busy,
+            Treatment::Journal { busy, .. } | Treatment::Build { busy, .. } => *busy,
         }
     }
 
@@ -36,19 +46,22 @@ impl Treatment {
         match self {
             Treatment::Trace(_) => "--trace".to_owned(),
             Treatment::Journal { store, .. } => format!("the {store} journal"),
+            Treatment::Build { dir, .. } => format!("this build against {}", dir.display()),
         }
     }
 
     fn describe(&self) -> String {
         match self {
             Treatment::Trace(setting) => format!("at N = 3, {}", setting.describe()),
-            Treatment::Journal { busy, .. } => format!(
-                "at N = 3 over --listen, {}",
-                if *busy {
-                    "beside two busy loops"
-                } else {
-                    "idle machine"
-                }
+            Treatment::Journal { busy, .. } => {
+                format!("at N = 3 over --listen, {}", machine(*busy))
+            }
+            Treatment::Build {
+                n, listen, busy, ..
+            } => format!(
+                "at N = {n}{}, {}",
+                if *listen { " over --listen" } else { "" },
+                machine(*busy)
             ),
         }
     }
@@ -65,6 +78,34 @@ impl Treatment {
         let mut components = vec![proxy.to_string_lossy().into_owned(); 3];
         components.push(agent.to_string_lossy().into_owned());
         let (editor, server) = match self {
+            Treatment::Build { dir, n, listen, .. } => {
+                // The treated chain is this build's; the others the baseline's.
+                let (measured, proxy, agent) = if treated {
+                    (conductor.to_owned(), proxy.to_owned(), agent.to_owned())
+                } else {
+                    let of = |path: &Path| dir.join(path.file_name().expect("a binary's name"));
+                    (of(conductor), of(proxy), of(agent))
+                };
+                let mut components = vec![proxy.to_string_lossy().into_owned(); *n];
+                components.push(agent.to_string_lossy().into_owned());
+                if *listen {
+                    let extra = if treated {
+                        vec!["--no-journal".to_owned()]
+                    } else {
+                        Vec::new()
+                    };
+                    // Reached through this build's conductor with no proxy, in every chain.
+                    let server = ListeningAgent::conductor_with(&measured, &extra, &components);
+                    (
+                        BenchEditor::initialized(conductor, &server.editor_args()).await,
+                        Some(server),
+                    )
+                } else {
+                    let mut args = vec!["agent".to_owned()];
+                    args.extend(components);
+                    (BenchEditor::initialized(&measured, &args).await, None)
+                }
+            }
             Treatment::Trace(setting) => {
                 let mut args = vec!["agent".to_owned()];
                 if treated {
@@ -81,14 +122,8 @@ impl Treatment {
                     vec!["--no-journal".to_owned()]
                 };
                 let server = ListeningAgent::conductor_with(conductor, &extra, &components);
-                let args = vec![
-                    "agent".to_owned(),
-                    "--header".to_owned(),
-                    format!("Authorization: Bearer {}", ListeningAgent::TOKEN),
-                    server.ws.clone(),
-                ];
                 (
-                    BenchEditor::initialized(conductor, &args).await,
+                    BenchEditor::initialized(conductor, &server.editor_args()).await,
                     Some(server),
                 )
             }
@@ -112,6 +147,7 @@ impl Treatment {
             Treatment::Journal { store, spec, .. } => {
                 (*store == "SQLite").then(|| journal_losses(Path::new(spec)))
             }
+            Treatment::Build { .. } => None,
         }
     }
 
@@ -128,6 +164,7 @@ impl Treatment {
                     }
                 }
             }
+            Treatment::Build { .. } => {}
         }
     }
 }
@@ -574,6 +611,7 @@ impl Cost {
         let settled_untraced = untraced(|s| s.settled_ns);
         let settle_untraced = 1e3 * (u.settle_secs + c.settle_secs) / (u.parts + c.parts).max(1.0);
         let dropped = match (&self.treatment, self.dropped) {
+            (Treatment::Build { .. }, _) => "- (nothing to lose: another build)".to_owned(),
             (_, None) => "- what it lost: not counted for this store".to_owned(),
             (Treatment::Trace(_), Some(dropped)) => format!(
                 "- trace lines dropped (the writer behind): {dropped} of {} ({:.2}%)",
@@ -651,6 +689,22 @@ impl Cost {
                     if all >= goal { "met" } else { "NOT met" },
                 );
             }
+            Treatment::Build { n, listen, .. } => {
+                // Issue 51's goal: nothing slower than the build before, within 3% (with
+                // `--listen`, the session layer's: within 5%).
+                let least = if *listen { 0.95 } else { 0.97 };
+                let figures: Vec<f64> = (0..3)
+                    .map(|i| mean_and_interval(&of(i, traced_ratio)).0)
+                    .collect();
+                println!(
+                    "- the goal at N = {n}, each throughput >= {least}x of the baseline's: {}",
+                    if figures.iter().all(|&f| f >= least) {
+                        "met"
+                    } else {
+                        "NOT met"
+                    },
+                );
+            }
             Treatment::Journal { store, .. } => {
                 // The journal's goal: 0.9x of the prompts per second and of the updates per
                 // second with 256 sessions, idle and busy alike.
@@ -667,5 +721,14 @@ impl Cost {
                 );
             }
         }
+    }
+}
+
+/// The machine, in words.
+fn machine(busy: bool) -> &'static str {
+    if busy {
+        "beside two busy loops"
+    } else {
+        "idle machine"
     }
 }

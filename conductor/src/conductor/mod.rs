@@ -7,7 +7,11 @@
 //! session setups it sends the agent (to bridge their `acp:` entries) and the agent's answers
 //! (to learn the sessions).
 //!
-//! **Ending.** The chain ends when:
+//! **Ending.** Every decision of a chain's life is made by its state machine,
+//! [`ChainCore`] (see `sacp::protocol::routing::life`), which `sacp::testing`'s chain drives
+//! too; this loop tells it what happened and when, and does what it asks: closes inputs,
+//! signals process groups, adds a failing component's last stderr lines to its error. The
+//! chain ends when:
 //! - the editor closes the conductor's stdin: the requests it still has in flight get up to
 //!   [`Options::eof_grace`] (default 1 s) to be answered — `printf '<initialize>' | conductor
 //!   agent …` gets its answer — and those still unanswered then get an error saying that the
@@ -43,7 +47,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use sacp::jsonrpc::{ByteStream, Error, Message, Transport, code};
+use sacp::jsonrpc::{ByteStream, Message, Transport};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -64,16 +68,9 @@ mod start;
 
 pub use self::failure::Failure;
 
-use self::ending::{Ending, Failing, Member};
+use self::ending::{Member, now};
 pub use self::start::{run, run_stdio};
 
-/// How long a component that stopped talking (or exited) has to show the other sign.
-const LAST_WORDS: Duration = Duration::from_millis(200);
-/// How long components get to exit on their own after their stdin is closed; at a clean end,
-/// also how long each one gets to close its output before the next one's stdin is closed.
-const GRACE: Duration = Duration::from_millis(400);
-/// How long between `SIGTERM` and `SIGKILL` when the chain fails or is stopped by a signal.
-const URGENT_TERM_GRACE: Duration = Duration::from_millis(250);
 /// At the end, how long open trace viewer pages may take to get the last lines.
 const VIEWER_CATCH_UP: Duration = Duration::from_secs(2);
 /// Components' stderr lines that may wait for the trace.
@@ -248,20 +245,11 @@ struct Conductor {
     /// The trace viewer (`--serve`).
     viewer: Option<trace::serve::Served>,
     deliveries: Vec<Delivery>,
-    /// Deliveries to the agent held until it answers its `initialize`: a session setup sent
-    /// before then (its `acp:` MCP entries are bridged by what the answer says), and whatever
-    /// follows it to the agent, in order.
-    held: Vec<Delivery>,
-    ending: Option<Ending>,
-    /// The editor closed stdin; its requests in flight may be answered until then.
-    draining: Option<Instant>,
-    /// A component failed; the error goes out once the chain has settled.
-    failing: Option<Failing>,
+    /// The conductor's own reason to stop the chain, when it was the first.
+    stopped: Option<Exit>,
     /// What travels down and is not written yet (see [`crate::account`]).
     down: Arc<Account>,
-    eof_grace: Duration,
     flush_timeout: Duration,
-    term_grace: Duration,
 }
 
 impl Conductor {
@@ -274,7 +262,7 @@ impl Conductor {
             Ok(signals) => signals,
             Err(e) => {
                 tracing::error!("cannot listen for signals: {e}");
-                self.begin_end(Exit::Failed(Failure::Signals(Arc::new(e))), true);
+                self.stop(Exit::Failed(Failure::Signals(Arc::new(e))));
                 Signals::none()
             }
         };
@@ -285,9 +273,7 @@ impl Conductor {
         tokio::pin!(timer);
         let mut armed: Option<Instant> = None;
         loop {
-            if let Some(ending) = &self.ending
-                && (self.members.iter().all(|m| !m.alive()) || Instant::now() >= ending.give_up_at)
-            {
+            if self.core.finished() {
                 break;
             }
             let wake = self.next_deadline();
@@ -305,7 +291,7 @@ impl Conductor {
                 },
                 signal = signals.recv() => {
                     tracing::info!(signal, "stopping on a signal");
-                    self.begin_end(Exit::Signalled(signal), true);
+                    self.stop(Exit::Signalled(signal));
                 }
                 Some((position, line)) = recv_some(&mut stderr_lines) => {
                     if let Some(trace) = &mut self.trace {
@@ -315,7 +301,8 @@ impl Conductor {
                 }
                 () = &mut timer, if armed.is_some() => {
                     armed = None;
-                    self.on_deadlines();
+                    self.core.tick(now());
+                    self.act(None);
                 }
             }
             // The trace goes to its file when it is due (see `Trace::due`), not after every
@@ -333,11 +320,11 @@ impl Conductor {
 
     fn on_event(&mut self, event: Event) {
         match event {
-            Event::Inbound(conn, _) if conn != EDITOR && self.core.failed() => {
-                // The editor has its error answers: nothing of the failed chain follows them.
-            }
             Event::Inbound(conn, batch) => {
-                if conn == self.core.table().agent_conn() && self.bridges.awaits_answers() {
+                if conn == self.core.table().agent_conn()
+                    && !self.core.failed()
+                    && self.bridges.awaits_answers()
+                {
                     for inbound in &batch {
                         if let sacp::jsonrpc::Inbound::Message(Message::Response(response)) =
                             inbound
@@ -346,27 +333,22 @@ impl Conductor {
                         }
                     }
                 }
-                let refused = self.core.inbound(conn, batch, &mut self.deliveries);
+                self.core.inbound(conn, batch, now());
                 self.trace_kept();
-                self.deliver(Some(conn));
-                if let Some(position) = refused {
-                    let message = self.core.table().refusal(position).message;
-                    self.begin_end(Exit::Failed(Failure::Refused { position, message }), true);
-                }
-                self.check_drained();
+                self.act(Some(conn));
             }
             Event::Closed(EDITOR, error) => {
                 match error {
                     None => tracing::debug!("the editor closed the conductor's stdin"),
                     Some(e) => tracing::warn!("cannot read from the editor: {e}"),
                 }
-                // What the editor asked before it closed stdin is still answered, for a while.
-                self.draining = Some(Instant::now() + self.eof_grace);
-                self.check_drained();
+                self.core.closed(EDITOR, None, now());
+                self.act(None);
             }
             Event::WriteFailed(EDITOR, e) => {
                 tracing::debug!("the editor stopped reading: {e}");
-                self.begin_end(Exit::Clean, false);
+                self.core.write_failed(EDITOR, e.to_string(), now());
+                self.act(None);
             }
             Event::Closed(conn, _) | Event::WriteFailed(conn, _)
                 if conn == self.core.table().bridge_conn()
@@ -375,23 +357,17 @@ impl Conductor {
                 tracing::debug!(conn, "the MCP bridges' connection closed");
             }
             Event::Closed(position, error) => {
-                if let Some(e) = error {
+                if let Some(e) = &error {
                     tracing::warn!(position, "cannot read from the component: {e}");
-                    self.members[position - 1].lost = Some(e.to_string());
                 }
-                self.members[position - 1].eof = true;
-                self.check(position);
-                self.on_closed_while_ending(position);
+                self.core
+                    .closed(position, error.map(|e| e.to_string()), now());
+                self.act(None);
             }
             Event::WriteFailed(position, e) => {
                 tracing::debug!(position, "the component stopped reading: {e}");
-                let member = &mut self.members[position - 1];
-                if member.url.is_some() {
-                    member.lost.get_or_insert_with(|| e.to_string());
-                }
-                member.eof = true;
-                self.check(position);
-                self.on_closed_while_ending(position);
+                self.core.write_failed(position, e.to_string(), now());
+                self.act(None);
             }
             Event::Note(note) => {
                 if let Some(trace) = &mut self.trace {
@@ -405,19 +381,18 @@ impl Conductor {
                         Err(e) => (format!("cannot be waited for: {e}"), None),
                     };
                     let name = self.core.table().name(position).to_owned();
-                    trace.exit(position, &name, &said, code, self.ending.is_none());
+                    trace.exit(position, &name, &said, code, self.core.end().is_none());
                 }
-                let member = &mut self.members[position - 1];
                 match status {
-                    Ok(status) => member.exit = Some(status),
+                    Ok(status) => self.core.exited(position, ending::exited(status), now()),
                     Err(e) => {
                         tracing::warn!(position, "cannot wait for the component: {e}");
-                        member.exit = Some(std::os::unix::process::ExitStatusExt::from_raw(0));
-                        member.eof = true;
+                        let status = std::os::unix::process::ExitStatusExt::from_raw(0);
+                        self.core.exited(position, ending::exited(status), now());
+                        self.core.closed(position, None, now());
                     }
                 }
-                self.check(position);
-                self.on_closed_while_ending(position);
+                self.act(None);
             }
         }
     }
@@ -452,7 +427,6 @@ impl Conductor {
             .and_then(|conn| self.outboxes.get(conn)?.as_ref())
             .map(|outbox| outbox.up.clone());
         let agent = self.core.table().agent_conn();
-        self.hold_for_the_agents_initialize(agent);
         let routed_at = self.trace.as_ref().map(Trace::now);
         let mut negotiated = Vec::new();
         let mut deliveries = self.deliveries.drain(..).peekable();
@@ -463,7 +437,6 @@ impl Conductor {
             for mut delivery in std::iter::once(first).chain(std::iter::from_fn(|| {
                 deliveries.next_if(|d| d.conn == conn)
             })) {
-                self.core.outbound(&mut delivery);
                 if conn == agent
                     && let (Some(mcp), Message::Request(request)) =
                         (self.core.table().agent_mcp(), &mut delivery.message)
@@ -533,29 +506,6 @@ impl Conductor {
         let t = trace.now();
         for message in &kept {
             trace.record(t, self.core.table(), &hop, message);
-        }
-    }
-
-    /// Holds a session setup on its way to the agent while the agent's `initialize` is
-    /// unanswered (an editor may send `session/new` right after `initialize`), and what
-    /// follows it to the agent; lets them go, in order, once it is answered.
-    fn hold_for_the_agents_initialize(&mut self, agent: Conn) {
-        if self.core.table().agent_initializing() {
-            let mut i = 0;
-            while i < self.deliveries.len() {
-                let d = &self.deliveries[i];
-                let setup = matches!(&d.message, Message::Request(r)
-                    if crate::bridge::SESSION_SETUP.contains(&r.method.as_str()));
-                if d.conn == agent && (setup || !self.held.is_empty()) {
-                    self.held.push(self.deliveries.remove(i));
-                } else {
-                    i += 1;
-                }
-            }
-        } else if !self.held.is_empty() {
-            let mut all = std::mem::take(&mut self.held);
-            all.append(&mut self.deliveries);
-            self.deliveries = all;
         }
     }
 }

@@ -2,6 +2,7 @@
 //! the MCP bridges, the trace and its viewer; then the event loop runs it.
 
 use super::*;
+use sacp::protocol::routing::life::Timing;
 
 /// Runs `chain` as one ACP agent on this process's stdin and stdout.
 pub async fn run_stdio(chain: Chain, options: Options) -> Exit {
@@ -59,8 +60,12 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         Some(trace) => announce(trace, &chain, &members, &options).await,
         None => None,
     };
+    let signs = members.iter().map(Member::sign).collect();
+    let timing = Timing::default()
+        .with_eof_grace(options.eof_grace)
+        .with_term_grace(options.term_grace);
     let conductor = Conductor {
-        core: ChainCore::new(routing_table(&chain, translator_conn)),
+        core: ChainCore::new(routing_table(&chain, translator_conn), signs, timing),
         bridges,
         members,
         outboxes,
@@ -69,14 +74,9 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         versions: Versions::default(),
         viewer,
         deliveries: Vec::new(),
-        held: Vec::new(),
-        ending: None,
-        draining: None,
-        failing: None,
+        stopped: None,
         down,
-        eof_grace: options.eof_grace,
         flush_timeout: options.flush_timeout,
-        term_grace: options.term_grace,
     };
     // The loop runs as a task of its own, not as the caller's future: a current-thread
     // runtime polls its I/O driver (one `epoll_wait`) each time it comes back to the future it

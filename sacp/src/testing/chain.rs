@@ -1,21 +1,23 @@
 //! [`TestChain`]: proxies between a scripted editor and an agent, in one process, routed by the
 //! conductor's own chain core.
 //!
-//! The kit's conductor is the routing of `sacp-chain` without processes: one in-memory channel
-//! per component, one event loop that feeds what arrives to a
-//! [`ChainCore`](crate::protocol::routing::ChainCore) — the routing table and what a failed
-//! chain lets through, the same the conductor's loop drives — and writes what it says, in
-//! order, recording every delivery in the [`Transcript`]. So ids are rewritten per hop,
+//! The kit's conductor is `sacp-chain`'s chain without processes: one in-memory channel per
+//! component, and one event loop that drives the chain's state machine, the conductor's own
+//! [`ChainCore`](crate::protocol::routing::ChainCore) — it tells it what arrives, what ends and
+//! the time, writes what it delivers, in order, recording every delivery in the
+//! [`Transcript`], and closes what it says to close. So ids are rewritten per hop,
 //! `initialize` offers and checks the proxy capability, successor envelopes wrap and unwrap,
-//! and `_mcp/*` messages reach the proxy that owns the server — exactly as in a real chain. A
-//! component that fails ends the chain as the conductor ends it: what it sent before passes
-//! the proxies in front of it first, then each request in flight gets an error naming it, and
-//! nothing more of the chain reaches the editor; [`RunningChain::kill`] (and the scripted
-//! agent's `Step::crash`) end a component as a process that dies would end.
-//! `conductor/tests/chain/parity.rs` runs the same scenarios through this chain and through
-//! the conductor binary and compares every hop. What it leaves out is the process side:
-//! spawning, signals, stderr, and the MCP bridges (the scripted agent speaks MCP over ACP
-//! itself, so none is needed).
+//! `_mcp/*` messages reach the proxy that owns the server, and a chain ends — exactly as in a
+//! real chain: a component that fails ends it as the conductor's ends (what it sent before
+//! passes the proxies in front of it first, then each request in flight gets an error naming
+//! it, and nothing more of the chain reaches the editor); an editor that leaves gets its
+//! requests' answers for a while, then the components' inputs close in chain order.
+//! [`RunningChain::kill`] (and the scripted agent's `Step::crash`) end a component as a
+//! process that dies would end. `conductor/tests/chain/parity.rs` runs the same scenarios
+//! through this chain and through the conductor binary and compares every hop. What it leaves
+//! out is the process side: spawning, signals, stderr, and the MCP bridges (the scripted agent
+//! speaks MCP over ACP itself, so none is needed); its components' connections are the only
+//! sign of their end (see [`life`](crate::protocol::routing::life)).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -27,8 +29,8 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::jsonrpc::{
     Channel, Connection, Error, Inbound, Message, MessageReader, MessageWriter, Transport, channel,
-    code,
 };
+use crate::protocol::routing::life::{Action, Sign, Timing};
 use crate::protocol::routing::{ChainCore, Delivery, Dir, EDITOR, Hop, Node, RoutingTable};
 use crate::proxy::Proxy;
 
@@ -203,12 +205,16 @@ impl TestChain {
             outboxes.push(Some(write(writer)));
         }
         drop(inbox_tx);
+        // In-process components: their connection's end is the only sign of theirs.
+        let signs = names
+            .iter()
+            .map(|_| Sign::Connection { url: None })
+            .collect();
         let conductor = Conductor {
-            core: ChainCore::new(RoutingTable::new(names.clone())),
+            core: ChainCore::new(RoutingTable::new(names.clone()), signs, Timing::default()),
             names,
             outboxes,
             transcript: transcript.clone(),
-            ended: None,
         };
         tasks.push(tokio::spawn(conductor.run(inbox)));
         RunningChain {
@@ -270,107 +276,78 @@ fn write<W: MessageWriter>(mut writer: W) -> mpsc::Sender<Message> {
     tx
 }
 
-/// The kit's conductor: the chain's core (as the conductor's) and the writers, driven by one
-/// loop.
+/// The kit's conductor: the chain's state machine (the conductor's) and the writers, driven
+/// by one loop that decides nothing of the chain's life: it tells the machine what arrived,
+/// what ended and the time, writes what it delivers, and closes what it says to close. No
+/// signal reaches an in-process component; it ends when its input closes.
 struct Conductor {
     core: ChainCore,
     names: Vec<String>,
     /// One per connection; `None` once closed.
     outboxes: Vec<Option<mpsc::Sender<Message>>>,
     transcript: Transcript,
-    /// Set once the chain ends (the editor left, or a component ended or refused).
-    ended: Option<()>,
+}
+
+/// Tokio's clock, as the machine takes it (a test may pause it).
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 impl Conductor {
     async fn run(mut self, mut inbox: mpsc::Receiver<(usize, Option<Inbound>)>) {
         let mut out = Vec::new();
         loop {
-            let settle_due = self.core.settle_due();
-            let settled = async {
-                match settle_due {
-                    Some(due) => {
-                        tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await
-                    }
+            let wake = self.core.next_wake();
+            let due = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
                     None => std::future::pending().await,
                 }
             };
-            let (conn, item) = tokio::select! {
+            tokio::select! {
                 next = inbox.recv() => match next {
-                    Some(next) => next,
+                    Some((conn, Some(inbound))) => self.core.inbound(conn, [inbound], now()),
+                    Some((conn, None)) => self.core.closed(conn, None, now()),
                     None => return,
                 },
-                () = settled => {
-                    // The failed chain has settled: the editor gets its errors, and nothing
-                    // more of the chain.
-                    if self.core.settled(&mut out) {
-                        self.deliver(&mut out).await;
-                        self.end(None).await;
-                    }
-                    continue;
-                }
-            };
-            match item {
-                Some(inbound) => {
-                    if self.ended.is_some() && conn == EDITOR {
-                        // After the chain ended, the editor's requests get the error at once.
-                        if let Inbound::Message(Message::Request(request)) = inbound {
-                            let error = Error::new(code::INTERNAL_ERROR, "the chain has ended");
-                            self.send(
-                                EDITOR,
-                                Message::Response(crate::jsonrpc::Response::error(
-                                    request.id, &error,
-                                )),
-                            )
-                            .await;
+                () = due => self.core.tick(now()),
+            }
+            self.act(&mut out).await;
+        }
+    }
+
+    /// Writes what the machine delivered and does what it asks, until it has nothing more
+    /// (a write that fails is news to it, which may ask for more).
+    async fn act(&mut self, out: &mut Vec<Delivery>) {
+        loop {
+            self.core.poll_deliveries(out);
+            let mut acted = !out.is_empty();
+            self.deliver(out).await;
+            while let Some(action) = self.core.poll_action() {
+                acted = true;
+                match action {
+                    Action::CloseInput(position) => {
+                        if let Some(outbox) = self.outboxes.get_mut(position) {
+                            outbox.take();
                         }
-                        continue;
                     }
-                    let refused = self.core.inbound(conn, [inbound], &mut out);
-                    self.deliver(&mut out).await;
-                    if let Some(position) = refused {
-                        tracing::error!("{}", self.core.table().refusal(position));
-                        self.end(None).await;
-                    }
+                    Action::Failing { why, .. } => tracing::error!("{why}"),
+                    Action::Signal(..) | Action::Ending => {}
                 }
-                None if conn == EDITOR => {
-                    // The editor left: every component's input closes, in chain order.
-                    self.end(Some(EDITOR)).await;
-                    for outbox in &mut self.outboxes {
-                        outbox.take();
-                    }
-                }
-                None => {
-                    let name = &self.names[conn - 1];
-                    let why = format!("component {conn} ({name:?}) closed its connection");
-                    let error = Error::new(code::INTERNAL_ERROR, &why)
-                        .with_data(serde_json::json!({"component": conn, "name": name}));
-                    // What it sent before passes the proxies in front of it first, as in the
-                    // conductor (see `Settling`).
-                    if self.ended.is_none()
-                        && self
-                            .core
-                            .component_failed(error, tokio::time::Instant::now().into_std())
-                    {
-                        tracing::error!("{why}");
-                    }
-                    if let Some(outbox) = self.outboxes.get_mut(conn) {
-                        outbox.take();
-                    }
-                }
+            }
+            if !acted {
+                return;
             }
         }
     }
 
-    /// Writes and records what the table said to send, in order: each delivery as the core
-    /// sees it go out ([`ChainCore::outbound`]), each run of messages to the editor as the
-    /// core puts them ([`ChainCore::to_editor`]: a v2 session's state around what is said
-    /// between turns).
+    /// Writes and records what the machine delivered, in order, each run of messages to the
+    /// editor as the machine puts them ([`ChainCore::to_editor`]: a v2 session's state around
+    /// what is said between turns).
     async fn deliver(&mut self, out: &mut Vec<Delivery>) {
         let mut written = Vec::with_capacity(out.len());
         let mut run: Vec<Delivery> = Vec::new();
-        for mut delivery in out.drain(..) {
-            self.core.outbound(&mut delivery);
+        for delivery in out.drain(..) {
             if delivery.conn == EDITOR {
                 run.push(delivery);
                 continue;
@@ -427,23 +404,8 @@ impl Conductor {
             && outbox.send(message).await.is_err()
         {
             self.outboxes[conn] = None;
-        }
-    }
-
-    /// The chain ends: every component's input closes (the one that ended, `gone`, has none
-    /// left). The editor's stays open for the errors it is still owed.
-    async fn end(&mut self, gone: Option<usize>) {
-        if let Some(gone) = gone
-            && let Some(outbox) = self.outboxes.get_mut(gone)
-        {
-            outbox.take();
-        }
-        if self.ended.is_some() {
-            return;
-        }
-        self.ended = Some(());
-        for outbox in self.outboxes.iter_mut().skip(1) {
-            outbox.take();
+            let error = "its connection no longer reads".to_owned();
+            self.core.write_failed(conn, error, now());
         }
     }
 }

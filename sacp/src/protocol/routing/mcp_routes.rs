@@ -151,7 +151,7 @@ pub(super) fn with_transport_as(
 }
 
 /// The ACP methods whose `mcpServers` declare MCP servers.
-const SESSION_SETUP: [&str; 3] = ["session/new", "session/load", "session/resume"];
+pub(super) const SESSION_SETUP: [&str; 3] = ["session/new", "session/load", "session/resume"];
 
 impl RoutingTable {
     /// A session setup's `mcpServers` as the component at `to` can parse them: an S11 proxy

@@ -349,7 +349,7 @@ impl RoutingTable {
 
     /// Answers every request the editor's connection has in flight with `error` (the chain is
     /// ending).
-    pub fn fail_all(&mut self, error: &Error, out: &mut Vec<Delivery>) {
+    pub(crate) fn fail_all(&mut self, error: &Error, out: &mut Vec<Delivery>) {
         let ids: Vec<(Id, (Conn, i64))> = self.conns[EDITOR].in_flight.drain().collect();
         for (id, (target, out_id)) in ids {
             // Answered here, the request is no longer the component's to answer: a late
@@ -749,6 +749,7 @@ impl fmt::Display for PeerName<'_> {
 
 mod chain_core;
 mod histories;
+pub mod life;
 mod mcp_routes;
 mod responses;
 mod settling;
@@ -758,6 +759,8 @@ pub use self::chain_core::ChainCore;
 pub use self::mcp_routes::AgentMcp;
 pub use self::settling::Settling;
 
+#[cfg(test)]
+mod life_proptests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

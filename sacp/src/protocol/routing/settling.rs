@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 /// proxies in front of it, while they keep passing things on. The chain has settled after a
 /// pause of [`Settling::PAUSE`] in their traffic, or [`Settling::AT_MOST`] after the failure,
 /// whichever comes first; then the editor gets the error for each request in flight
-/// ([`RoutingTable::fail_all`](super::RoutingTable::fail_all)), and nothing more of the chain.
+/// (`RoutingTable::fail_all`), and nothing more of the chain.
 #[derive(Debug, Clone, Copy)]
 pub struct Settling {
     settled_at: Instant,
