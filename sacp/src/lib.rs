@@ -31,6 +31,16 @@
 //! The guides: [`_proxies`] (a proxy in one example, tools, the conductor's MCP bridges) and,
 //! with the feature `remote`, `_network` (serving an agent over the network, reaching one).
 //!
+//! **Features.** `stdio` (on by default): a peer on this process's stdin and stdout
+//! (`ByteStream::stdio`, `proxy::serve_stdio`, `agent::serve_stdio`). `remote`: ACP over the
+//! network. `rmcp`: an `rmcp` server served over ACP. `testing`: `sacp::testing`. `unstable`
+//! and `unstable_protocol_v2`: ACP's unstable surface and its v2 draft. Without its default
+//! features the crate needs nothing of tokio that WebAssembly lacks (no processes, sockets,
+//! stdio or threads), so it builds for `wasm32-wasip2`: the JSON-RPC core, the ACP types, the
+//! protocol layer, the proxy and agent runtimes, the macros, `mcp` and `testing`
+//! (`cargo check -p sacp-sdk --no-default-features --features testing --target
+//! wasm32-wasip2`, which CI runs).
+//!
 //! A proxy that forwards everything is one line plus `main`:
 //!
 //! ```no_run

@@ -79,7 +79,7 @@ pub(crate) use self::mcp_client::Clients;
 use self::turns::Turns;
 
 use crate::acp::Side;
-use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
+use crate::jsonrpc::{Builder, Connection, Error, Transport};
 use crate::protocol::version::{self, Chosen};
 use crate::runtime::{AfterAnswer, Context, Neighbours};
 
@@ -271,9 +271,10 @@ pub async fn serve<A: Agent>(agent: A, transport: impl Transport) -> Result<(), 
     spawn(agent, transport).closed().await
 }
 
-/// Runs `agent` on stdin/stdout.
+/// Runs `agent` on stdin/stdout (feature `stdio`, on by default).
+#[cfg(feature = "stdio")]
 pub async fn serve_stdio<A: Agent>(agent: A) -> Result<(), Error> {
-    serve(agent, ByteStream::stdio()).await
+    serve(agent, crate::jsonrpc::ByteStream::stdio()).await
 }
 
 /// Starts `agent` on a transport and returns the connection to its client.

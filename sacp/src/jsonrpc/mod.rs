@@ -91,7 +91,8 @@ pub type BoxFuture<T = ()> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// Transport halves, for code that names them.
 pub mod transports {
     pub use super::transport::{
-        ChannelReader, ChannelWriter, LineMessageReader, LineMessageWriter, StdinReader,
-        StdoutWriter,
+        ChannelReader, ChannelWriter, LineMessageReader, LineMessageWriter,
     };
+    #[cfg(feature = "stdio")]
+    pub use super::transport::{StdinReader, StdoutWriter};
 }

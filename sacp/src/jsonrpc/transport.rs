@@ -14,6 +14,7 @@
 mod byte_stream;
 mod channel;
 mod either;
+#[cfg(feature = "stdio")]
 mod stdio;
 
 use std::future::Future;
@@ -21,6 +22,7 @@ use std::future::Future;
 pub use self::byte_stream::{ByteStream, LineMessageReader, LineMessageWriter};
 pub use self::channel::{Channel, ChannelReader, ChannelWriter, channel};
 pub use self::either::Either;
+#[cfg(feature = "stdio")]
 pub use self::stdio::{StdinReader, StdoutWriter};
 use super::{Error, Id, Message};
 

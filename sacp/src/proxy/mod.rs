@@ -81,7 +81,7 @@ use std::sync::Arc;
 
 use self::mcp_servers::McpServer;
 use crate::acp::Side;
-use crate::jsonrpc::{Builder, ByteStream, Connection, Error, Transport};
+use crate::jsonrpc::{Builder, Connection, Error, Transport};
 
 /// A proxy: the handlers it has, and how to call them. Written by `#[sacp::proxy]`, or by hand:
 ///
@@ -168,9 +168,11 @@ pub async fn serve<P: Proxy>(proxy: P, transport: impl Transport) -> Result<(), 
     spawn(proxy, transport).closed().await
 }
 
-/// Runs `proxy` on stdin/stdout, as a component process of a conductor's chain.
+/// Runs `proxy` on stdin/stdout, as a component process of a conductor's chain (feature
+/// `stdio`, on by default).
+#[cfg(feature = "stdio")]
 pub async fn serve_stdio<P: Proxy>(proxy: P) -> Result<(), Error> {
-    serve(proxy, ByteStream::stdio()).await
+    serve(proxy, crate::jsonrpc::ByteStream::stdio()).await
 }
 
 /// Starts `proxy` on a transport and returns the connection to the conductor (for in-process

@@ -2,7 +2,9 @@
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-use super::{Inbound, MessageReader, MessageWriter, StdinReader, StdoutWriter, Transport};
+use super::{Inbound, MessageReader, MessageWriter, Transport};
+#[cfg(feature = "stdio")]
+use super::{StdinReader, StdoutWriter};
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE_LENGTH, Frame, LineReader};
 use crate::jsonrpc::message::{Parsed, parse_line};
 use crate::jsonrpc::{Error, Id, Message};
@@ -50,6 +52,7 @@ where
     }
 }
 
+#[cfg(feature = "stdio")]
 impl ByteStream<StdinReader, StdoutWriter> {
     /// This process's standard input and output. Pipes and sockets (what a conductor or an
     /// editor hands a component) are read and written without a blocking thread in between;
