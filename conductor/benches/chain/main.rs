@@ -32,7 +32,8 @@
 //! measure this build against that one in interleaved rounds (below), idle and busy: its
 //! conductor, proxies and agent against the baseline's, the ratio with a 95% interval and a
 //! control (a second baseline chain), and whether this build keeps within 3% (5% over
-//! `--listen`).
+//! `--listen`); `agent=this` ends both in this build's test agent, comparing the conductors
+//! and proxies alone.
 //!
 //! Rows `N = 0, agent over WebSocket` and `N = 3, agent over WebSocket` reach the test agent
 //! over the network (a WebSocket on loopback; the agent serves with `--listen`) instead of
@@ -458,6 +459,8 @@ async fn run(scale: f64) {
                         n,
                         listen,
                         busy,
+                        // `agent=this`: this build's test agent behind both.
+                        same_agent: arg("agent").as_deref() == Some("this"),
                     };
                     costs.push(cost(&counts, &conductor, &proxy, &agent, treatment).await);
                 }

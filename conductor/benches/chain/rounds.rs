@@ -30,6 +30,9 @@ pub(crate) enum Treatment {
         n: usize,
         listen: bool,
         busy: bool,
+        /// Every chain ends in this build's test agent: the conductors and proxies alone are
+        /// compared (the agent is the bench's fixture, and changes of its own).
+        same_agent: bool,
     },
 }
 
@@ -57,10 +60,19 @@ impl Treatment {
                 format!("at N = 3 over --listen, {}", machine(*busy))
             }
             Treatment::Build {
-                n, listen, busy, ..
+                n,
+                listen,
+                busy,
+                same_agent,
+                ..
             } => format!(
-                "at N = {n}{}, {}",
+                "at N = {n}{}, {}, {}",
                 if *listen { " over --listen" } else { "" },
+                if *same_agent {
+                    "both ending in this build's test agent"
+                } else {
+                    "each build with its own test agent"
+                },
                 machine(*busy)
             ),
         }
@@ -78,13 +90,24 @@ impl Treatment {
         let mut components = vec![proxy.to_string_lossy().into_owned(); 3];
         components.push(agent.to_string_lossy().into_owned());
         let (editor, server) = match self {
-            Treatment::Build { dir, n, listen, .. } => {
+            Treatment::Build {
+                dir,
+                n,
+                listen,
+                same_agent,
+                ..
+            } => {
                 // The treated chain is this build's; the others the baseline's.
                 let (measured, proxy, agent) = if treated {
                     (conductor.to_owned(), proxy.to_owned(), agent.to_owned())
                 } else {
                     let of = |path: &Path| dir.join(path.file_name().expect("a binary's name"));
-                    (of(conductor), of(proxy), of(agent))
+                    let agent = if *same_agent {
+                        agent.to_owned()
+                    } else {
+                        of(agent)
+                    };
+                    (of(conductor), of(proxy), agent)
                 };
                 let mut components = vec![proxy.to_string_lossy().into_owned(); *n];
                 components.push(agent.to_string_lossy().into_owned());
