@@ -190,9 +190,14 @@ async fn a_crash_of_the_agent_fails_what_is_in_flight_and_ends_the_chain() -> sa
             ContentBlock::Text(TextContent::new("last words"))
         ))]
     );
-    // The chain is over: the next request fails at once, and every component ends.
+    // The chain is over: the next request fails at once saying why, and every component ends.
     let after = chain.editor().new_session().await.unwrap_err();
-    assert!(after.message.contains("ended"), "{after}");
+    assert!(
+        after
+            .message
+            .starts_with("the chain has ended: component 2 (\"ScriptedAgent\")"),
+        "{after}"
+    );
     chain.close().await?;
     Ok(())
 }
