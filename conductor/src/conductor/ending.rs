@@ -90,21 +90,21 @@ impl Conductor {
         }
     }
 
-    /// Stops the chain for a reason of the conductor's own (a signal, a failure): an urgent
-    /// end, unless it is ending already.
+    /// Stops the chain for a reason of the conductor's own (a signal, a failure). The
+    /// machine decides whether it is the chain's end (the first reason wins); the conductor
+    /// keeps its exit for when it is.
     pub(super) fn stop(&mut self, exit: Exit) {
-        if self.core.end().is_some() {
-            return;
-        }
         let why = match &exit {
             Exit::Signalled(signal) => format!("the conductor was stopped by signal {signal}"),
             Exit::Failed(failure) => failure.to_string(),
             Exit::Clean => "the conductor stopped".to_owned(),
             Exit::Ended { why, .. } => why.clone(),
         };
-        let failure = exit.is_failure();
-        self.stopped = Some(exit);
-        self.core.stop(why, failure, now());
+        let was_ending = self.core.end().is_some();
+        self.core.stop(why, exit.is_failure(), now());
+        if !was_ending {
+            self.stopped = Some(exit);
+        }
         self.act(None);
     }
 
