@@ -13,7 +13,7 @@
 //!
 //! Either way each MCP connection the agent's client opens becomes one MCP connection over
 //! ACP, opened by the bridges as if they were the agent (`hub.rs`; the routing table sends the
-//! owner's `_mcp/*` for it to them, see `sacp/src/protocol/routing/mcp_routes.rs`). The request is never held
+//! owner's `_mcp/*` for it to them, as `diversion.rs` says). The request is never held
 //! back: listeners serve from the moment the rewritten entry is forwarded, and connections
 //! opened before the agent answered `session/new` go without a session id (the owner knows
 //! the session by the URL anyway). An entry ends with its session (`session/close`,
@@ -25,6 +25,7 @@
 //! `mcp/*` and ours `_mcp/*`), one more connection of the routing table that reaches providers
 //! through the same hub.
 
+pub(crate) mod diversion;
 mod http;
 mod hub;
 pub(crate) mod pipe;

@@ -1,8 +1,7 @@
 //! The MCP translator: MCP over ACP between a caller and a provider that speak different forms
 //! of it (the RFD's `mcp/*` or ours `_mcp/*`, see [`sacp::protocol::dialect`]). It is one more
-//! connection of the routing table,
-//! [`RoutingTable::translator_conn`](sacp::protocol::routing::RoutingTable::translator_conn),
-//! and reaches providers through the bridges' [`Hub`] (as the agent, up the chain).
+//! connection of the routing table, the [`TRANSLATOR`](super::diversion::TRANSLATOR) of the
+//! conductor's diversion (which says what comes to it), and reaches providers through the bridges' [`Hub`] (as the agent, up the chain).
 //!
 //! **A stateless caller in front of a connection provider.** An RFD agent's `mcp/message` for
 //! a server that went up the whole chain unserved (an S11 proxy's, or an editor's `acp:`

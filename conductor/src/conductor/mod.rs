@@ -351,8 +351,7 @@ impl Conductor {
                 self.act(None);
             }
             Event::Closed(conn, _) | Event::WriteFailed(conn, _)
-                if conn == self.core.table().bridge_conn()
-                    || conn == self.core.table().translator_conn() =>
+                if self.core.table().diverted(conn).is_some() =>
             {
                 tracing::debug!(conn, "the MCP bridges' connection closed");
             }

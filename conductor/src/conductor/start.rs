@@ -2,6 +2,7 @@
 //! the MCP bridges, the trace and its viewer; then the event loop runs it.
 
 use super::*;
+use crate::bridge::diversion::{self, McpDiversion};
 use sacp::protocol::routing::life::Timing;
 
 /// Runs `chain` as one ACP agent on this process's stdin and stdout.
@@ -52,8 +53,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         mut outboxes,
         ..
     } = started;
-    let (bridges, translator_conn) =
-        start_bridges(&chain, &options, &mut outboxes, &events_tx, &down);
+    let bridges = start_bridges(&chain, &options, &mut outboxes, &events_tx, &down);
     hear_notes(&options, &events_tx);
     outboxes[EDITOR] = Some(endpoint::start(EDITOR, editor, events_tx, down.clone()));
     let viewer = match &mut trace {
@@ -65,7 +65,7 @@ pub async fn run(chain: Chain, options: Options, editor: impl Transport) -> Exit
         .with_eof_grace(options.eof_grace)
         .with_term_grace(options.term_grace);
     let conductor = Conductor {
-        core: ChainCore::new(routing_table(&chain, translator_conn), signs, timing),
+        core: ChainCore::new(routing_table(&chain), signs, timing),
         bridges,
         members,
         outboxes,
@@ -217,16 +217,17 @@ impl Started {
 }
 
 /// The MCP bridges and, after them, the MCP translator: two more connections, after the
-/// components'. The translator's connection number comes second.
+/// components', in the order of the routing table's diversion (see `bridge::diversion`).
 fn start_bridges(
     chain: &Chain,
     options: &Options,
     outboxes: &mut Vec<Option<Outbox>>,
     events: &mpsc::UnboundedSender<Event>,
     down: &Arc<Account>,
-) -> (Bridges, Conn) {
+) -> Bridges {
     let (hub_end, router_end) = sacp::jsonrpc::channel();
     let bridge_conn = outboxes.len();
+    debug_assert_eq!(bridge_conn, chain.components.len() + 1 + diversion::BRIDGES);
     outboxes.push(Some(endpoint::start(
         bridge_conn,
         router_end,
@@ -239,6 +240,10 @@ fn start_bridges(
         .or_else(|| options.launcher.clone());
     let (translator_end, router_end) = sacp::jsonrpc::channel();
     let translator_conn = outboxes.len();
+    debug_assert_eq!(
+        translator_conn,
+        chain.components.len() + 1 + diversion::TRANSLATOR
+    );
     outboxes.push(Some(endpoint::start(
         translator_conn,
         router_end,
@@ -246,10 +251,7 @@ fn start_bridges(
         down.clone(),
     )));
     let mode = options.mcp_bridge.or(chain.mcp_bridge).unwrap_or_default();
-    (
-        Bridges::new(mode, program, hub_end, translator_end),
-        translator_conn,
-    )
+    Bridges::new(mode, program, hub_end, translator_end)
 }
 
 /// The session layer's notes of its clients, passed to the loop for the trace.
@@ -318,13 +320,12 @@ async fn announce(
     }
 }
 
-/// The routing table of `chain`: its components by name, the translator's connection, the
-/// dialects declared.
-fn routing_table(chain: &Chain, translator_conn: Conn) -> RoutingTable {
+/// The routing table of `chain`: its components by name, the MCP bridges and translator
+/// plugged in, the dialects declared.
+fn routing_table(chain: &Chain) -> RoutingTable {
     let names = chain.components.iter().map(|c| c.name.clone()).collect();
     let mut table = RoutingTable::new(names);
-    debug_assert_eq!(table.translator_conn(), translator_conn);
-    table.translate();
+    table.plug(Box::new(McpDiversion::default()));
     for (i, component) in chain.components.iter().enumerate() {
         if let Some(dialect) = component.dialect {
             table.declare(i + 1, dialect);

@@ -89,7 +89,7 @@ impl ChainCore {
     }
 
     /// The routing table, to set up before the chain runs ([`RoutingTable::declare`],
-    /// [`RoutingTable::translate`]).
+    /// [`RoutingTable::plug`]).
     pub fn table_mut(&mut self) -> &mut RoutingTable {
         &mut self.table
     }
@@ -172,8 +172,8 @@ impl ChainCore {
     }
 
     /// `conn`'s output ended at `now` (with the error that ended it, if one did): the editor
-    /// left, or a component showed a sign of its end. The MCP bridges' connections end
-    /// nothing.
+    /// left, or a component showed a sign of its end. A [`Diversion`](super::Diversion)'s
+    /// connections end nothing.
     pub fn closed(&mut self, conn: Conn, error: Option<String>, now: Instant) {
         if conn == EDITOR {
             // What the editor asked before it left is still answered, for a while.

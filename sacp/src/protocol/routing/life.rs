@@ -35,7 +35,9 @@
 //! processes, in-process proxies whose task ends like a process, or servers over the network
 //! (one sign); the test kit's are in-process connections (one sign), which no signal reaches —
 //! they end when their input closes. The conductor also sends signals to process groups,
-//! writes the trace and feeds the MCP bridges; the kit records its transcript.
+//! writes the trace, and plugs its MCP bridges and translator into the routing table (a
+//! [`Diversion`](super::Diversion), whose connections end nothing); the kit records its
+//! transcript and plugs in nothing.
 
 use std::time::{Duration, Instant};
 

@@ -1,18 +1,17 @@
-//! The routing table's part in MCP over ACP (spec §4): what the agent can do, where the
-//! conductor's own MCP bridges sit, and which `_mcp/*` messages go to them instead of the agent.
+//! The routing table's part in MCP over ACP (spec §4): what the agent can do, the MCP server
+//! declarations each hop can parse, and MCP messages in the form of each hop's dialect.
 //!
-//! A conductor's bridges (the `sacp-chain` crate's) speak for an agent that knows nothing of
-//! `acp:` URLs: they are one more connection of the routing table,
-//! [`RoutingTable::bridge_conn`], that sends and receives as if it were the agent — what it sends travels up from the agent's position, and the owner's
-//! `_mcp/request` and `_mcp/notification` for a connection it opened come to it rather than to
-//! the agent. It learns those connections from the answers to its `_mcp/connect`s.
+//! Where the conductor's own MCP bridges and translator sit, and which messages go to them
+//! instead of their target, is not the table's business: the conductor plugs them in as a
+//! [`Diversion`](super::Diversion), which asks the table what it knows here (the agent's MCP,
+//! the RFD servers declared, the servers lent to an RFD agent).
 
 use serde::Deserialize;
 
 use crate::jsonrpc::RawJson;
 use crate::protocol::mcp;
 
-use super::{Conn, Dir, RoutingTable};
+use super::{Dir, RoutingTable};
 
 /// What the agent said of MCP in its `initialize` result.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -177,7 +176,7 @@ impl RoutingTable {
         let rfd_agent = agent.is_some_and(|a| a.rfd && !a.native);
         // One that does not gets RFD servers as `acp:` URLs, which the conductor's translator
         // serves (for the agent itself, or for the bridges that call them on its behalf).
-        let translated_for = self.translating && agent.is_some_and(|a| !a.rfd);
+        let translated_for = self.translating() && agent.is_some_and(|a| !a.rfd);
         // Who cannot parse `{"type": "acp"}`.
         let no_rfd_entries = s11 || translated_for;
         if !no_rfd_entries && !rfd_agent && self.rfd_servers.is_empty() {
@@ -261,9 +260,10 @@ impl RoutingTable {
         }
     }
 
-    /// For an RFD agent's `mcp/message` that went up the whole chain unserved, in a chain without
-    /// the translator ([`RoutingTable::translate`], e.g. `sacp::testing`'s): the binding error
-    /// when the server was lent to it as an RFD entry — its provider does not serve the RFD's
+    /// For an RFD agent's `mcp/message` that went up the whole chain unserved, in a chain
+    /// whose diversion does not translate (see
+    /// [`Diversion::translates_rfd`](super::Diversion::translates_rfd)), or that has none (as
+    /// `sacp::testing`'s): the binding error when the server was lent to it as an RFD entry — its provider does not serve the RFD's
     /// stateless form (an S11 proxy, say) — rather than the editor's "method not found".
     /// `None` for the editor's own RFD servers, and in proxy mode.
     pub(super) fn unserved_for_rfd_agent(
@@ -274,7 +274,7 @@ impl RoutingTable {
     ) -> Option<crate::jsonrpc::Error> {
         if to != 0
             || self.proxy_mode
-            || self.translating
+            || self.translating()
             || method != mcp::RFD_MESSAGE
             || self.lent_to_rfd_agent.is_empty()
         {
@@ -292,11 +292,6 @@ impl RoutingTable {
                 ),
             )
         })
-    }
-
-    /// The connection of the conductor's MCP bridges (after the components').
-    pub fn bridge_conn(&self) -> Conn {
-        self.n() + 1
     }
 
     /// What the agent said of MCP, once it answered `initialize` (never in proxy mode, where
@@ -322,128 +317,21 @@ impl RoutingTable {
         }
     }
 
-    /// The connection of the conductor's MCP translator (after the bridges'): it stands in for
-    /// a provider of MCP over ACP in a form its caller does not speak (see
-    /// [`RoutingTable::translate`]).
-    pub fn translator_conn(&self) -> Conn {
-        self.n() + 2
+    /// Whether the diversion stands in for the RFD's MCP servers (see
+    /// [`Diversion::translates_rfd`](super::Diversion::translates_rfd)).
+    fn translating(&self) -> bool {
+        self.diversion.as_ref().is_some_and(|d| d.translates_rfd())
     }
 
-    /// Says that the conductor serves [`RoutingTable::translator_conn`], which then gets
-    /// - an RFD agent's stateless `mcp/message` for a server that went up the whole chain
-    ///   unserved (its provider, an S11 proxy say, speaks only connections): the translator
-    ///   opens a connection through the bridges' connection and translates;
-    /// - the agent's side's `_mcp/connect` for an RFD server (stateless only), and the
-    ///   `_mcp/*` on the connection it opened: the translator calls the server statelessly.
-    ///
-    /// What it sends goes to the agent (as from the agent's neighbour), and a provider's
-    /// `mcp/message` notifications to an agent that does not speak the RFD's form go to the
-    /// bridges' connection. Without it, an RFD agent gets a binding error for such servers.
-    pub fn translate(&mut self) {
-        self.translating = true;
+    /// The RFD server id of an RFD server (`{"type": "acp"}`) shown to an S11 proxy or an
+    /// agent as this `acp:` URL.
+    pub fn rfd_server_id(&self, url: &str) -> Option<&str> {
+        self.rfd_servers.get(url).map(String::as_str)
     }
 
-    /// Notes the answer to an `_mcp/connect` that `origin` sent and `answerer` answered: the
-    /// bridges' connections, and the translator's.
-    pub(super) fn note_connect(&mut self, origin: Conn, answerer: Conn, result: &RawJson) {
-        let Ok(connected) = result.parse::<mcp::ConnectResult>() else {
-            return;
-        };
-        if answerer == self.translator_conn() {
-            self.translated.insert(connected.connection_id.clone());
-        }
-        if origin == self.bridge_conn() {
-            self.bridged.insert(connected.connection_id);
-        }
-    }
-
-    /// Notes an `_mcp/disconnect` from `from`, going out on `target`.
-    pub(super) fn note_disconnect(&mut self, from: Conn, target: Conn, params: Option<&RawJson>) {
-        let Some(id) = mcp::connection_of(params) else {
-            return;
-        };
-        if from == self.bridge_conn() {
-            self.bridged.remove(&id);
-        }
-        if target == self.translator_conn() {
-            self.translated.remove(&id);
-        }
-    }
-
-    /// The connection a message goes out on instead of `conn`, its target's:
-    /// - the bridges', for the owner's `_mcp/*` to a connection a bridge opened, and for an
-    ///   RFD provider's `mcp/message` notifications to an agent that does not speak the RFD;
-    /// - the translator's, for what [`RoutingTable::translate`] says.
-    pub(super) fn divert(&self, conn: Conn, resolved: &super::Resolved, request: bool) -> Conn {
-        let (method, params) = (resolved.method.as_str(), resolved.params.as_ref());
-        if self.proxy_mode {
-            return conn;
-        }
-        let n = self.n();
-        if resolved.dir == Dir::Down && resolved.to == n {
-            let bridged = (method == mcp::REQUEST || method == mcp::NOTIFICATION)
-                && !self.bridged.is_empty()
-                && mcp::connection_of(params).is_some_and(|id| self.bridged.contains(&id));
-            let rfd_note = self.translating
-                && !request
-                && method == mcp::RFD_MESSAGE
-                && self.agent_mcp.is_some_and(|a| !a.rfd);
-            if bridged || rfd_note {
-                return self.bridge_conn();
-            }
-        }
-        if resolved.dir != Dir::Up || !self.translating {
-            return conn;
-        }
-        // The agent's side's connections to RFD servers: at once, from the agent's position.
-        let translated = resolved.from == n
-            && match method {
-                mcp::CONNECT => params
-                    .and_then(|p| p.parse::<mcp::ConnectParams>().ok())
-                    .is_some_and(|c| self.rfd_servers.contains_key(&c.acp_url)),
-                mcp::REQUEST | mcp::NOTIFICATION | mcp::DISCONNECT => {
-                    !self.translated.is_empty()
-                        && mcp::connection_of(params)
-                            .is_some_and(|id| self.translated.contains(&id))
-                }
-                _ => false,
-            };
-        // An RFD agent's call that no proxy served, for a server it was lent.
-        let unserved = resolved.to == 0
-            && request
-            && method == mcp::RFD_MESSAGE
-            && !self.lent_to_rfd_agent.is_empty()
-            && params
-                .and_then(|p| p.parse::<mcp::RfdMessage>().ok())
-                .is_some_and(|m| self.lent_to_rfd_agent.contains(&m.server_id));
-        if translated || unserved {
-            return self.translator_conn();
-        }
-        conn
-    }
-
-    /// A request on its way to the translator: an `_mcp/connect` learns the RFD server id of
-    /// its `acp:` URL (`server_id`, next to the URL).
-    pub(super) fn for_translator(&self, resolved: &mut super::Resolved) {
-        use serde_json::{Map, Value};
-        if resolved.method != mcp::CONNECT {
-            return;
-        }
-        let Some(mut params) = resolved
-            .params
-            .as_ref()
-            .and_then(|p| p.parse::<Map<String, Value>>().ok())
-        else {
-            return;
-        };
-        let id = params
-            .get("acp_url")
-            .and_then(Value::as_str)
-            .and_then(|url| self.rfd_servers.get(url));
-        if let Some(id) = id {
-            params.insert("server_id".to_owned(), Value::String(id.clone()));
-            resolved.params = RawJson::to_raw(&params).ok().or(resolved.params.take());
-        }
+    /// Whether this server id is a proxy's `acp:` server lent to an RFD agent as an RFD entry.
+    pub fn lent_to_rfd_agent(&self, server_id: &str) -> bool {
+        self.lent_to_rfd_agent.contains(server_id)
     }
 }
 

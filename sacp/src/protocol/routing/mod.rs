@@ -27,6 +27,11 @@
 //! moved as bytes; only `initialize` (the proxy capability, §3) is rewritten, and only a
 //! successor envelope is parsed (its `method`, to unwrap it).
 //!
+//! A driver may plug in connections it serves itself, numbered after the components', through
+//! one seam, a [`Diversion`]: it says from which seat they speak and which messages go to them
+//! instead of their target. The conductor plugs in its MCP bridges and translator this way;
+//! `sacp::testing`'s chains plug in nothing.
+//!
 //! The [`RoutingTable`] is synchronous and owns no I/O: it turns one inbound message into the
 //! [`Delivery`]s to make, which the conductor's event loop writes in order. One loop, one
 //! routing table: no message can overtake another between the same two connections.
@@ -86,7 +91,8 @@ pub enum Node {
     Outer,
     /// The conductor itself (errors it answers).
     Conductor,
-    /// The conductor's MCP bridges, speaking for the agent's MCP clients.
+    /// A connection the driver serves itself (see [`Diversion`]): the conductor's MCP
+    /// bridges, speaking for the agent's MCP clients, and its MCP translator.
     Bridge,
 }
 
@@ -184,12 +190,12 @@ pub struct RoutingTable {
     client_version: Option<u16>,
     /// Set by the editor's first `initialize`: the mode cannot change after it.
     mode_fixed: bool,
-    /// One per connection: the editor's, then the components', then the MCP bridges'.
+    /// One per connection: the editor's, then the components', then the diversion's.
     conns: Vec<Ids>,
     /// What the agent said of MCP in its `initialize` result.
     agent_mcp: Option<mcp_routes::AgentMcp>,
-    /// The MCP connections the bridges opened.
-    bridged: std::collections::HashSet<String>,
+    /// The connections a driver serves itself (the conductor's MCP bridges and translator).
+    diversion: Option<Box<dyn Diversion>>,
     /// The proxy-chain dialect of each position (`0` unused; `n + 1`: the outer conductor in
     /// proxy mode), and whether it was declared (no probe, no switch).
     dialects: Vec<(Dialect, bool)>,
@@ -203,10 +209,6 @@ pub struct RoutingTable {
     rfd_servers: HashMap<String, String>,
     /// The proxies' `acp:` servers given to an RFD agent as RFD entries.
     lent_to_rfd_agent: std::collections::HashSet<String>,
-    /// Whether the conductor's MCP translator serves [`RoutingTable::translator_conn`].
-    translating: bool,
-    /// The MCP connections the translator opened for the agent's side (to RFD servers).
-    translated: std::collections::HashSet<String>,
 }
 
 /// How an arriving request or notification travels.
@@ -228,8 +230,8 @@ struct Resolved {
 impl RoutingTable {
     /// A routing table for components with these names, in chain order.
     pub fn new(names: Vec<String>) -> RoutingTable {
-        // The editor, the components, the bridges and the translator.
-        let conns = (0..names.len() + 3).map(|_| Ids::default()).collect();
+        // The editor and the components ([`RoutingTable::plug`] adds more).
+        let conns = (0..names.len() + 1).map(|_| Ids::default()).collect();
         let dialects = vec![(Dialect::Sacp, false); names.len() + 2];
         RoutingTable {
             names,
@@ -243,10 +245,29 @@ impl RoutingTable {
             mode_fixed: false,
             conns,
             agent_mcp: None,
-            bridged: std::collections::HashSet::new(),
-            translating: false,
-            translated: std::collections::HashSet::new(),
+            diversion: None,
         }
+    }
+
+    /// Plugs in connections the driver serves itself (see [`Diversion`]), numbered from
+    /// `n + 1` on. One diversion per table, plugged in before any traffic: a second one
+    /// replaces the first.
+    pub fn plug(&mut self, diversion: Box<dyn Diversion>) {
+        self.conns.truncate(self.n() + 1);
+        self.conns
+            .extend((0..diversion.conns()).map(|_| Ids::default()));
+        self.diversion = Some(diversion);
+    }
+
+    /// Which of the diversion's connections `conn` is, if it is one.
+    pub fn diverted(&self, conn: Conn) -> Option<usize> {
+        let k = conn.checked_sub(self.n() + 1)?;
+        (k < self.conns.len() - self.n() - 1).then_some(k)
+    }
+
+    /// The table's connection of the diversion's connection `k`.
+    fn diversion_conn(&self, k: usize) -> Conn {
+        self.n() + 1 + k
     }
 
     /// Declares the dialect of the component at `position` (1-based): its `initialize` goes
@@ -400,19 +421,18 @@ impl RoutingTable {
     /// from a peer that may not send one.
     fn route(&self, conn: Conn, method: &str) -> Result<Route, Error> {
         let wrapped = envelope::is_envelope(method);
+        if let Some(k) = self.diverted(conn) {
+            if wrapped {
+                return Err(Error::method_not_found(method));
+            }
+            let seat = self.diversion.as_ref().map(|d| d.seat(k));
+            let (from, dir) = match seat {
+                Some(Seat::BesideAgent) => (self.n().saturating_sub(1), Dir::Down),
+                _ => (self.n(), Dir::Up),
+            };
+            return Ok(Route { from, dir, wrapped });
+        }
         let (from, dir) = match (conn, wrapped) {
-            // The bridges speak as the agent.
-            (bridge, false) if bridge == self.bridge_conn() => (self.n(), Dir::Up),
-            (bridge, true) if bridge == self.bridge_conn() => {
-                return Err(Error::method_not_found(method));
-            }
-            // The translator speaks to the agent, as the provider it stands in for.
-            (translator, false) if translator == self.translator_conn() => {
-                (self.n().saturating_sub(1), Dir::Down)
-            }
-            (translator, true) if translator == self.translator_conn() => {
-                return Err(Error::method_not_found(method));
-            }
             (EDITOR, false) => (0, Dir::Down),
             (EDITOR, true) if self.proxy_mode => (self.n() + 1, Dir::Up),
             (EDITOR, true) => {
@@ -490,7 +510,7 @@ impl RoutingTable {
             params,
             ..
         } = resolved;
-        // What the bridges or the translator take instead of `to` is never wrapped.
+        // What a diversion takes instead of `to` is never wrapped.
         if self.wraps(to, dir) && target == self.conn_of(to) {
             let wrapped = envelope::wrap_owned(method, params);
             (self.dialect(to).envelope(carried).to_owned(), Some(wrapped))
@@ -514,16 +534,19 @@ impl RoutingTable {
         }
     }
 
-    /// The connection a resolved message is written on: its target's, or the bridges' or the
-    /// translator's for MCP over ACP they serve (see [`RoutingTable::divert`]).
+    /// The connection a resolved message is written on: its target's, or the diversion's
+    /// that takes it instead.
     fn target_conn(&self, resolved: &Resolved, request: bool) -> Conn {
-        let conn = self.conn_of(resolved.to);
-        self.divert(conn, resolved, request)
+        let taken = self.diversion.as_ref().and_then(|d| {
+            d.divert(&Passing::of(resolved, request), self)
+                .map(|k| self.diversion_conn(k))
+        });
+        taken.unwrap_or_else(|| self.conn_of(resolved.to))
     }
 
     /// The hop of a message from connection `conn` to connection `target`.
     fn hop_of(&self, conn: Conn, target: Conn, resolved: &Resolved) -> Hop {
-        let bridge = |c: Conn| c == self.bridge_conn() || c == self.translator_conn();
+        let bridge = |c: Conn| self.diverted(c).is_some();
         Hop {
             from: if bridge(conn) {
                 Node::Bridge
@@ -607,8 +630,10 @@ impl RoutingTable {
         };
 
         let target = self.target_conn(&resolved, true);
-        if target == self.translator_conn() {
-            self.for_translator(&mut resolved);
+        if let (Some(k), Some(diversion)) = (self.diverted(target), &self.diversion)
+            && let Some(params) = diversion.on_the_way(k, &Passing::of(&resolved, true), self)
+        {
+            resolved.params = Some(params);
         }
         let mut hop = self.hop_of(conn, target, &resolved);
         let ids = &mut self.conns[target];
@@ -686,8 +711,11 @@ impl RoutingTable {
         let mut resolved = resolved;
         self.mcp_in_form(&mut resolved, false);
         let target = self.target_conn(&resolved, false);
-        if resolved.method == crate::protocol::mcp::DISCONNECT {
-            self.note_disconnect(conn, target, resolved.params.as_ref());
+        let (from_k, to_k) = (self.diverted(conn), self.diverted(target));
+        if (from_k.is_some() || to_k.is_some())
+            && let Some(diversion) = &mut self.diversion
+        {
+            diversion.notified(&Passing::of(&resolved, false), from_k, to_k);
         }
         let hop = self.hop_of(conn, target, &resolved);
         let (method, params) = self.on_the_wire(resolved, target, Carried::Notification);
@@ -748,6 +776,7 @@ impl fmt::Display for PeerName<'_> {
 }
 
 mod chain_core;
+mod diversion;
 mod histories;
 pub mod life;
 mod mcp_routes;
@@ -756,6 +785,7 @@ mod settling;
 mod states;
 
 pub use self::chain_core::ChainCore;
+pub use self::diversion::{Diversion, Passing, Seat};
 pub use self::mcp_routes::AgentMcp;
 pub use self::settling::Settling;
 

@@ -41,10 +41,12 @@ impl RoutingTable {
             return None;
         };
         let mut body = response.body;
-        if &*pending.method == crate::protocol::mcp::CONNECT
+        let (asked, answered) = (self.diverted(pending.origin), self.diverted(conn));
+        if (asked.is_some() || answered.is_some())
             && let ResponseBody::Result(result) = &body
+            && let Some(diversion) = &mut self.diversion
         {
-            self.note_connect(pending.origin, conn, result);
+            diversion.answered(&pending.method, asked, answered, result);
         }
         if let Some(init) = &pending.initialize {
             let position = init.position;

@@ -643,11 +643,8 @@ fn under_an_outer_conductor_of_another_dialect_the_conductor_is_its_proxy() {
 }
 
 /// An agent-only chain whose agent answered `initialize` with `result`.
-fn initialized_agent(result: Value, translate: bool) -> RoutingTable {
+fn initialized_agent(result: Value) -> RoutingTable {
     let mut r = chain(1);
-    if translate {
-        r.translate();
-    }
     one(
         &mut r,
         EDITOR,
@@ -657,112 +654,29 @@ fn initialized_agent(result: Value, translate: bool) -> RoutingTable {
     r
 }
 
+/// With nothing plugged in to translate (as in `sacp::testing`), an RFD agent's call for a
+/// server lent to it that no proxy served gets the binding error. (The conductor's
+/// translator, which takes it instead, is tested with the conductor's diversion.)
 #[test]
-fn rfd_servers_reach_an_agent_that_speaks_ours_through_the_translator() {
+fn an_rfd_agents_unserved_call_without_a_translator_gets_a_binding_error() {
     let mut r = initialized_agent(
-        json!({"protocolVersion":1,"_meta":{"mcp_acp_transport":true}}),
-        true,
+        json!({"protocolVersion":1,"agentCapabilities":{"mcpCapabilities":{"acp":true}}}),
     );
-    let (t, b) = (r.translator_conn(), r.bridge_conn());
-    // The editor's RFD server is an `acp:` URL to the agent.
+    // An `acp:` server of ours (here the editor's) is lent to the agent as an RFD entry.
     let (_, sent) = one(
         &mut r,
         EDITOR,
         json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[
-            {"type":"acp","name":"ed","serverId":"s1"}]}}),
+            {"type":"http","name":"ed","url":"acp:u1","headers":[]}]}}),
     );
     assert_eq!(
         sent["params"]["mcpServers"][0],
-        json!({"type":"http","name":"ed","url":"acp:s1","headers":[]})
+        json!({"type":"acp","name":"ed","serverId":"acp:u1"})
     );
-    // Its connection is the translator's, which learns the server id.
     let (to, sent) = one(
         &mut r,
         1,
-        json!({"jsonrpc":"2.0","id":5,"method":"_mcp/connect","params":{"acp_url":"acp:s1"}}),
+        json!({"jsonrpc":"2.0","id":9,"method":"mcp/message","params":{"serverId":"acp:u1","requestId":1,"method":"tools/list"}}),
     );
-    assert_eq!(to, t);
-    assert_eq!(sent["params"], json!({"acp_url":"acp:s1","server_id":"s1"}));
-    let (to, sent) = one(
-        &mut r,
-        t,
-        json!({"jsonrpc":"2.0","id":sent["id"],"result":{"connection_id":"t1"}}),
-    );
-    assert_eq!((to, &sent["id"]), (1, &json!(5)));
-    let (to, _) = one(
-        &mut r,
-        1,
-        json!({"jsonrpc":"2.0","id":6,"method":"_mcp/request","params":{"connection_id":"t1","method":"tools/list"}}),
-    );
-    assert_eq!(to, t);
-    // What the translator says on it goes to the agent.
-    let (to, _) = one(
-        &mut r,
-        t,
-        json!({"jsonrpc":"2.0","method":"_mcp/notification","params":{"connection_id":"t1","method":"notifications/progress"}}),
-    );
-    assert_eq!(to, 1);
-    // The translator's stateless call (through the bridges' connection) reaches the editor,
-    // and the editor's notification about it comes back to the bridges.
-    let (to, sent) = one(
-        &mut r,
-        b,
-        json!({"jsonrpc":"2.0","id":1,"method":"mcp/message","params":{"serverId":"s1","requestId":"r","method":"tools/list"}}),
-    );
-    assert_eq!((to, &sent["method"]), (EDITOR, &json!("mcp/message")));
-    let (to, _) = one(
-        &mut r,
-        EDITOR,
-        json!({"jsonrpc":"2.0","method":"mcp/message","params":{"serverId":"s1","requestId":"r","method":"notifications/progress"}}),
-    );
-    assert_eq!(to, b);
-    // Closed: the connection id is the agent's to use again.
-    assert!(
-        feed(
-            &mut r,
-            1,
-            json!({"jsonrpc":"2.0","method":"_mcp/disconnect","params":{"connection_id":"t1"}})
-        )
-        .0
-        .iter()
-        .all(|(to, _)| *to == t)
-    );
-    let (to, _) = one(
-        &mut r,
-        1,
-        json!({"jsonrpc":"2.0","id":7,"method":"_mcp/request","params":{"connection_id":"t1","method":"tools/list"}}),
-    );
-    assert_eq!(to, EDITOR);
-}
-
-#[test]
-fn an_rfd_agents_unserved_call_goes_to_the_translator_or_gets_a_binding_error() {
-    for translate in [true, false] {
-        let mut r = initialized_agent(
-            json!({"protocolVersion":1,"agentCapabilities":{"mcpCapabilities":{"acp":true}}}),
-            translate,
-        );
-        // An `acp:` server of ours (here the editor's) is lent to the agent as an RFD entry.
-        let (_, sent) = one(
-            &mut r,
-            EDITOR,
-            json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[
-                {"type":"http","name":"ed","url":"acp:u1","headers":[]}]}}),
-        );
-        assert_eq!(
-            sent["params"]["mcpServers"][0],
-            json!({"type":"acp","name":"ed","serverId":"acp:u1"})
-        );
-        let (to, sent) = one(
-            &mut r,
-            1,
-            json!({"jsonrpc":"2.0","id":9,"method":"mcp/message","params":{"serverId":"acp:u1","requestId":1,"method":"tools/list"}}),
-        );
-        if translate {
-            let t = r.translator_conn();
-            assert_eq!((to, &sent["method"]), (t, &json!("mcp/message")));
-        } else {
-            assert_eq!((to, &sent["error"]["code"]), (1, &json!(-33001)));
-        }
-    }
+    assert_eq!((to, &sent["error"]["code"]), (1, &json!(-33001)));
 }
