@@ -303,11 +303,7 @@ impl RoutingTable {
     /// Whether an `initialize` is on its way to the agent, or the agent's answer to it is
     /// (until then, [`RoutingTable::agent_mcp`] cannot say what the agent speaks).
     pub fn agent_initializing(&self) -> bool {
-        !self.proxy_mode
-            && self
-                .conns
-                .get(self.agent_conn())
-                .is_some_and(|ids| ids.pending.values().any(|p| p.initialize.is_some()))
+        !self.proxy_mode && self.agent_inits > 0
     }
 
     /// Notes the agent's `initialize` result.

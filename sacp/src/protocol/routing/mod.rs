@@ -209,6 +209,9 @@ pub struct RoutingTable {
     rfd_servers: HashMap<String, String>,
     /// The proxies' `acp:` servers given to an RFD agent as RFD entries.
     lent_to_rfd_agent: std::collections::HashSet<String>,
+    /// How many `initialize` requests the agent's connection has pending (so that
+    /// [`RoutingTable::agent_initializing`] does not walk its pending requests).
+    agent_inits: usize,
 }
 
 /// How an arriving request or notification travels.
@@ -246,6 +249,7 @@ impl RoutingTable {
             conns,
             agent_mcp: None,
             diversion: None,
+            agent_inits: 0,
         }
     }
 
@@ -375,7 +379,7 @@ impl RoutingTable {
         for (id, (target, out_id)) in ids {
             // Answered here, the request is no longer the component's to answer: a late
             // answer of its own is dropped (JSON-RPC allows one answer per request).
-            self.conns[target].pending.remove(&out_id);
+            self.remove_pending(target, out_id);
             self.answer(EDITOR, id, error, out);
         }
     }
@@ -636,21 +640,8 @@ impl RoutingTable {
             resolved.params = Some(params);
         }
         let mut hop = self.hop_of(conn, target, &resolved);
-        let ids = &mut self.conns[target];
-        ids.last += 1;
-        let out_id = ids.last;
+        let out_id = self.register(conn, id, target, &hop, &resolved.method, initialize);
         hop.key = Some((target, out_id));
-        let pending = Pending {
-            origin: conn,
-            origin_id: id.clone(),
-            responder: hop.to,
-            requester: hop.from,
-            dir: hop.dir.reverse(),
-            method: resolved.method.as_str().into(),
-            initialize,
-        };
-        ids.pending.insert(out_id, pending);
-        self.conns[conn].in_flight.insert(id, (target, out_id));
         let (mut method, params) = self.on_the_wire(resolved, target, Carried::Request);
         if let Some(init) = wire_method {
             init.clone_into(&mut method);
@@ -664,6 +655,57 @@ impl RoutingTable {
             }),
             hop,
         });
+    }
+
+    /// Notes a request from `conn` (its id there: `id`) going out on `target` under a fresh id
+    /// of that connection, which it returns: the answer comes back by it alone.
+    fn register(
+        &mut self,
+        conn: Conn,
+        id: Id,
+        target: Conn,
+        hop: &Hop,
+        method: &str,
+        initialize: Option<Init>,
+    ) -> i64 {
+        let ids = &mut self.conns[target];
+        ids.last += 1;
+        let out_id = ids.last;
+        let pending = Pending {
+            origin: conn,
+            origin_id: id.clone(),
+            responder: hop.to,
+            requester: hop.from,
+            dir: hop.dir.reverse(),
+            method: method.into(),
+            initialize,
+        };
+        self.insert_pending(target, out_id, pending);
+        self.conns[conn].in_flight.insert(id, (target, out_id));
+        out_id
+    }
+
+    /// Notes a request sent on `conn` under `out_id`, awaiting its answer.
+    fn insert_pending(&mut self, conn: Conn, out_id: i64, pending: Pending) {
+        if conn == self.agent_conn() && pending.initialize.is_some() {
+            self.agent_inits += 1;
+        }
+        if let Some(replaced) = self.conns[conn].pending.insert(out_id, pending) {
+            self.forget_init(conn, &replaced);
+        }
+    }
+
+    /// Takes the request sent on `conn` under `out_id`, answered or given up.
+    fn remove_pending(&mut self, conn: Conn, out_id: i64) -> Option<Pending> {
+        let pending = self.conns[conn].pending.remove(&out_id)?;
+        self.forget_init(conn, &pending);
+        Some(pending)
+    }
+
+    fn forget_init(&mut self, conn: Conn, pending: &Pending) {
+        if conn == self.agent_conn() && pending.initialize.is_some() {
+            self.agent_inits -= 1;
+        }
     }
 
     /// An `initialize` going down the chain: the proxy capability offered to a proxy (in its

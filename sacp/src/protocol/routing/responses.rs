@@ -19,7 +19,7 @@ impl RoutingTable {
 
     pub(super) fn take_pending(&mut self, conn: Conn, id: &Id) -> Option<Pending> {
         let Id::Number(n) = id else { return None };
-        let pending = self.conns[conn].pending.remove(n)?;
+        let pending = self.remove_pending(conn, *n)?;
         self.conns[pending.origin]
             .in_flight
             .remove(&pending.origin_id);
@@ -236,7 +236,7 @@ impl RoutingTable {
         self.conns[pending.origin]
             .in_flight
             .insert(pending.origin_id.clone(), (conn, out_id));
-        self.conns[conn].pending.insert(out_id, pending);
+        self.insert_pending(conn, out_id, pending);
         out.push(Delivery {
             conn,
             message: Message::Request(Request {
