@@ -298,69 +298,72 @@ fn main() {
             );
             figures.push(measured);
         }
-        let of = |round: &Vec<(Hop, Figures)>, hop: Hop| {
-            round.iter().find(|(h, _)| *h == hop).unwrap().1
-        };
-        println!(
-            "ACP over the network against stdio ({rounds} rounds, the order rotating{}):",
-            if busy {
-                ", two busy loops beside it"
-            } else {
-                ""
-            }
-        );
-        println!(
-            "{:<16} {:>10} {:>10} {:>12} {:>12}   {:>8} {:>10} {:>10}",
-            "hop", "p50 µs", "p99 µs", "prompts/s", "updates/s", "p50 x", "prompts x", "updates x"
-        );
-        for hop in hops {
-            let p50 = median(
-                figures
-                    .iter()
-                    .map(|r| of(r, hop).p50.as_secs_f64() * 1e6)
-                    .collect(),
-            );
-            let p99 = median(
-                figures
-                    .iter()
-                    .map(|r| of(r, hop).p99.as_secs_f64() * 1e6)
-                    .collect(),
-            );
-            let prompts = median(figures.iter().map(|r| of(r, hop).prompts_per_s).collect());
-            let updates = median(figures.iter().map(|r| of(r, hop).updates_per_s).collect());
-            let ratio = |f: &dyn Fn(&Figures) -> f64| {
-                median(
-                    figures
-                        .iter()
-                        .map(|r| f(&of(r, hop)) / f(&of(r, Hop::Stdio)))
-                        .collect(),
-                )
-            };
-            let p50_x = ratio(&|f| f.p50.as_secs_f64());
-            let prompts_x = ratio(&|f| f.prompts_per_s);
-            let updates_x = ratio(&|f| f.updates_per_s);
-            println!(
-                "{:<16} {p50:>10.1} {p99:>10.1} {prompts:>12.0} {updates:>12.0}   {p50_x:>7.2}x {prompts_x:>9.2}x {updates_x:>9.2}x",
-                hop.name()
-            );
+        report(&figures, &hops, rounds, busy);
+        let _ = server.kill().await;
+    });
+}
+
+/// The table of every hop's medians and its ratios to stdio, and the goals.
+fn report(figures: &[Vec<(Hop, Figures)>], hops: &[Hop], rounds: usize, busy: bool) {
+    let of = |round: &[(Hop, Figures)], hop: Hop| round.iter().find(|(h, _)| *h == hop).unwrap().1;
+    println!(
+        "ACP over the network against stdio ({rounds} rounds, the order rotating{}):",
+        if busy {
+            ", two busy loops beside it"
+        } else {
+            ""
         }
-        let ws = |f: &dyn Fn(&Figures) -> f64| {
+    );
+    println!(
+        "{:<16} {:>10} {:>10} {:>12} {:>12}   {:>8} {:>10} {:>10}",
+        "hop", "p50 µs", "p99 µs", "prompts/s", "updates/s", "p50 x", "prompts x", "updates x"
+    );
+    for &hop in hops {
+        let p50 = median(
+            figures
+                .iter()
+                .map(|r| of(r, hop).p50.as_secs_f64() * 1e6)
+                .collect(),
+        );
+        let p99 = median(
+            figures
+                .iter()
+                .map(|r| of(r, hop).p99.as_secs_f64() * 1e6)
+                .collect(),
+        );
+        let prompts = median(figures.iter().map(|r| of(r, hop).prompts_per_s).collect());
+        let updates = median(figures.iter().map(|r| of(r, hop).updates_per_s).collect());
+        let ratio = |f: &dyn Fn(&Figures) -> f64| {
             median(
                 figures
                     .iter()
-                    .map(|r| f(&of(r, Hop::WebSocket)) / f(&of(r, Hop::Stdio)))
+                    .map(|r| f(&of(r, hop)) / f(&of(r, Hop::Stdio)))
                     .collect(),
             )
         };
-        let p50_x = ws(&|f| f.p50.as_secs_f64());
-        let updates_x = ws(&|f| f.updates_per_s);
-        let met = |ok: bool| if ok { "met" } else { "NOT met" };
+        let p50_x = ratio(&|f| f.p50.as_secs_f64());
+        let prompts_x = ratio(&|f| f.prompts_per_s);
+        let updates_x = ratio(&|f| f.updates_per_s);
         println!(
-            "goals: WebSocket p50 {p50_x:.2}x stdio (≤ 1.5x: {}), WebSocket updates/s {:.0}% of stdio (≥ 70%: {})",
-            met(p50_x <= 1.5),
-            updates_x * 100.0,
-            met(updates_x >= 0.7)
+            "{:<16} {p50:>10.1} {p99:>10.1} {prompts:>12.0} {updates:>12.0}   {p50_x:>7.2}x {prompts_x:>9.2}x {updates_x:>9.2}x",
+            hop.name()
         );
-        let _ = server.kill().await;
-    });
+    }
+    let ws = |f: &dyn Fn(&Figures) -> f64| {
+        median(
+            figures
+                .iter()
+                .map(|r| f(&of(r, Hop::WebSocket)) / f(&of(r, Hop::Stdio)))
+                .collect(),
+        )
+    };
+    let p50_x = ws(&|f| f.p50.as_secs_f64());
+    let updates_x = ws(&|f| f.updates_per_s);
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    println!(
+        "goals: WebSocket p50 {p50_x:.2}x stdio (≤ 1.5x: {}), WebSocket updates/s {:.0}% of stdio (≥ 70%: {})",
+        met(p50_x <= 1.5),
+        updates_x * 100.0,
+        met(updates_x >= 0.7)
+    );
 }

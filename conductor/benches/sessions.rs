@@ -129,17 +129,7 @@ fn main() {
             let start = Instant::now();
             conn.request_raw("session/load", raw(load)).await.unwrap();
             to_answer.push(start.elapsed());
-            loop {
-                let changed = seen.changed.notified();
-                tokio::pin!(changed);
-                changed.as_mut().enable();
-                if seen.updates.load(Ordering::Relaxed) >= expected {
-                    break;
-                }
-                tokio::time::timeout(Duration::from_secs(60), changed)
-                    .await
-                    .expect("the replay goes on");
-            }
+            replayed(&seen, expected).await;
             to_last.push(start.elapsed());
             let first = seen.first.lock().unwrap().expect("an update came");
             to_first.push(first - start);
@@ -165,4 +155,19 @@ fn main() {
         let _ = server.kill().await;
         let _ = std::fs::remove_file(&token);
     });
+}
+
+/// Waits until `expected` updates were replayed to `seen`'s client.
+async fn replayed(seen: &Seen, expected: u64) {
+    loop {
+        let changed = seen.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if seen.updates.load(Ordering::Relaxed) >= expected {
+            break;
+        }
+        tokio::time::timeout(Duration::from_secs(60), changed)
+            .await
+            .expect("the replay goes on");
+    }
 }

@@ -157,6 +157,124 @@ impl Editor {
 }
 
 async fn run(total: u64) -> bool {
+    let (mut child, editor, reader, sessions) = start().await;
+    let conductor = child.id().expect("a pid");
+    println!(
+        "soak: {total} messages through 3 pass-through proxies, both ways, with cancellations\n"
+    );
+    let start = Instant::now();
+    let watch = Watch {
+        failures: Arc::default(),
+        messages: editor.messages.clone(),
+        total,
+    };
+    // Up: streams, checked update by update.
+    let up = streams_up(editor.clone(), sessions[0].clone(), watch.clone());
+    // Down: echoes, 16 in flight over 4 sessions.
+    let down: Vec<_> = (0..16)
+        .map(|lane| {
+            echoes_down(
+                editor.clone(),
+                sessions[1 + lane % 4].clone(),
+                lane,
+                watch.clone(),
+            )
+        })
+        .collect();
+    // Cancellations: `sleep 20`, cancelled one way, the other, or not at all.
+    let cancels = cancellations(editor.clone(), sessions[5].clone(), watch.clone());
+
+    // Memory, each second, of every process.
+    let mut samples: Vec<(u64, Vec<(String, u64)>)> = Vec::new();
+    while !up.is_finished() || down.iter().any(|d| !d.is_finished()) || !cancels.is_finished() {
+        tokio::time::sleep(SAMPLE_EVERY).await;
+        let mut rss = vec![("conductor".to_owned(), rss_kib(conductor).unwrap_or(0))];
+        for pid in children(conductor) {
+            let name = processes::name(pid);
+            rss.push((format!("{name} {pid}"), rss_kib(pid).unwrap_or(0)));
+        }
+        samples.push((editor.messages.load(Ordering::Relaxed), rss));
+        if start.elapsed() > Duration::from_secs(900) {
+            watch.fail("the soak did not finish within 15 minutes".into());
+            break;
+        }
+    }
+    let streams = up.await.unwrap_or(0);
+    let mut echoes = 0;
+    for d in down {
+        echoes += d.await.unwrap_or(0);
+    }
+    let outcomes = cancels.await.unwrap_or_default();
+    let messages = editor.messages.load(Ordering::Relaxed);
+    let took = start.elapsed();
+    drop(editor.stdin.lock().await);
+    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    reader.abort();
+
+    let stray = editor.state.lock().unwrap().stray;
+    println!(
+        "{messages} messages in {took:.1?} ({:.0}/s): {streams} streams of {STREAM}, {echoes} echoes, \
+         cancellations: {} session/cancel, {} $/cancel_request, {} left to finish",
+        messages as f64 / took.as_secs_f64(),
+        outcomes[0],
+        outcomes[1],
+        outcomes[2]
+    );
+    let flat = memory_flat(&samples);
+    let failures = watch.failures.lock().unwrap().clone();
+    for failure in &failures {
+        println!("failure: {failure}");
+    }
+    let checks = [
+        (
+            "zero lost, late or reordered (every answer and update checked)",
+            failures.is_empty() && stray == 0,
+        ),
+        (
+            "memory flat (end within 8 MiB of a quarter in, every process)",
+            flat,
+        ),
+    ];
+    println!();
+    let mut ok = true;
+    for (what, passed) in checks {
+        println!("{} {what}", if passed { "PASS" } else { "FAIL" });
+        ok &= passed;
+    }
+    ok
+}
+
+/// What the soak's tasks share: the first failures, and whether to keep going.
+#[derive(Clone)]
+struct Watch {
+    failures: Arc<Mutex<Vec<String>>>,
+    messages: Arc<AtomicU64>,
+    total: u64,
+}
+
+impl Watch {
+    /// Notes a failure (the first ten are kept).
+    fn fail(&self, what: String) {
+        let mut failures = self.failures.lock().unwrap();
+        if failures.len() < 10 {
+            failures.push(what);
+        }
+    }
+
+    /// Whether fewer than the soak's messages went through yet.
+    fn keep_going(&self) -> bool {
+        self.messages.load(Ordering::Relaxed) < self.total
+    }
+}
+
+/// The conductor with three pass-through proxies and the test agent, initialized, with six
+/// sessions; the task that reads its output.
+async fn start() -> (
+    tokio::process::Child,
+    Editor,
+    tokio::task::JoinHandle<()>,
+    Vec<String>,
+) {
     let dir = sacp_examples::bins::built(&["sacp-examples"]).expect("build the components");
     let proxy = dir.join("passthrough-proxy").to_string_lossy().into_owned();
     let mut args = vec!["agent".to_owned()];
@@ -170,7 +288,6 @@ async fn run(total: u64) -> bool {
         .kill_on_drop(true)
         .spawn()
         .expect("start the conductor");
-    let conductor = child.id().expect("a pid");
     let editor = Editor {
         stdin: Arc::new(tokio::sync::Mutex::new(child.stdin.take().expect("stdin"))),
         state: Arc::default(),
@@ -205,212 +322,134 @@ async fn run(total: u64) -> bool {
             .insert(session.clone(), (0, true));
         sessions.push(session);
     }
-    println!(
-        "soak: {total} messages through 3 pass-through proxies, both ways, with cancellations\n"
-    );
+    (child, editor, reader, sessions)
+}
 
-    let start = Instant::now();
-    let done = Arc::new(AtomicU64::new(0));
-    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
-    let fail = {
-        let failures = failures.clone();
-        move |what: String| {
-            let mut failures = failures.lock().unwrap();
-            if failures.len() < 10 {
-                failures.push(what);
+/// Streams on `session`, checked update by update; how many.
+fn streams_up(editor: Editor, session: String, watch: Watch) -> tokio::task::JoinHandle<u64> {
+    tokio::spawn(async move {
+        let mut prompts = 0u64;
+        while watch.keep_going() {
+            let answer = editor
+                .prompt(&session, &format!("stream {STREAM} 60"))
+                .await;
+            let (count, in_order) = editor.take_updates(&session);
+            if answer["result"]["stopReason"] != "end_turn" || count != STREAM || !in_order {
+                watch.fail(format!(
+                    "stream {prompts}: {count} updates, in order {in_order}: {answer}"
+                ));
             }
+            prompts += 1;
         }
-    };
-    let keep_going = {
-        let messages = editor.messages.clone();
-        move || messages.load(Ordering::Relaxed) < total
-    };
+        prompts
+    })
+}
 
-    // Up: streams, checked update by update.
-    let up = {
-        let (editor, session, fail, keep_going) = (
-            editor.clone(),
-            sessions[0].clone(),
-            fail.clone(),
-            keep_going.clone(),
-        );
-        tokio::spawn(async move {
-            let mut prompts = 0u64;
-            while keep_going() {
-                let answer = editor
-                    .prompt(&session, &format!("stream {STREAM} 60"))
-                    .await;
-                let (count, in_order) = editor.take_updates(&session);
-                if answer["result"]["stopReason"] != "end_turn" || count != STREAM || !in_order {
-                    fail(format!(
-                        "stream {prompts}: {count} updates, in order {in_order}: {answer}"
-                    ));
-                }
-                prompts += 1;
+/// Echoes on `session` from lane `lane`, one at a time; how many.
+fn echoes_down(
+    editor: Editor,
+    session: String,
+    lane: usize,
+    watch: Watch,
+) -> tokio::task::JoinHandle<u64> {
+    tokio::spawn(async move {
+        let mut n = 0u64;
+        while watch.keep_going() {
+            let text = format!("echo {lane}-{n} {}", "d".repeat(300));
+            let (_, rx) = editor
+                .start(
+                    "session/prompt",
+                    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+                )
+                .await;
+            let answer = tokio::time::timeout(PATIENCE, rx)
+                .await
+                .ok()
+                .and_then(Result::ok);
+            if answer.as_ref().map(|a| &a["result"]["stopReason"]) != Some(&json!("end_turn")) {
+                watch.fail(format!("echo {lane}-{n}: {answer:?}"));
             }
-            prompts
-        })
-    };
-    // Down: echoes, 16 in flight over 4 sessions.
-    let down: Vec<_> = (0..16)
-        .map(|lane| {
-            let (editor, session, fail, keep_going) = (
-                editor.clone(),
-                sessions[1 + lane % 4].clone(),
-                fail.clone(),
-                keep_going.clone(),
-            );
-            tokio::spawn(async move {
-                let mut n = 0u64;
-                while keep_going() {
-                    let text = format!("echo {lane}-{n} {}", "d".repeat(300));
-                    let (_, rx) = editor
-                        .start(
-                            "session/prompt",
-                            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
-                        )
-                        .await;
-                    let answer = tokio::time::timeout(PATIENCE, rx).await.ok().and_then(Result::ok);
-                    if answer.as_ref().map(|a| &a["result"]["stopReason"]) != Some(&json!("end_turn")) {
-                        fail(format!("echo {lane}-{n}: {answer:?}"));
-                    }
-                    n += 1;
+            n += 1;
+        }
+        n
+    })
+}
+
+/// `sleep 20` prompts on `session`, cancelled with `session/cancel`, with `$/cancel_request`,
+/// or left to finish, at random; how many of each.
+fn cancellations(
+    editor: Editor,
+    session: String,
+    watch: Watch,
+) -> tokio::task::JoinHandle<[u64; 3]> {
+    tokio::spawn(async move {
+        let mut n = 0u64;
+        let mut outcomes = [0u64; 3];
+        let mut random = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            // xorshift64: random enough for a schedule, and the same every run.
+            random ^= random << 13;
+            random ^= random >> 7;
+            random ^= random << 17;
+            random
+        };
+        while watch.keep_going() {
+            let (id, rx) = editor
+                .start(
+                    "session/prompt",
+                    json!({"sessionId": session, "prompt": [{"type": "text", "text": "sleep 20"}]}),
+                )
+                .await;
+            let how = next() % 3;
+            let after = next() % 30;
+            tokio::time::sleep(Duration::from_millis(after)).await;
+            match how {
+                0 => editor.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}})).await,
+                1 => editor.send(json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}})).await,
+                _ => {}
+            }
+            let answer = tokio::time::timeout(PATIENCE, rx)
+                .await
+                .ok()
+                .and_then(Result::ok);
+            let finished = |a: &Value| a["result"]["stopReason"] == "end_turn";
+            let ok = match (how, &answer) {
+                (0, Some(a)) => {
+                    a["result"]["stopReason"] == "cancelled" || (after >= 15 && finished(a))
                 }
-                n
-            })
-        })
-        .collect();
-    // Cancellations: `sleep 20`, cancelled one way, the other, or not at all.
-    let cancels = {
-        let (editor, session, fail, keep_going) = (
-            editor.clone(),
-            sessions[5].clone(),
-            fail.clone(),
-            keep_going.clone(),
-        );
-        tokio::spawn(async move {
-            let mut n = 0u64;
-            let mut outcomes = [0u64; 3];
-            let mut random = 0x9e37_79b9_7f4a_7c15_u64;
-            let mut next = move || {
-                // xorshift64: random enough for a schedule, and the same every run.
-                random ^= random << 13;
-                random ^= random >> 7;
-                random ^= random << 17;
-                random
+                (1, Some(a)) => a["error"]["code"] == -32800 || (after >= 15 && finished(a)),
+                (_, Some(a)) => finished(a),
+                (_, None) => false,
             };
-            while keep_going() {
-                let (id, rx) = editor
-                    .start(
-                        "session/prompt",
-                        json!({"sessionId": session, "prompt": [{"type": "text", "text": "sleep 20"}]}),
-                    )
-                    .await;
-                let how = next() % 3;
-                let after = next() % 30;
-                tokio::time::sleep(Duration::from_millis(after)).await;
-                match how {
-                    0 => editor.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}})).await,
-                    1 => editor.send(json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}})).await,
-                    _ => {}
-                }
-                let answer = tokio::time::timeout(PATIENCE, rx)
-                    .await
-                    .ok()
-                    .and_then(Result::ok);
-                let finished = |a: &Value| a["result"]["stopReason"] == "end_turn";
-                let ok = match (how, &answer) {
-                    (0, Some(a)) => {
-                        a["result"]["stopReason"] == "cancelled" || (after >= 15 && finished(a))
-                    }
-                    (1, Some(a)) => a["error"]["code"] == -32800 || (after >= 15 && finished(a)),
-                    (_, Some(a)) => finished(a),
-                    (_, None) => false,
-                };
-                if !ok {
-                    fail(format!("cancel {n} ({how}): {answer:?}"));
-                }
-                outcomes[how as usize] += 1;
-                n += 1;
+            if !ok {
+                watch.fail(format!("cancel {n} ({how}): {answer:?}"));
             }
-            outcomes
-        })
-    };
-
-    // Memory, each second, of every process.
-    let mut samples: Vec<(u64, Vec<(String, u64)>)> = Vec::new();
-    while !up.is_finished() || down.iter().any(|d| !d.is_finished()) || !cancels.is_finished() {
-        tokio::time::sleep(SAMPLE_EVERY).await;
-        let mut rss = vec![("conductor".to_owned(), rss_kib(conductor).unwrap_or(0))];
-        for pid in children(conductor) {
-            let name = processes::name(pid);
-            rss.push((format!("{name} {pid}"), rss_kib(pid).unwrap_or(0)));
+            outcomes[how as usize] += 1;
+            n += 1;
         }
-        samples.push((editor.messages.load(Ordering::Relaxed), rss));
-        if start.elapsed() > Duration::from_secs(900) {
-            fail("the soak did not finish within 15 minutes".into());
-            break;
-        }
-    }
-    let streams = up.await.unwrap_or(0);
-    let mut echoes = 0;
-    for d in down {
-        echoes += d.await.unwrap_or(0);
-    }
-    let outcomes = cancels.await.unwrap_or_default();
-    done.store(editor.messages.load(Ordering::Relaxed), Ordering::Relaxed);
-    let took = start.elapsed();
-    drop(editor.stdin.lock().await);
-    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
-    reader.abort();
+        outcomes
+    })
+}
 
-    let messages = done.load(Ordering::Relaxed);
-    let stray = editor.state.lock().unwrap().stray;
-    println!(
-        "{messages} messages in {took:.1?} ({:.0}/s): {streams} streams of {STREAM}, {echoes} echoes, \
-         cancellations: {} session/cancel, {} $/cancel_request, {} left to finish",
-        messages as f64 / took.as_secs_f64(),
-        outcomes[0],
-        outcomes[1],
-        outcomes[2]
-    );
+/// Whether every process's RSS at the end is within [`FLAT_KIB`] of its RSS a quarter in,
+/// printing both.
+fn memory_flat(samples: &[(u64, Vec<(String, u64)>)]) -> bool {
     let quarter = samples.get(samples.len() / 4).cloned();
     let last = samples.last().cloned();
+    let (Some((_, first)), Some((_, last))) = (&quarter, &last) else {
+        return false;
+    };
+    println!("\n| process | RSS at a quarter | RSS at the end |");
+    println!("|---|---|---|");
     let mut flat = true;
-    if let (Some((_, first)), Some((_, last))) = (&quarter, &last) {
-        println!("\n| process | RSS at a quarter | RSS at the end |");
-        println!("|---|---|---|");
-        for (name, end) in last {
-            let early = first.iter().find(|(n, _)| n == name).map_or(0, |(_, k)| *k);
-            println!(
-                "| {name} | {:.1} MiB | {:.1} MiB |",
-                early as f64 / 1024.0,
-                *end as f64 / 1024.0
-            );
-            flat &= *end <= early + FLAT_KIB;
-        }
-    } else {
-        flat = false;
+    for (name, end) in last {
+        let early = first.iter().find(|(n, _)| n == name).map_or(0, |(_, k)| *k);
+        println!(
+            "| {name} | {:.1} MiB | {:.1} MiB |",
+            early as f64 / 1024.0,
+            *end as f64 / 1024.0
+        );
+        flat &= *end <= early + FLAT_KIB;
     }
-    let failures = failures.lock().unwrap().clone();
-    for failure in &failures {
-        println!("failure: {failure}");
-    }
-    let checks = [
-        (
-            "zero lost, late or reordered (every answer and update checked)",
-            failures.is_empty() && stray == 0,
-        ),
-        (
-            "memory flat (end within 8 MiB of a quarter in, every process)",
-            flat,
-        ),
-    ];
-    println!();
-    let mut ok = true;
-    for (what, passed) in checks {
-        println!("{} {what}", if passed { "PASS" } else { "FAIL" });
-        ok &= passed;
-    }
-    ok
+    flat
 }

@@ -103,30 +103,7 @@ async fn run(scale: f64) -> bool {
         .unwrap();
     tokio::time::sleep(stall).await;
 
-    let (mut seen, mut wrong) = (0u64, 0u64);
-    loop {
-        let line = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
-            .await
-            .expect("the chain keeps streaming")
-            .unwrap()
-            .expect("the chain is running");
-        let line: Line = serde_json::from_str(&line).expect("a JSON-RPC message");
-        if line.id == Some(3) {
-            break;
-        }
-        if line.method.as_deref() != Some("session/update") {
-            wrong += 1;
-            continue;
-        }
-        seen += 1;
-        let text = line
-            .params
-            .map(|p| p.update.content.text)
-            .unwrap_or_default();
-        if !text.starts_with(&format!("+++chunk {seen}.")) {
-            wrong += 1;
-        }
-    }
+    let (seen, wrong) = read_to_the_answer(&mut lines).await;
     let took = start.elapsed();
     let peak = |pid| peak_rss_kib(pid).unwrap_or(0);
     let mut peaks = vec![("conductor".to_owned(), peak(conductor))];
@@ -162,4 +139,36 @@ async fn run(scale: f64) -> bool {
         ok &= passed;
     }
     ok
+}
+
+/// Reads the chain's output to the prompt's answer: how many updates came, and how many lines
+/// were not the next update, transformed.
+async fn read_to_the_answer(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+) -> (u64, u64) {
+    let (mut seen, mut wrong) = (0u64, 0u64);
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+            .await
+            .expect("the chain keeps streaming")
+            .unwrap()
+            .expect("the chain is running");
+        let line: Line = serde_json::from_str(&line).expect("a JSON-RPC message");
+        if line.id == Some(3) {
+            break;
+        }
+        if line.method.as_deref() != Some("session/update") {
+            wrong += 1;
+            continue;
+        }
+        seen += 1;
+        let text = line
+            .params
+            .map(|p| p.update.content.text)
+            .unwrap_or_default();
+        if !text.starts_with(&format!("+++chunk {seen}.")) {
+            wrong += 1;
+        }
+    }
+    (seen, wrong)
 }

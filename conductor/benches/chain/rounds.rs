@@ -435,49 +435,12 @@ pub(crate) async fn cost(
         for round in 0..ROUNDS {
             let mut rates = [[0.0; 3]; 3];
             for which in ORDERS[round % ORDERS.len()] {
-                let Chain {
-                    editor, sessions, ..
-                } = &chains[which];
-                let pid = chains[which].pid();
-                let cpu = || {
-                    let conductor = usage(pid).map_or(0, |u| u.0);
-                    let components: u64 = process_tree(pid)
-                        .iter()
-                        .filter_map(|(pid, _)| usage(*pid))
-                        .map(|u| u.0)
-                        .sum();
-                    let event_loop = main_thread_ns(pid).unwrap_or(0);
-                    (conductor, conductor + components, event_loop)
+                let part = Part {
+                    prompts,
+                    streamed,
+                    updates,
                 };
-                // After each part, until the conductor is done with it (see `settle`).
-                let mut settling = Duration::ZERO;
-                let start = Instant::now();
-                throughput(editor, &sessions[..IN_FLIGHT], prompts).await;
-                let done = prompts.div_ceil(IN_FLIGHT) as f64 * IN_FLIGHT as f64;
-                rates[which][0] = done / start.elapsed().as_secs_f64();
-                settling += settle(pid).await;
-
-                let before = cpu();
-                let start = Instant::now();
-                stream(editor, &sessions[..1], streamed).await;
-                let secs = start.elapsed().as_secs_f64();
-                let after = cpu();
-                settling += settle(pid).await;
-                let settled = cpu();
-                let sums = &mut cost.sums[which];
-                sums.updates_1 += updates;
-                sums.conductor_ns += (after.0 - before.0) as f64;
-                sums.tree_ns += (after.1 - before.1) as f64;
-                sums.loop_ns += (after.2 - before.2) as f64;
-                sums.settled_ns += (settled.0 - before.0) as f64;
-                rates[which][1] = updates / secs;
-
-                let start = Instant::now();
-                stream(editor, sessions, streamed).await;
-                rates[which][2] = updates / start.elapsed().as_secs_f64();
-                settling += settle(pid).await;
-                sums.settle_secs += settling.as_secs_f64();
-                sums.parts += 3.0;
+                rates[which] = part.run(&chains[which], &mut cost.sums[which]).await;
             }
             rounds.push(rates);
         }
@@ -506,6 +469,70 @@ pub(crate) async fn cost(
     }
     drop(busy);
     cost
+}
+
+/// A round's work on one chain: its share of the rows' prompts and streams.
+#[derive(Debug, Clone, Copy)]
+struct Part {
+    prompts: usize,
+    streamed: usize,
+    updates: f64,
+}
+
+impl Part {
+    /// Runs the part on `chain`, adding its CPU to `sums`: prompts/s with 64 in flight,
+    /// updates/s on 1 session and on all of them.
+    async fn run(self, chain: &Chain, sums: &mut Slices) -> [f64; 3] {
+        let Part {
+            prompts,
+            streamed,
+            updates,
+        } = self;
+        let Chain {
+            editor, sessions, ..
+        } = chain;
+        let mut rates = [0.0; 3];
+        let pid = chain.pid();
+        let cpu = || {
+            let conductor = usage(pid).map_or(0, |u| u.0);
+            let components: u64 = process_tree(pid)
+                .iter()
+                .filter_map(|(pid, _)| usage(*pid))
+                .map(|u| u.0)
+                .sum();
+            let event_loop = main_thread_ns(pid).unwrap_or(0);
+            (conductor, conductor + components, event_loop)
+        };
+        // After each part, until the conductor is done with it (see `settle`).
+        let mut settling = Duration::ZERO;
+        let start = Instant::now();
+        throughput(editor, &sessions[..IN_FLIGHT], prompts).await;
+        let done = prompts.div_ceil(IN_FLIGHT) as f64 * IN_FLIGHT as f64;
+        rates[0] = done / start.elapsed().as_secs_f64();
+        settling += settle(pid).await;
+
+        let before = cpu();
+        let start = Instant::now();
+        stream(editor, &sessions[..1], streamed).await;
+        let secs = start.elapsed().as_secs_f64();
+        let after = cpu();
+        settling += settle(pid).await;
+        let settled = cpu();
+        sums.updates_1 += updates;
+        sums.conductor_ns += (after.0 - before.0) as f64;
+        sums.tree_ns += (after.1 - before.1) as f64;
+        sums.loop_ns += (after.2 - before.2) as f64;
+        sums.settled_ns += (settled.0 - before.0) as f64;
+        rates[1] = updates / secs;
+
+        let start = Instant::now();
+        stream(editor, sessions, streamed).await;
+        rates[2] = updates / start.elapsed().as_secs_f64();
+        settling += settle(pid).await;
+        sums.settle_secs += settling.as_secs_f64();
+        sums.parts += 3.0;
+        rates
+    }
 }
 
 /// Stops a listening conductor as a deploy would (`SIGTERM`), so that it writes what it
@@ -689,6 +716,17 @@ impl Cost {
             1e3 * t.settle_secs / t.parts.max(1.0),
             SETTLE.as_millis(),
         );
+        self.verdict();
+    }
+
+    /// The goal of the treatment's rounds, met or not.
+    fn verdict(&self) {
+        let of = |i: usize, ratio: fn(&[[f64; 3]; 3], usize) -> f64| -> Vec<Vec<f64>> {
+            self.generations
+                .iter()
+                .map(|g| g.iter().map(|r| ratio(r, i)).collect())
+                .collect()
+        };
         match &self.treatment {
             Treatment::Trace(setting) => {
                 // The goal is on throughput, all three measures of it together: the least of

@@ -533,125 +533,169 @@ impl Layer {
         id: &str,
         responder: Responder,
     ) -> Result<(), Unanswered> {
+        let (session, att, link) = match self.may_ask(client, &method, id) {
+            Ok(found) => found,
+            Err(e) => return fail(responder, e),
+        };
+        let params = match with_session(params.clone(), &session.own) {
+            Ok(own) => Asked { own, given: params },
+            Err(e) => return fail(responder, e),
+        };
+        let to = (session, att, link);
+        match method.as_str() {
+            "session/prompt" => self.prompt(to, method, params, responder).await,
+            "session/close" | "session/delete" => self.close(to, method, params, responder).await,
+            _ => self.ask(client, to, method, params, responder).await,
+        }
+    }
+
+    /// The session `id`, the client's attachment to it and its chain, when the client may
+    /// send `method` about it: the session is here and open on this connection, the client is
+    /// a controller, and no other client's turn runs for a prompt.
+    fn may_ask(&self, client: &Arc<Client>, method: &str, id: &str) -> Result<To, Error> {
         let Some(session) = self.session(id) else {
-            let e = match split_id(id) {
+            return Err(match split_id(id) {
                 Some(_) => self.not_here(id),
                 None => Error::invalid_params(format!("unknown session {id:?}")),
-            };
-            return fail(responder, e);
+            });
         };
         let Some(att) = client.attachment_of(id) else {
-            let e = Error::invalid_params(format!(
+            return Err(Error::invalid_params(format!(
                 "the session {id} is not open on this connection: take it with session/load first"
-            ));
-            return fail(responder, e);
+            )));
         };
         if att.who.is_observer() {
-            let e = Error::new(
+            return Err(Error::new(
                 OBSERVER,
                 format!(
                     "{} is attached to the session {id} as an observer: {method} is for a controller",
                     att.who.id
                 ),
             )
-            .with_data(serde_json::json!({"sessionId": id, "method": method}));
-            return fail(responder, e);
+            .with_data(serde_json::json!({"sessionId": id, "method": method})));
         }
         let Some(link) = self.link_of(&session) else {
-            return fail(responder, self.not_here(id));
+            return Err(self.not_here(id));
         };
         if method == "session/prompt" && session.turn_of_another(att.id) {
-            let e = Error::new(
+            return Err(Error::new(
                 BUSY,
                 format!("a turn of another client runs in the session {id}: cancel it first, or wait for its end"),
             )
-            .with_data(serde_json::json!({"sessionId": id}));
-            return fail(responder, e);
+            .with_data(serde_json::json!({"sessionId": id})));
         }
-        let params = match with_session(params.clone(), &session.own) {
-            Ok(own) => (own, params),
-            Err(e) => return fail(responder, e),
-        };
-        match method.as_str() {
-            "session/prompt" => {
-                link.note(id, "prompted", &att.who, None);
-                // The prompt, as other clients and a later replay see it.
-                if let Some(prompt) = params.1 {
-                    session.prompted(prompt, att.id).await;
+        Ok((session, att, link))
+    }
+
+    /// A prompt: recorded as the other clients and a later replay see it, then a turn of the
+    /// client's, which ends with the agent's answer.
+    async fn prompt(
+        &self,
+        (session, att, link): To,
+        method: String,
+        params: Asked,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        link.note(&session.id, "prompted", &att.who, None);
+        if let Some(prompt) = params.given {
+            session.prompted(prompt, att.id).await;
+        }
+        let turn = session.begin_turn(att.id, responder);
+        let ended = session.clone();
+        let sent = link
+            .request_then(method, params.own, move |result| {
+                if let Some(asker) = ended.take_turn(turn) {
+                    ended.turn_ended(Some(asker), result);
                 }
-                let turn = session.begin_turn(att.id, responder);
-                let ended = session.clone();
-                let sent = link
-                    .request_then(method, params.0, move |result| {
-                        if let Some(asker) = ended.take_turn(turn) {
-                            ended.turn_ended(Some(asker), result);
-                        }
-                    })
-                    .await;
-                if let Err(e) = sent
-                    && let Some(asker) = session.take_turn(turn)
-                {
-                    session.turn_ended(Some(asker), Err(e));
-                }
-            }
-            "session/close" | "session/delete" => {
-                if session.turns_in_flight() {
-                    let cancel = serde_json::json!({"sessionId": session.own});
-                    let _ = link
-                        .notify("session/cancel", RawJson::to_raw(&cancel).ok())
-                        .await;
-                }
-                let waiting = match link.request(method, params.0).await {
-                    Ok(waiting) => waiting,
-                    Err(e) => return fail(responder, e),
-                };
-                let layer = self.clone();
-                tokio::spawn(async move {
-                    let result = answer_of(waiting).await;
-                    // A turn the agent left open ends cancelled, for every client.
-                    for asker in session.take_turns() {
-                        let cancelled =
-                            RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"}));
-                        session.turn_ended(Some(asker), cancelled);
-                    }
-                    let closed = result.is_ok();
-                    session.answer(att.id, responder, result);
-                    if closed {
-                        layer.remove(&session, &link, Some(CLOSED));
-                    }
-                });
-            }
-            _ => {
-                let waiting = match link.request(method, params.0).await {
-                    Ok(waiting) => waiting,
-                    Err(e) => return fail(responder, e),
-                };
-                let (layer, client) = (self.clone(), client.clone());
-                tokio::spawn(async move {
-                    let result = answer_of(waiting).await.and_then(|answer| {
-                        let (born, renamed) = layer.chain_to_editor_for(
-                            &link,
-                            Some(answer.clone()),
-                            Some(&client),
-                        )?;
-                        // A session the answer brought (a fork): begun here, and journaled.
-                        if let Some(born) =
-                            born.filter(|b| b.id != session.id && b.setup().is_none())
-                        {
-                            born.set_setup(&answer);
-                            born.began(
-                                &born.own,
-                                &super::restore::setup_of(params.1.as_ref(), &answer),
-                            );
-                        }
-                        Ok(renamed.unwrap_or_else(RawJson::null))
-                    });
-                    session.answer(att.id, responder, result);
-                });
-            }
+            })
+            .await;
+        if let Err(e) = sent
+            && let Some(asker) = session.take_turn(turn)
+        {
+            session.turn_ended(Some(asker), Err(e));
         }
         Ok(())
     }
+
+    /// `session/close` or `session/delete`: a turn in flight is cancelled, and ends
+    /// `cancelled` for every client; once the agent closed it, the session is gone.
+    async fn close(
+        self: &Arc<Self>,
+        (session, att, link): To,
+        method: String,
+        params: Asked,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        if session.turns_in_flight() {
+            let cancel = serde_json::json!({"sessionId": session.own});
+            let _ = link
+                .notify("session/cancel", RawJson::to_raw(&cancel).ok())
+                .await;
+        }
+        let waiting = match link.request(method, params.own).await {
+            Ok(waiting) => waiting,
+            Err(e) => return fail(responder, e),
+        };
+        let layer = self.clone();
+        tokio::spawn(async move {
+            let result = answer_of(waiting).await;
+            // A turn the agent left open ends cancelled, for every client.
+            for asker in session.take_turns() {
+                let cancelled = RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"}));
+                session.turn_ended(Some(asker), cancelled);
+            }
+            let closed = result.is_ok();
+            session.answer(att.id, responder, result);
+            if closed {
+                layer.remove(&session, &link, Some(CLOSED));
+            }
+        });
+        Ok(())
+    }
+
+    /// Any other request about the session: its answer renamed for the client, and a session
+    /// it brought (a fork) begun here and journaled.
+    async fn ask(
+        self: &Arc<Self>,
+        client: &Arc<Client>,
+        (session, att, link): To,
+        method: String,
+        params: Asked,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        let waiting = match link.request(method, params.own).await {
+            Ok(waiting) => waiting,
+            Err(e) => return fail(responder, e),
+        };
+        let (layer, client) = (self.clone(), client.clone());
+        tokio::spawn(async move {
+            let result = answer_of(waiting).await.and_then(|answer| {
+                let (born, renamed) =
+                    layer.chain_to_editor_for(&link, Some(answer.clone()), Some(&client))?;
+                if let Some(born) = born.filter(|b| b.id != session.id && b.setup().is_none()) {
+                    born.set_setup(&answer);
+                    born.began(
+                        &born.own,
+                        &super::restore::setup_of(params.given.as_ref(), &answer),
+                    );
+                }
+                Ok(renamed.unwrap_or_else(RawJson::null))
+            });
+            session.answer(att.id, responder, result);
+        });
+        Ok(())
+    }
+}
+
+/// A session a client's request is about: the session, the client's attachment to it, and
+/// its chain.
+type To = (Arc<Session>, Arc<Attachment>, Arc<ChainLink>);
+
+/// A request's params: as the chain takes them (under the chain's id), and as the client gave
+/// them.
+struct Asked {
+    own: Option<RawJson>,
+    given: Option<RawJson>,
 }
 
 /// The layer's answer to a `session/load` of a session it holds: what began the session

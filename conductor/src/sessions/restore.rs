@@ -19,7 +19,7 @@ use super::chain::answer_of;
 use super::client::Client;
 use super::session::{From, Session, history_of};
 use super::{CLOSED, Layer, split_id};
-use crate::journal::Record;
+use crate::journal::{Kept, Record};
 use crate::lock::lock;
 
 /// What a chain's agent offers to take a session back.
@@ -140,61 +140,7 @@ impl Layer {
         }
         let link = self.own_chain(client);
         let offers = Offers::of(client.initialized().as_ref());
-        let asked = |own: &str| {
-            RawJson::to_raw(&json!({
-                "sessionId": own,
-                "cwd": kept.setup["cwd"],
-                "mcpServers": kept.setup["mcpServers"],
-            }))
-        };
-        let mut restored: Option<(&str, String, RawJson)> = None;
-        if offers.resume {
-            match link
-                .request("session/resume", Some(asked(&kept.own)?))
-                .await
-            {
-                Ok(waiting) => match answer_of(waiting).await {
-                    Ok(answer) => restored = Some(("resume", kept.own.clone(), answer)),
-                    Err(e) => tracing::info!(session = id, "session/resume failed, next path: {e}"),
-                },
-                Err(e) => return Err(e),
-            }
-        }
-        if restored.is_none() && offers.load {
-            // What the agent replays is the journal's already: the layer takes it.
-            link.restoring(&kept.own, true);
-            let loaded = match link.request("session/load", Some(asked(&kept.own)?)).await {
-                Ok(waiting) => answer_of(waiting).await,
-                Err(e) => Err(e),
-            };
-            link.restoring(&kept.own, false);
-            match loaded {
-                Ok(answer) => restored = Some(("load", kept.own.clone(), answer)),
-                Err(e) => tracing::info!(session = id, "session/load failed, next path: {e}"),
-            }
-        }
-        if restored.is_none() {
-            let params = json!({
-                "cwd": kept.setup["cwd"],
-                "mcpServers": kept.setup["mcpServers"],
-                "_meta": {"sacp": {sacp::protocol::history::HISTORY: history_of(&kept)}},
-            });
-            let answer = answer_of(
-                link.request("session/new", Some(RawJson::to_raw(&params)?))
-                    .await?,
-            )
-            .await?;
-            let own = answer
-                .plain_str("sessionId")
-                .map(str::to_owned)
-                .ok_or_else(|| {
-                    Error::internal_error("the agent's session/new gave no sessionId")
-                })?;
-            restored = Some(("history", own, answer));
-        }
-        let Some((path, own, answer)) = restored else {
-            return Err(self.not_here(id));
-        };
+        let (path, own, answer) = bring_back(&link, offers, &kept, id).await?;
         tracing::info!(session = id, path, agent_session = %own, lost = kept.lost, "restored from the journal");
         if let Some(session) = self.session(id) {
             return Ok(session);
@@ -222,26 +168,95 @@ impl Layer {
             session.began(&own, &began);
         }
         if kept.lost > 0 || journal.torn() {
-            tracing::warn!(
-                session = id,
-                lost = kept.lost,
-                torn = journal.torn(),
-                "the journal lost records of this session (or its last write was torn): its history may be incomplete"
-            );
-            let mut notice = json!({"sessionId": id, "lost": kept.lost});
-            if journal.torn() {
-                notice["torn"] = Value::Bool(true);
-            }
-            session
-                .append(
-                    std::sync::Arc::from(HISTORY_INCOMPLETE),
-                    RawJson::to_raw(&notice)?,
-                    None,
-                )
-                .await;
+            tell_lost(&session, id, kept.lost, journal.torn()).await?;
         }
         Ok(session)
     }
+}
+
+/// Brings a journaled session back on `link`'s chain, by the first path the agent offers:
+/// `session/resume`, else `session/load` (its replay taken by the layer, which has it), else a
+/// `session/new` with the journal's history. The path, the agent's id and its answer.
+async fn bring_back(
+    link: &Arc<super::chain::ChainLink>,
+    offers: Offers,
+    kept: &Kept,
+    id: &str,
+) -> Result<(&'static str, String, RawJson), Error> {
+    let asked = |own: &str| {
+        RawJson::to_raw(&json!({
+            "sessionId": own,
+            "cwd": kept.setup["cwd"],
+            "mcpServers": kept.setup["mcpServers"],
+        }))
+    };
+    let mut restored: Option<(&'static str, String, RawJson)> = None;
+    if offers.resume {
+        match link
+            .request("session/resume", Some(asked(&kept.own)?))
+            .await
+        {
+            Ok(waiting) => match answer_of(waiting).await {
+                Ok(answer) => restored = Some(("resume", kept.own.clone(), answer)),
+                Err(e) => tracing::info!(session = id, "session/resume failed, next path: {e}"),
+            },
+            Err(e) => return Err(e),
+        }
+    }
+    if restored.is_none() && offers.load {
+        // What the agent replays is the journal's already: the layer takes it.
+        link.restoring(&kept.own, true);
+        let loaded = match link.request("session/load", Some(asked(&kept.own)?)).await {
+            Ok(waiting) => answer_of(waiting).await,
+            Err(e) => Err(e),
+        };
+        link.restoring(&kept.own, false);
+        match loaded {
+            Ok(answer) => restored = Some(("load", kept.own.clone(), answer)),
+            Err(e) => tracing::info!(session = id, "session/load failed, next path: {e}"),
+        }
+    }
+    if restored.is_none() {
+        let params = json!({
+            "cwd": kept.setup["cwd"],
+            "mcpServers": kept.setup["mcpServers"],
+            "_meta": {"sacp": {sacp::protocol::history::HISTORY: history_of(kept)}},
+        });
+        let answer = answer_of(
+            link.request("session/new", Some(RawJson::to_raw(&params)?))
+                .await?,
+        )
+        .await?;
+        let own = answer
+            .plain_str("sessionId")
+            .map(str::to_owned)
+            .ok_or_else(|| Error::internal_error("the agent's session/new gave no sessionId"))?;
+        restored = Some(("history", own, answer));
+    }
+    restored.ok_or_else(|| Error::internal_error("no way to restore the session"))
+}
+
+/// The notice, in a restored session's record, that the journal lost `lost` records of it, or
+/// that its last write was `torn`.
+async fn tell_lost(session: &Session, id: &str, lost: u64, torn: bool) -> Result<(), Error> {
+    tracing::warn!(
+        session = id,
+        lost = lost,
+        torn = torn,
+        "the journal lost records of this session (or its last write was torn): its history may be incomplete"
+    );
+    let mut notice = json!({"sessionId": id, "lost": lost});
+    if torn {
+        notice["torn"] = Value::Bool(true);
+    }
+    session
+        .append(
+            std::sync::Arc::from(HISTORY_INCOMPLETE),
+            RawJson::to_raw(&notice)?,
+            None,
+        )
+        .await;
+    Ok(())
 }
 
 /// The layer's notice, in a restored session's record, that the journal lost records of it

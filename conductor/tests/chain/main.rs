@@ -1,6 +1,9 @@
 //! The conductor as the process cargo built, with the example components as processes, driven
 //! over real pipes by an editor stand-in (`common::Editor`).
 
+// A test may tell one long story (a drop, a reconnect, a replay) in one function.
+#![allow(clippy::too_many_lines)]
+
 mod answer_order;
 mod between_turns;
 mod bridge;

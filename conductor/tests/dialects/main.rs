@@ -4,6 +4,9 @@
 //! (`unstable`) and ACP over the network (`remote`). A test binary of its own: the other SDKs' crates are built on first
 //! use (`tests/peers`), and that build runs beside these tests only.
 
+// A test may tell one long story (a drop, a reconnect, a replay) in one function.
+#![allow(clippy::too_many_lines)]
+
 /// The workspace's test set-up, and the conductor this test binary was built with.
 mod common {
     pub(crate) use sacp_test_support::*;
