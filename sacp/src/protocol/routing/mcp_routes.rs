@@ -263,8 +263,9 @@ impl RoutingTable {
     /// For an RFD agent's `mcp/message` that went up the whole chain unserved, in a chain
     /// whose diversion does not translate (see
     /// [`Diversion::translates_rfd`](super::Diversion::translates_rfd)), or that has none (as
-    /// `sacp::testing`'s): the binding error when the server was lent to it as an RFD entry — its provider does not serve the RFD's
-    /// stateless form (an S11 proxy, say) — rather than the editor's "method not found".
+    /// `sacp::testing`'s): the binding error when the server was lent to it as an RFD entry —
+    /// its provider does not serve the RFD's stateless form (an S11 proxy, say) — rather than
+    /// the editor's "method not found".
     /// `None` for the editor's own RFD servers, and in proxy mode.
     pub(super) fn unserved_for_rfd_agent(
         &self,

@@ -680,3 +680,79 @@ fn an_rfd_agents_unserved_call_without_a_translator_gets_a_binding_error() {
     );
     assert_eq!((to, &sent["error"]["code"]), (1, &json!(-33001)));
 }
+
+/// What `ChainCore` delivers after `line` arrives on `conn`, as `(conn, method or id)`.
+fn through_core(core: &mut ChainCore, conn: Conn, line: Value) -> Vec<(Conn, Value)> {
+    core.inbound(conn, [parse(line)], std::time::Instant::now());
+    let mut out = Vec::new();
+    core.poll_deliveries(&mut out);
+    out.into_iter()
+        .map(|d| {
+            let sent: Value = serde_json::from_str(&d.message.to_line()).unwrap();
+            let what = sent.get("method").cloned().unwrap_or(sent["id"].clone());
+            (d.conn, what)
+        })
+        .collect()
+}
+
+/// A session setup sent while the agent's `initialize` is unanswered waits for that answer
+/// (what the agent says of MCP decides how its servers are given), with what follows it to
+/// the agent, in order; a second `initialize` holds them again, and an answer to the first
+/// alone does not let them go.
+#[test]
+fn a_session_setup_waits_for_the_agents_initialize_answer() {
+    let mut core = ChainCore::new(
+        chain(1),
+        vec![life::Sign::OutputAndExit],
+        life::Timing::default(),
+    );
+    let init = |id: u64| json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{"protocolVersion":1}});
+    let new = |id: u64| json!({"jsonrpc":"2.0","id":id,"method":"session/new","params":{"cwd":"/","mcpServers":[]}});
+    let prompt =
+        json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s"}});
+    assert_eq!(
+        through_core(&mut core, EDITOR, init(1)),
+        [(1, json!("initialize"))]
+    );
+    assert!(core.table().agent_initializing());
+    assert!(through_core(&mut core, EDITOR, new(2)).is_empty());
+    assert!(through_core(&mut core, EDITOR, prompt).is_empty());
+    let answered = through_core(
+        &mut core,
+        1,
+        json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}),
+    );
+    // Order matters between two connections' messages only within each connection.
+    let to = |sent: &[(Conn, Value)], conn: Conn| -> Vec<Value> {
+        sent.iter()
+            .filter(|(c, _)| *c == conn)
+            .map(|(_, w)| w.clone())
+            .collect()
+    };
+    assert_eq!(to(&answered, EDITOR), [json!(1)]);
+    assert_eq!(
+        to(&answered, 1),
+        [json!("session/new"), json!("session/prompt")]
+    );
+    assert!(!core.table().agent_initializing());
+
+    // Two in flight (the agent's ids 4 and 5): the answer to one leaves the other pending, and
+    // an error answers it as well as a result.
+    through_core(&mut core, EDITOR, init(4));
+    through_core(&mut core, EDITOR, init(5));
+    through_core(
+        &mut core,
+        1,
+        json!({"jsonrpc":"2.0","id":4,"result":{"protocolVersion":1}}),
+    );
+    assert!(core.table().agent_initializing());
+    assert!(through_core(&mut core, EDITOR, new(6)).is_empty());
+    let answered = through_core(
+        &mut core,
+        1,
+        json!({"jsonrpc":"2.0","id":5,"error":{"code":-32603,"message":"no"}}),
+    );
+    assert_eq!(to(&answered, EDITOR), [json!(5)]);
+    assert_eq!(to(&answered, 1), [json!("session/new")]);
+    assert!(!core.table().agent_initializing());
+}
