@@ -84,8 +84,23 @@ pub(crate) fn session_of_result(message: &Message) -> Option<String> {
     }
 }
 
-/// The top-level string `sessionId` of a JSON object.
+/// The top-level string `sessionId` of a JSON object: read off its text when it is plain (or
+/// when the text cannot have one), parsed only otherwise — every message a server reads comes
+/// here, and a prompt's text can be long.
 pub(crate) fn session_id_in(raw: &RawJson) -> Option<String> {
+    if let Some(id) = raw.plain_str("sessionId") {
+        return Some(id.to_owned());
+    }
+    // A member named `sessionId` is spelled so, or with escapes.
+    let text = raw.as_bytes();
+    if memchr::memchr(b'\\', text).is_none() && memchr::memmem::find(text, b"sessionId").is_none() {
+        return None;
+    }
+    parsed_session_id(raw)
+}
+
+/// [`session_id_in`], by a parse.
+fn parsed_session_id(raw: &RawJson) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Named {
         #[serde(rename = "sessionId", default)]
@@ -110,5 +125,32 @@ pub(crate) fn id_too_long(id: &Id) -> bool {
             serde_json::from_str::<String>(text).is_ok_and(|t| too_long(&t))
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_id_read_off_the_text_is_the_one_a_parse_finds() {
+        let cases = [
+            r#"{"sessionId":"s-1","prompt":[{"type":"text","text":"hi"}]}"#,
+            r#"{"prompt":[{"sessionId":"inner"}],"sessionId":"s-2"}"#,
+            r#"{"prompt":[{"sessionId":"inner"}]}"#,
+            r#"{"sessionId":"s\"3"}"#,
+            r#"{"session\u0049d":"s-4"}"#,
+            r#"{"sessionId":7}"#,
+            r#"{"sessionId":null,"x":1}"#,
+            r#"{"protocolVersion":1}"#,
+            r#"[1,2]"#,
+            r#""sessionId""#,
+        ];
+        for case in cases {
+            let raw = RawJson::from_string(case).unwrap();
+            assert_eq!(session_id_in(&raw), parsed_session_id(&raw), "{case}");
+        }
+        let raw = RawJson::from_string(r#"{"session\u0049d":"s-4"}"#).unwrap();
+        assert_eq!(session_id_in(&raw).as_deref(), Some("s-4"));
     }
 }
