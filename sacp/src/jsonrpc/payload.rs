@@ -259,11 +259,10 @@ impl RawJson {
     pub fn with_plain_str(&self, key: &str, value: &str) -> Option<RawJson> {
         let text = self.as_bytes();
         let span = super::member::plain_string(text, key)?;
-        let mut quoted = Vec::with_capacity(value.len() + 2);
-        super::id::write_json_string(value, &mut quoted);
-        let mut out = Vec::with_capacity(text.len() + quoted.len());
+        // One allocation: room for the value quoted, unless it has much to escape.
+        let mut out = Vec::with_capacity(text.len() - span.len() + value.len());
         out.extend_from_slice(&text[..span.start - 1]);
-        out.extend_from_slice(&quoted);
+        super::id::write_json_string(value, &mut out);
         out.extend_from_slice(&text[span.end + 1..]);
         Some(RawJson::from_trusted(Bytes::from(out)))
     }
