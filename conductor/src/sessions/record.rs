@@ -75,7 +75,7 @@ pub(super) struct LeftOut {
 /// The entries of one session, oldest first.
 #[derive(Debug, Default)]
 pub(super) struct Record {
-    entries: VecDeque<(Entry, usize)>,
+    entries: Chunks<(Entry, usize)>,
     /// The sequence number of the oldest entry held.
     first: u64,
     /// What the entries held take.
@@ -114,12 +114,12 @@ impl Record {
     /// The entries from `seq` on (from the oldest held, if `seq` is older), with their
     /// sequence numbers.
     pub(super) fn since(&self, seq: u64) -> impl Iterator<Item = (u64, &Entry)> {
-        let skip = seq.saturating_sub(self.first) as usize;
+        let skip = seq.saturating_sub(self.first);
+        let from = self.first + skip;
         self.entries
-            .iter()
+            .from(usize::try_from(skip).unwrap_or(usize::MAX))
             .enumerate()
-            .skip(skip)
-            .map(|(i, (entry, _))| (self.first + i as u64, entry))
+            .map(move |(i, (entry, _))| (from + i as u64, entry))
     }
 
     /// Forgets entries older than `below` until the record takes at most `limit` bytes: as
@@ -148,7 +148,7 @@ impl Record {
             }
         }
         let count = if whole_turns { turns } else { reach };
-        for (entry, size) in self.entries.drain(..count) {
+        for (entry, size) in self.entries.take_front(count) {
             self.bytes -= size;
             self.left_out.entries += 1;
             if matches!(entry, Entry::TurnEnded { .. }) {
@@ -157,6 +157,89 @@ impl Record {
         }
         self.first += count as u64;
         before - self.bytes
+    }
+}
+
+/// A queue kept in chunks of [`Chunks::CHUNK`] items: it grows by a chunk, never by copying
+/// what it holds (a record of a long session holds many entries, and a queue that doubles
+/// copies them all and touches twice the memory each time it grows).
+#[derive(Debug)]
+struct Chunks<T> {
+    /// Every chunk but the first and the last is full; items go out of the first and into
+    /// the last.
+    chunks: VecDeque<VecDeque<T>>,
+    len: usize,
+}
+
+impl<T> Default for Chunks<T> {
+    fn default() -> Self {
+        Chunks {
+            chunks: VecDeque::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Chunks<T> {
+    const CHUNK: usize = 256;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push_back(&mut self, item: T) {
+        match self.chunks.back_mut() {
+            Some(last) if last.len() < Self::CHUNK => last.push_back(item),
+            _ => {
+                let mut chunk = VecDeque::with_capacity(Self::CHUNK);
+                chunk.push_back(item);
+                self.chunks.push_back(chunk);
+            }
+        }
+        self.len += 1;
+    }
+
+    /// Every item, oldest first.
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
+    }
+
+    /// The items from the `skip`th on, found without walking those before it.
+    fn from(&self, skip: usize) -> impl Iterator<Item = &T> {
+        let (chunk, offset) = match self.chunks.front() {
+            _ if skip >= self.len => (self.chunks.len(), 0),
+            Some(first) if skip < first.len() => (0, skip),
+            Some(first) => {
+                let rest = skip - first.len();
+                (1 + rest / Self::CHUNK, rest % Self::CHUNK)
+            }
+            None => (0, 0),
+        };
+        self.chunks
+            .range(chunk..)
+            .enumerate()
+            .flat_map(move |(k, items)| items.range(if k == 0 { offset } else { 0 }..))
+    }
+
+    /// Takes the `count` oldest items out (fewer if it holds fewer).
+    fn take_front(&mut self, count: usize) -> Vec<T> {
+        let mut taken = Vec::with_capacity(count.min(self.len));
+        while taken.len() < count {
+            let Some(first) = self.chunks.front_mut() else {
+                break;
+            };
+            match first.pop_front() {
+                Some(item) => taken.push(item),
+                None => {
+                    self.chunks.pop_front();
+                }
+            }
+            if self.chunks.front().is_some_and(VecDeque::is_empty) {
+                self.chunks.pop_front();
+            }
+        }
+        self.len -= taken.len();
+        taken
     }
 }
 
@@ -177,6 +260,29 @@ mod tests {
             result: RawJson::from_string("{}"),
             asker: None,
         }
+    }
+
+    #[test]
+    fn chunks_keep_order_and_find_every_place() {
+        let mut chunks = Chunks::default();
+        let n = 3 * Chunks::<usize>::CHUNK + 17;
+        for i in 0..n {
+            chunks.push_back(i);
+        }
+        assert_eq!(chunks.take_front(5), vec![0, 1, 2, 3, 4]);
+        assert_eq!(chunks.len(), n - 5);
+        for skip in [0, 1, 250, 251, 252, 507, 508, 600, n - 6, n - 5, n] {
+            let expected: Vec<usize> = (5 + skip..n).collect();
+            let got: Vec<usize> = chunks.from(skip).copied().collect();
+            assert_eq!(got, expected, "from {skip}");
+        }
+        assert_eq!(chunks.take_front(Chunks::<usize>::CHUNK).len(), 256);
+        assert_eq!(chunks.iter().next(), Some(&261));
+        assert_eq!(chunks.take_front(usize::MAX).len(), n - 261);
+        assert_eq!(chunks.len(), 0);
+        assert_eq!(chunks.from(0).count(), 0);
+        chunks.push_back(7);
+        assert_eq!(chunks.from(0).copied().collect::<Vec<_>>(), vec![7]);
     }
 
     #[test]
