@@ -397,10 +397,6 @@ fn entry_for(server: McpServer, agent: AgentMcp) -> serde_json::Result<Value> {
 
 /// The `sessionId` of params or a result.
 fn session_of(raw: Option<&RawJson>) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        #[serde(rename = "sessionId")]
-        session_id: String,
-    }
-    raw?.parse::<Named>().ok().map(|n| n.session_id)
+    raw?.str_member("sessionId")
+        .map(std::borrow::Cow::into_owned)
 }

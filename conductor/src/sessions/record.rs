@@ -148,7 +148,7 @@ impl Record {
             }
         }
         let count = if whole_turns { turns } else { reach };
-        for (entry, size) in self.entries.take_front(count) {
+        for (entry, size) in std::iter::from_fn(|| self.entries.pop_front()).take(count) {
             self.bytes -= size;
             self.left_out.entries += 1;
             if matches!(entry, Entry::TurnEnded { .. }) {
@@ -165,17 +165,15 @@ impl Record {
 /// copies them all and touches twice the memory each time it grows).
 #[derive(Debug)]
 struct Chunks<T> {
-    /// Every chunk but the first and the last is full; items go out of the first and into
-    /// the last.
+    /// None empty; every one but the first and the last full. Items go out of the first and
+    /// into the last.
     chunks: VecDeque<VecDeque<T>>,
-    len: usize,
 }
 
 impl<T> Default for Chunks<T> {
     fn default() -> Self {
         Chunks {
             chunks: VecDeque::new(),
-            len: 0,
         }
     }
 }
@@ -184,7 +182,13 @@ impl<T> Chunks<T> {
     const CHUNK: usize = 256;
 
     fn len(&self) -> usize {
-        self.len
+        match (self.chunks.front(), self.chunks.back()) {
+            (Some(first), Some(last)) if self.chunks.len() > 1 => {
+                first.len() + (self.chunks.len() - 2) * Self::CHUNK + last.len()
+            }
+            (Some(only), _) => only.len(),
+            _ => 0,
+        }
     }
 
     fn push_back(&mut self, item: T) {
@@ -196,7 +200,15 @@ impl<T> Chunks<T> {
                 self.chunks.push_back(chunk);
             }
         }
-        self.len += 1;
+    }
+
+    fn pop_front(&mut self) -> Option<T> {
+        let first = self.chunks.front_mut()?;
+        let item = first.pop_front();
+        if first.is_empty() {
+            self.chunks.pop_front();
+        }
+        item
     }
 
     /// Every item, oldest first.
@@ -207,39 +219,17 @@ impl<T> Chunks<T> {
     /// The items from the `skip`th on, found without walking those before it.
     fn from(&self, skip: usize) -> impl Iterator<Item = &T> {
         let (chunk, offset) = match self.chunks.front() {
-            _ if skip >= self.len => (self.chunks.len(), 0),
             Some(first) if skip < first.len() => (0, skip),
-            Some(first) => {
+            Some(first) if skip < self.len() => {
                 let rest = skip - first.len();
                 (1 + rest / Self::CHUNK, rest % Self::CHUNK)
             }
-            None => (0, 0),
+            _ => (self.chunks.len(), 0),
         };
         self.chunks
             .range(chunk..)
             .enumerate()
             .flat_map(move |(k, items)| items.range(if k == 0 { offset } else { 0 }..))
-    }
-
-    /// Takes the `count` oldest items out (fewer if it holds fewer).
-    fn take_front(&mut self, count: usize) -> Vec<T> {
-        let mut taken = Vec::with_capacity(count.min(self.len));
-        while taken.len() < count {
-            let Some(first) = self.chunks.front_mut() else {
-                break;
-            };
-            match first.pop_front() {
-                Some(item) => taken.push(item),
-                None => {
-                    self.chunks.pop_front();
-                }
-            }
-            if self.chunks.front().is_some_and(VecDeque::is_empty) {
-                self.chunks.pop_front();
-            }
-        }
-        self.len -= taken.len();
-        taken
     }
 }
 
@@ -269,16 +259,20 @@ mod tests {
         for i in 0..n {
             chunks.push_back(i);
         }
-        assert_eq!(chunks.take_front(5), vec![0, 1, 2, 3, 4]);
+        let first: Vec<usize> = std::iter::from_fn(|| chunks.pop_front()).take(5).collect();
+        assert_eq!(first, vec![0, 1, 2, 3, 4]);
         assert_eq!(chunks.len(), n - 5);
         for skip in [0, 1, 250, 251, 252, 507, 508, 600, n - 6, n - 5, n] {
             let expected: Vec<usize> = (5 + skip..n).collect();
             let got: Vec<usize> = chunks.from(skip).copied().collect();
             assert_eq!(got, expected, "from {skip}");
         }
-        assert_eq!(chunks.take_front(Chunks::<usize>::CHUNK).len(), 256);
+        for _ in 0..Chunks::<usize>::CHUNK {
+            chunks.pop_front();
+        }
         assert_eq!(chunks.iter().next(), Some(&261));
-        assert_eq!(chunks.take_front(usize::MAX).len(), n - 261);
+        assert_eq!(chunks.len(), n - 261);
+        while chunks.pop_front().is_some() {}
         assert_eq!(chunks.len(), 0);
         assert_eq!(chunks.from(0).count(), 0);
         chunks.push_back(7);

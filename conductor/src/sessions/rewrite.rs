@@ -46,17 +46,8 @@ struct ListedId {
 
 /// The top-level `sessionId` of params or a result, if any.
 pub(crate) fn session_of(raw: Option<&RawJson>) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        #[serde(rename = "sessionId")]
-        session_id: Option<String>,
-    }
-    let raw = raw?;
-    // Most ids are plain strings, found by a scan; the rest are parsed.
-    if let Some(id) = raw.plain_str("sessionId") {
-        return Some(id.to_owned());
-    }
-    raw.parse::<Named>().ok()?.session_id
+    raw?.str_member("sessionId")
+        .map(std::borrow::Cow::into_owned)
 }
 
 /// `raw` with every session id in it renamed by `rename` (called with each id and its place,

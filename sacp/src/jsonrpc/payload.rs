@@ -1,5 +1,6 @@
 //! Raw JSON payloads: `params`, `result` and `error` kept as text until someone asks for a type.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -253,6 +254,26 @@ impl RawJson {
         std::str::from_utf8(&text[span]).ok()
     }
 
+    /// The value of the top-level member `key`, when this is an object that has it as a
+    /// string: read off the text when it is plain ([`RawJson::plain_str`]), and when the text
+    /// cannot hold the member (neither `key` nor an escape in it); parsed otherwise.
+    pub fn str_member(&self, key: &str) -> Option<Cow<'_, str>> {
+        if let Some(plain) = self.plain_str(key) {
+            return Some(Cow::Borrowed(plain));
+        }
+        let text = self.as_bytes();
+        if memchr::memchr(b'\\', text).is_none()
+            && memchr::memmem::find(text, key.as_bytes()).is_none()
+        {
+            return None;
+        }
+        let mut members: serde_json::Map<String, serde_json::Value> = self.parse().ok()?;
+        match members.remove(key)? {
+            serde_json::Value::String(value) => Some(Cow::Owned(value)),
+            _ => None,
+        }
+    }
+
     /// This object with the value of its top-level member `key` — a string with no escape in
     /// it ([`RawJson::plain_str`]) — replaced by the string `value`: every other byte as it was,
     /// nothing parsed. `None` where `key` is not such a member.
@@ -339,6 +360,38 @@ mod tests {
         assert_eq!(raw.as_str(), "{   \"a\": \"x\\ny\"  }");
         assert_eq!(raw.parse::<serde_json::Value>().unwrap()["a"], "x\ny");
         assert_eq!(RawJson::from_string("{").unwrap_err().code, -32602);
+    }
+
+    #[test]
+    fn a_string_member_read_off_the_text_is_the_one_a_parse_finds() {
+        let parsed = |raw: &RawJson| -> Option<String> {
+            let value: serde_json::Value = raw.parse().ok()?;
+            value.get("sessionId")?.as_str().map(str::to_owned)
+        };
+        let cases = [
+            r#"{"sessionId":"s-1","prompt":[{"type":"text","text":"hi"}]}"#,
+            r#"{"prompt":[{"sessionId":"inner"}],"sessionId":"s-2"}"#,
+            r#"{"prompt":[{"sessionId":"inner"}]}"#,
+            r#"{"sessionId":"s\"3"}"#,
+            r#"{"session\u0049d":"s-4"}"#,
+            r#"{"sessionId":7}"#,
+            r#"{"sessionId":null,"x":"a\nb"}"#,
+            r#"{"protocolVersion":1}"#,
+            r#"[1,2]"#,
+            r#""sessionId""#,
+        ];
+        for case in cases {
+            let raw = RawJson::from_string(case).unwrap();
+            let read = raw.str_member("sessionId").map(Cow::into_owned);
+            assert_eq!(read, parsed(&raw), "{case}");
+        }
+        let raw = RawJson::from_string(r#"{"session\u0049d":"s-4"}"#).unwrap();
+        assert_eq!(raw.str_member("sessionId").as_deref(), Some("s-4"));
+        let plain = RawJson::from_string(r#"{"sessionId":"s-5"}"#).unwrap();
+        assert!(matches!(
+            plain.str_member("sessionId"),
+            Some(Cow::Borrowed("s-5"))
+        ));
     }
 
     #[test]

@@ -28,6 +28,7 @@
 //! What the SSE streams bring is read only as fast as the connection takes it: a slow handler
 //! holds back the stream, and through TCP the server.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -370,10 +371,12 @@ impl Shared {
 
     /// POSTs a message of the connection: `Ok` when it was taken, or failed alone.
     async fn post(self: Arc<Self>, connection: &str, message: Message) -> std::io::Result<()> {
-        let session = wire::session_of_params(&message).or_else(|| match &message {
-            Message::Response(r) => lock(&self.state).answer_sessions.remove(&r.id),
-            _ => None,
-        });
+        let session = wire::session_of_params(&message)
+            .map(Cow::into_owned)
+            .or_else(|| match &message {
+                Message::Response(r) => lock(&self.state).answer_sessions.remove(&r.id),
+                _ => None,
+            });
         let request_id = match &message {
             Message::Request(r) => Some(r.id.clone()),
             _ => None,
@@ -751,7 +754,7 @@ impl Stream {
             }
             Message::Response(response) => {
                 lock(&shared.state).in_flight.remove(&response.id);
-                if let Some(session) = wire::session_of_result(&message) {
+                if let Some(session) = wire::session_of_result(&message).map(Cow::into_owned) {
                     let known = lock(&shared.state).sessions.contains_key(&session);
                     if !known {
                         let opening = shared

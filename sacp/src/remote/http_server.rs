@@ -267,7 +267,7 @@ impl Conn {
                 .remove(&r.id)
                 .unwrap_or(Route::Connection),
             _ => match wire::session_of_params(&message) {
-                Some(session) => Route::Session(session),
+                Some(session) => Route::Session(session.into_owned()),
                 None => Route::Connection,
             },
         };

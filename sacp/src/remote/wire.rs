@@ -1,6 +1,8 @@
 //! What both profiles and both roles share: the headers, which methods are session-scoped,
 //! and reading the few fields of a message that routing needs.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 
 use crate::jsonrpc::message::{Parsed, parse_line};
@@ -64,50 +66,22 @@ pub(crate) fn decode(text: Bytes) -> Parsed {
 }
 
 /// The string `sessionId` of a request's or notification's params.
-pub(crate) fn session_of_params(message: &Message) -> Option<String> {
+pub(crate) fn session_of_params(message: &Message) -> Option<Cow<'_, str>> {
     let params = match message {
         Message::Request(r) => r.params.as_ref(),
         Message::Notification(n) => n.params.as_ref(),
         Message::Response(_) => None,
     };
-    session_id_in(params?)
+    params?.str_member("sessionId")
 }
 
 /// The string `sessionId` of a response's result.
-pub(crate) fn session_of_result(message: &Message) -> Option<String> {
+pub(crate) fn session_of_result(message: &Message) -> Option<Cow<'_, str>> {
     match message {
         Message::Response(r) => match &r.body {
-            ResponseBody::Result(raw) => session_id_in(raw),
+            ResponseBody::Result(raw) => raw.str_member("sessionId"),
             ResponseBody::Error(_) => None,
         },
-        _ => None,
-    }
-}
-
-/// The top-level string `sessionId` of a JSON object: read off its text when it is plain (or
-/// when the text cannot have one), parsed only otherwise — every message a server reads comes
-/// here, and a prompt's text can be long.
-pub(crate) fn session_id_in(raw: &RawJson) -> Option<String> {
-    if let Some(id) = raw.plain_str("sessionId") {
-        return Some(id.to_owned());
-    }
-    // A member named `sessionId` is spelled so, or with escapes.
-    let text = raw.as_bytes();
-    if memchr::memchr(b'\\', text).is_none() && memchr::memmem::find(text, b"sessionId").is_none() {
-        return None;
-    }
-    parsed_session_id(raw)
-}
-
-/// [`session_id_in`], by a parse.
-fn parsed_session_id(raw: &RawJson) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        #[serde(rename = "sessionId", default)]
-        session_id: Option<serde_json::Value>,
-    }
-    match raw.parse::<Named>().ok()?.session_id? {
-        serde_json::Value::String(id) => Some(id),
         _ => None,
     }
 }
@@ -125,32 +99,5 @@ pub(crate) fn id_too_long(id: &Id) -> bool {
             serde_json::from_str::<String>(text).is_ok_and(|t| too_long(&t))
         }
         _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_session_id_read_off_the_text_is_the_one_a_parse_finds() {
-        let cases = [
-            r#"{"sessionId":"s-1","prompt":[{"type":"text","text":"hi"}]}"#,
-            r#"{"prompt":[{"sessionId":"inner"}],"sessionId":"s-2"}"#,
-            r#"{"prompt":[{"sessionId":"inner"}]}"#,
-            r#"{"sessionId":"s\"3"}"#,
-            r#"{"session\u0049d":"s-4"}"#,
-            r#"{"sessionId":7}"#,
-            r#"{"sessionId":null,"x":1}"#,
-            r#"{"protocolVersion":1}"#,
-            r#"[1,2]"#,
-            r#""sessionId""#,
-        ];
-        for case in cases {
-            let raw = RawJson::from_string(case).unwrap();
-            assert_eq!(session_id_in(&raw), parsed_session_id(&raw), "{case}");
-        }
-        let raw = RawJson::from_string(r#"{"session\u0049d":"s-4"}"#).unwrap();
-        assert_eq!(session_id_in(&raw).as_deref(), Some("s-4"));
     }
 }

@@ -306,11 +306,8 @@ fn capabilities_key(version: Option<&Value>) -> &'static str {
 
 /// The `sessionId` of params or a result.
 fn session_of(raw: &RawJson) -> Option<String> {
-    if let Some(id) = raw.plain_str("sessionId") {
-        return Some(id.to_owned());
-    }
-    let value = raw.parse::<Value>().ok()?;
-    value.get("sessionId")?.as_str().map(str::to_owned)
+    raw.str_member("sessionId")
+        .map(std::borrow::Cow::into_owned)
 }
 
 /// A `session/update` of `session` with `update`.
