@@ -37,7 +37,9 @@
 //! and `unstable_protocol_v2`: ACP's unstable surface and its v2 draft. Without its default
 //! features the crate needs nothing of tokio that WebAssembly lacks (no processes, sockets,
 //! stdio or threads), so it builds for `wasm32-wasip2`: the JSON-RPC core, the ACP types, the
-//! protocol layer, the proxy and agent runtimes, the macros, `mcp` and `testing`
+//! protocol layer, the proxy and agent runtimes, the macros, `mcp` and `testing`; there
+//! `ByteStream::stdio`, `proxy::serve_stdio` and `agent::serve_stdio` are the WebAssembly
+//! component's own stdin and stdout (WASI's), and [`run`] is the runtime its `main` needs
 //! (`cargo check -p sacp-sdk --no-default-features --features testing --target
 //! wasm32-wasip2`, which CI runs).
 //!
@@ -66,6 +68,7 @@ pub mod protocol;
 pub mod proxy;
 #[cfg(feature = "remote")]
 pub mod remote;
+mod run;
 mod runtime;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -81,6 +84,7 @@ pub use sacp_macros::{agent, mcp_server, on_notification, on_request, proxy, too
 pub use sacp_schema as schema;
 
 pub use crate::jsonrpc::{Error, Result};
+pub use crate::run::run;
 
 /// The `serde` that `sacp`'s types and `#[tool]` inputs use: derive through it
 /// (`#[derive(sacp::serde::Deserialize)]` with `#[serde(crate = "sacp::serde")]`) to need no

@@ -272,7 +272,7 @@ pub async fn serve<A: Agent>(agent: A, transport: impl Transport) -> Result<(), 
 }
 
 /// Runs `agent` on stdin/stdout (feature `stdio`, on by default).
-#[cfg(feature = "stdio")]
+#[cfg(any(feature = "stdio", all(target_os = "wasi", target_env = "p2")))]
 pub async fn serve_stdio<A: Agent>(agent: A) -> Result<(), Error> {
     serve(agent, crate::jsonrpc::ByteStream::stdio()).await
 }

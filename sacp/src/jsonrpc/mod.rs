@@ -93,6 +93,6 @@ pub mod transports {
     pub use super::transport::{
         ChannelReader, ChannelWriter, LineMessageReader, LineMessageWriter,
     };
-    #[cfg(feature = "stdio")]
+    #[cfg(any(feature = "stdio", all(target_os = "wasi", target_env = "p2")))]
     pub use super::transport::{StdinReader, StdoutWriter};
 }

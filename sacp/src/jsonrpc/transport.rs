@@ -14,7 +14,10 @@
 mod byte_stream;
 mod channel;
 mod either;
-#[cfg(feature = "stdio")]
+#[cfg(all(feature = "stdio", not(target_os = "wasi")))]
+mod stdio;
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
+#[path = "transport/stdio_wasi.rs"]
 mod stdio;
 
 use std::future::Future;
@@ -22,7 +25,9 @@ use std::future::Future;
 pub use self::byte_stream::{ByteStream, LineMessageReader, LineMessageWriter};
 pub use self::channel::{Channel, ChannelReader, ChannelWriter, channel};
 pub use self::either::Either;
-#[cfg(feature = "stdio")]
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
+pub(crate) use self::stdio::block_on;
+#[cfg(any(feature = "stdio", all(target_os = "wasi", target_env = "p2")))]
 pub use self::stdio::{StdinReader, StdoutWriter};
 use super::{Error, Id, Message};
 

@@ -170,7 +170,7 @@ pub async fn serve<P: Proxy>(proxy: P, transport: impl Transport) -> Result<(), 
 
 /// Runs `proxy` on stdin/stdout, as a component process of a conductor's chain (feature
 /// `stdio`, on by default).
-#[cfg(feature = "stdio")]
+#[cfg(any(feature = "stdio", all(target_os = "wasi", target_env = "p2")))]
 pub async fn serve_stdio<P: Proxy>(proxy: P) -> Result<(), Error> {
     serve(proxy, crate::jsonrpc::ByteStream::stdio()).await
 }

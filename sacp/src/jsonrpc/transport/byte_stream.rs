@@ -3,7 +3,7 @@
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use super::{Inbound, MessageReader, MessageWriter, Transport};
-#[cfg(feature = "stdio")]
+#[cfg(any(feature = "stdio", all(target_os = "wasi", target_env = "p2")))]
 use super::{StdinReader, StdoutWriter};
 use crate::jsonrpc::framing::{DEFAULT_MAX_LINE_LENGTH, Frame, LineReader};
 use crate::jsonrpc::message::{Parsed, parse_line};
@@ -52,7 +52,7 @@ where
     }
 }
 
-#[cfg(feature = "stdio")]
+#[cfg(any(feature = "stdio", all(target_os = "wasi", target_env = "p2")))]
 impl ByteStream<StdinReader, StdoutWriter> {
     /// This process's standard input and output. Pipes and sockets (what a conductor or an
     /// editor hands a component) are read and written without a blocking thread in between;
