@@ -154,7 +154,9 @@ impl RouteArgs {
 #[command(group(clap::ArgGroup::new("network").args(["listen", "share"])))]
 struct AgentArgs {
     /// The components, in order, each a command line (split like a shell would; quote it when
-    /// it has arguments). The last one is the agent.
+    /// it has arguments). The last one is the agent. `wasm:PATH ARGS…` is a WebAssembly
+    /// component run in the conductor's process, granted nothing (grant it directories, the
+    /// network and an environment in a --chain file).
     #[arg(value_name = "COMPONENT")]
     components: Vec<String>,
 

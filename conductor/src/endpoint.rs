@@ -29,6 +29,8 @@ const BATCH: usize = 32;
 pub(crate) enum Event {
     /// A component's process ended.
     Exited(Conn, std::io::Result<std::process::ExitStatus>),
+    /// A component in the conductor's process (a WebAssembly component) ended: how.
+    Ended(Conn, sacp::protocol::routing::life::Exited),
     /// Inbound items, in arrival order.
     Inbound(Conn, Vec<Inbound>),
     /// The peer's output ended: `None` at a clean end of stream.

@@ -50,6 +50,7 @@ impl Chain {
             dialect: Some(sacp::protocol::dialect::Dialect::Sacp),
             in_process: Some(start),
             remote: None,
+            wasm: None,
         });
         self
     }

@@ -66,6 +66,8 @@ mod sessions;
 pub mod stderr;
 mod trace;
 mod versions;
+#[cfg(feature = "wasm")]
+mod wasm;
 
 #[doc = include_str!("../docs/conductor.md")]
 pub mod _chains {}

@@ -184,8 +184,8 @@ impl Tail {
 /// position; a line that finds it full is not waited for.
 pub(crate) type Tap = tokio::sync::mpsc::Sender<(usize, Vec<u8>)>;
 
-async fn copy_stderr(
-    mut stderr: tokio::process::ChildStderr,
+pub(crate) async fn copy_stderr(
+    mut stderr: impl tokio::io::AsyncRead + Unpin,
     prefix: String,
     tail: Tail,
     tap: Option<(usize, Tap)>,

@@ -79,6 +79,61 @@ fn cargo_build(args: &[&str], what: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// The target the examples that build as WebAssembly components are built for.
+pub const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// Builds the examples that also build as WebAssembly components (`passthrough-proxy`,
+/// `prefix-proxy`, `probe-proxy`, `sparkle`) for [`WASM_TARGET`], with the workspace's `component` profile, and
+/// returns the directory that holds them (`NAME.wasm`). An error says why not — the target not
+/// installed (`rustup target add wasm32-wasip2`), say.
+pub fn components() -> Result<PathBuf, String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the running executable: {e}"))?;
+    // `target/PROFILE/deps/EXE` or `target/PROFILE/EXE`: the target directory is above PROFILE.
+    let target = exe
+        .ancestors()
+        .find(|dir| dir.join("CACHEDIR.TAG").exists())
+        .ok_or("the running executable is not in a cargo target directory")?
+        .to_path_buf();
+    let output = cargo()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "build",
+            "--quiet",
+            "--profile",
+            "component",
+            "--target",
+            WASM_TARGET,
+        ])
+        .arg("--target-dir")
+        .arg(&target)
+        .args([
+            "--package",
+            "sacp-examples",
+            "--bin",
+            "prefix-proxy",
+            "--bin",
+            "probe-proxy",
+        ])
+        .args(["--package", "sacp-sparkle", "--bin", "sparkle"])
+        .output()
+        .map_err(|e| format!("cannot run cargo to build the components: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if stderr.contains("may not be installed") || stderr.contains("can't find crate for `core`")
+        {
+            return Err(format!(
+                "the {WASM_TARGET} target is not installed (`rustup target add {WASM_TARGET}`)"
+            ));
+        }
+        return Err(format!(
+            "`cargo build --target {WASM_TARGET}` of the components failed ({}):\n{stderr}",
+            output.status
+        ));
+    }
+    Ok(target.join(WASM_TARGET).join("component"))
+}
+
 /// A `cargo` command (the one running this program, when cargo started it) with the
 /// environment of a shell, not of a program cargo runs: without the variables cargo sets for
 /// the crate it runs (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, …). Some build scripts track one of

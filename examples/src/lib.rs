@@ -31,19 +31,30 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(not(target_family = "wasm"))]
 pub mod audit;
+#[cfg(not(target_family = "wasm"))]
 #[doc = include_str!("../../docs/guide.md")]
 pub mod guide {}
+#[cfg(not(target_family = "wasm"))]
 pub mod bins;
+#[cfg(not(target_family = "wasm"))]
 pub mod context;
+#[cfg(not(target_family = "wasm"))]
 pub mod demo;
 mod lock;
 pub mod logger;
 pub mod prefix;
+pub mod probe;
+#[cfg(not(target_family = "wasm"))]
 pub mod reminder;
+#[cfg(not(target_family = "wasm"))]
 pub mod seed;
+#[cfg(not(target_family = "wasm"))]
 pub mod steward;
+#[cfg(not(target_family = "wasm"))]
 pub mod test_agent;
+#[cfg(not(target_family = "wasm"))]
 pub mod toolbox;
 
 /// Logs to stderr, filtered by `RUST_LOG`: stdout belongs to the protocol.

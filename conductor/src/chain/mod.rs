@@ -45,6 +45,7 @@
 //! `my_agent`.
 
 pub(crate) mod remote;
+pub(crate) mod wasm;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -184,6 +185,8 @@ pub struct Component {
     pub(crate) in_process: Option<InProcess>,
     /// Set for a component reached over the network: then `program` is its URL.
     pub(crate) remote: Option<remote::Address>,
+    /// Set for a WebAssembly component: then `program` is `wasm:PATH`.
+    pub(crate) wasm: Option<wasm::Wasm>,
 }
 
 impl Component {
@@ -200,6 +203,9 @@ impl Component {
         }
         let mut words = argv.into_iter();
         let program = words.next()?;
+        if let Some(path) = program.strip_prefix(wasm::PREFIX) {
+            return Some(Component::from_wasm(path, words.collect()));
+        }
         Some(Component {
             name: default_name(&program, words.as_slice()),
             program,
@@ -209,6 +215,7 @@ impl Component {
             dialect: None,
             in_process: None,
             remote: None,
+            wasm: None,
         })
     }
 
@@ -226,7 +233,32 @@ impl Component {
             dialect: None,
             in_process: None,
             remote: Some(address),
+            wasm: None,
         }
+    }
+
+    /// A WebAssembly component (WASI 0.2) that the conductor runs in its own process, in a
+    /// sandbox of its own, with `args`: granted nothing (no directory, no network, an empty
+    /// environment) and limited to 256 MiB of memory and 10 s of computing without waiting
+    /// until a chain file says otherwise. Named after its file, without `.wasm`.
+    pub fn from_wasm(path: &str, args: Vec<String>) -> Component {
+        let name = file_name(path);
+        Component {
+            name: name.strip_suffix(".wasm").unwrap_or(&name).to_owned(),
+            program: format!("{}{path}", wasm::PREFIX),
+            args,
+            env: BTreeMap::new(),
+            cwd: None,
+            dialect: None,
+            in_process: None,
+            remote: None,
+            wasm: Some(wasm::Wasm::new(path)),
+        }
+    }
+
+    /// What a WebAssembly component is granted, in words (`None` for any other component).
+    pub fn grants(&self) -> Option<String> {
+        self.wasm.as_ref().map(wasm::Wasm::grants)
     }
 
     /// Adds a header to every request to a component reached over the network
@@ -492,91 +524,132 @@ impl Chain {
     }
 
     fn push_toml_text(&mut self, text: &str) -> Result<(), String> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct File {
-            #[serde(default)]
-            component: Vec<Entry>,
-            mcp_bridge: Option<BridgeMode>,
-        }
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Entry {
-            name: Option<String>,
-            command: Option<String>,
-            url: Option<String>,
-            #[serde(default)]
-            headers: BTreeMap<String, String>,
-            #[serde(default)]
-            ca_files: Vec<PathBuf>,
-            #[serde(default)]
-            args: Vec<String>,
-            #[serde(default)]
-            env: BTreeMap<String, String>,
-            cwd: Option<PathBuf>,
-            dialect: Option<String>,
-        }
         let file: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
         if file.mcp_bridge.is_some() {
             self.mcp_bridge = file.mcp_bridge;
         }
         for entry in file.component {
             let position = self.components.len() + 1;
-            let mut component = match (&entry.command, &entry.url) {
-                (Some(command), None) => {
-                    Component::parse(command, position).map_err(|e| e.to_string())?
-                }
-                (None, Some(url)) if remote::is_url(url) => {
-                    let mut component = Component::from_url(url);
-                    for (name, value) in &entry.headers {
-                        component = component.with_header(name, value);
-                    }
-                    for file in &entry.ca_files {
-                        component = component.with_ca_file(file);
-                    }
-                    component
-                }
-                (None, Some(url)) => {
-                    return Err(format!(
-                        "component {position}: url {url:?} is not a ws://, wss://, http:// or \
-                         https:// URL"
-                    ));
-                }
-                _ => {
-                    return Err(format!(
-                        "component {position}: give either `command` (a process) or `url` \
-                         (an ACP server), not both nor neither"
-                    ));
-                }
-            };
-            if component.remote.is_none()
-                && (!entry.headers.is_empty() || !entry.ca_files.is_empty())
-            {
-                return Err(format!(
-                    "component {position}: `headers` and `ca_files` are for a `url` component"
-                ));
-            }
-            if component.remote.is_some()
-                && (!entry.args.is_empty() || !entry.env.is_empty() || entry.cwd.is_some())
-            {
-                return Err(format!(
-                    "component {position}: `args`, `env` and `cwd` are for a `command` component"
-                ));
-            }
-            if let Some(name) = entry.name {
-                component.name = name;
-            }
-            component.args.extend(entry.args);
-            component.env = entry.env;
-            component.cwd = entry.cwd;
-            component.dialect = entry
-                .dialect
-                .map(|d| d.parse())
-                .transpose()
-                .map_err(|e: sacp::protocol::dialect::UnknownDialect| e.to_string())?;
-            self.components.push(component);
+            self.components.push(entry.into_component(position)?);
         }
         Ok(())
+    }
+}
+
+/// A chain file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    component: Vec<Entry>,
+    mcp_bridge: Option<BridgeMode>,
+}
+
+/// A chain file's `[[component]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: Option<String>,
+    command: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    ca_files: Vec<PathBuf>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    dialect: Option<String>,
+    wasm: Option<String>,
+    #[serde(default)]
+    dirs: Vec<String>,
+    network: Option<bool>,
+    memory: Option<String>,
+    busy_timeout: Option<String>,
+}
+
+impl Entry {
+    /// The component the entry at `position` describes.
+    fn into_component(self, position: usize) -> Result<Component, String> {
+        let mut component = self.kind(position)?;
+        let sandbox = wasm::Sandbox {
+            dirs: self.dirs,
+            network: self.network,
+            memory: self.memory,
+            busy_timeout: self.busy_timeout,
+        };
+        match &mut component.wasm {
+            Some(_) if self.cwd.is_some() => {
+                return Err(format!(
+                    "component {position}: a `wasm` component has no working directory; \
+                     grant it directories with `dirs`"
+                ));
+            }
+            Some(wasm) => sandbox
+                .apply(wasm)
+                .map_err(|why| format!("component {position}: {why}"))?,
+            None if !sandbox.is_empty() => {
+                return Err(format!(
+                    "component {position}: `dirs`, `network`, `memory` and `busy_timeout` are \
+                     for a `wasm` component"
+                ));
+            }
+            None => {}
+        }
+        if component.remote.is_none() && (!self.headers.is_empty() || !self.ca_files.is_empty()) {
+            return Err(format!(
+                "component {position}: `headers` and `ca_files` are for a `url` component"
+            ));
+        }
+        if component.remote.is_some()
+            && (!self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some())
+        {
+            return Err(format!(
+                "component {position}: `args`, `env` and `cwd` are for a `command` component"
+            ));
+        }
+        if let Some(name) = self.name {
+            component.name = name;
+        }
+        component.args.extend(self.args);
+        component.env = self.env;
+        component.cwd = self.cwd;
+        component.dialect = self
+            .dialect
+            .map(|d| d.parse())
+            .transpose()
+            .map_err(|e: sacp::protocol::dialect::UnknownDialect| e.to_string())?;
+        Ok(component)
+    }
+
+    /// A process, a server over the network or a WebAssembly component, as the entry names
+    /// exactly one of them.
+    fn kind(&self, position: usize) -> Result<Component, String> {
+        match (&self.command, &self.url, &self.wasm) {
+            (Some(command), None, None) => {
+                Component::parse(command, position).map_err(|e| e.to_string())
+            }
+            (None, Some(url), None) if remote::is_url(url) => {
+                let mut component = Component::from_url(url);
+                for (name, value) in &self.headers {
+                    component = component.with_header(name, value);
+                }
+                for file in &self.ca_files {
+                    component = component.with_ca_file(file);
+                }
+                Ok(component)
+            }
+            (None, Some(url), None) => Err(format!(
+                "component {position}: url {url:?} is not a ws://, wss://, http:// or https:// URL"
+            )),
+            (None, None, Some(path)) => Ok(Component::from_wasm(path, Vec::new())),
+            _ => Err(format!(
+                "component {position}: give one of `command` (a process), `url` (an ACP \
+                 server) or `wasm` (a WebAssembly component)"
+            )),
+        }
     }
 }
 
@@ -732,5 +805,59 @@ mod tests {
             err.contains("carrier-pigeon") || err.contains("unknown variant"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_webassembly_component_is_granted_what_its_entry_says_and_nothing_else() {
+        let c = Component::parse("wasm:/opt/p.wasm '>> '", 1).unwrap();
+        assert_eq!(
+            (c.name.as_str(), c.args.as_slice()),
+            ("p", [">> ".to_owned()].as_slice())
+        );
+        assert_eq!(Component::parse(&c.command_line(), 1).unwrap(), c);
+        assert_eq!(c.grants().as_deref(), Some("nothing granted"));
+        let wasm = c.wasm.as_ref().unwrap();
+        assert_eq!(wasm.path, PathBuf::from("/opt/p.wasm"));
+        assert_eq!(
+            (wasm.memory, wasm.busy_timeout),
+            (wasm::DEFAULT_MEMORY, wasm::DEFAULT_BUSY_TIMEOUT)
+        );
+        let mut chain = Chain::default();
+        chain
+            .push_toml(
+                "[[component]]\nwasm = \"/opt/s.wasm\"\nargs = [\"-v\"]\nenv = { A = \"1\" }\n\
+                 dirs = [\"/home/me/notes:/notes:ro\"]\nnetwork = true\nmemory = \"64MiB\"\n\
+                 busy_timeout = \"2s\"\n",
+            )
+            .unwrap();
+        let c = &chain.components[0];
+        assert_eq!(
+            (c.name.as_str(), c.args.as_slice()),
+            ("s", ["-v".to_owned()].as_slice())
+        );
+        assert_eq!(
+            c.grants().as_deref(),
+            Some("/home/me/notes:/notes:ro, network")
+        );
+        let wasm = c.wasm.as_ref().unwrap();
+        assert_eq!(
+            (wasm.memory, wasm.busy_timeout),
+            (64 << 20, std::time::Duration::from_secs(2))
+        );
+        for (entry, says) in [
+            ("wasm = \"/s.wasm\"\ncwd = \"/x\"", "no working directory"),
+            (
+                "command = \"agent\"\ndirs = [\"/x\"]",
+                "are for a `wasm` component",
+            ),
+            ("wasm = \"/s.wasm\"\nmemory = \"lots\"", "memory"),
+            ("wasm = \"/s.wasm\"\ncommand = \"agent\"", "give one of"),
+        ] {
+            let err = Chain::default()
+                .push_toml(&format!("[[component]]\n{entry}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{entry}: {err}");
+        }
     }
 }

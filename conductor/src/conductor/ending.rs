@@ -16,11 +16,26 @@ pub(super) struct Member {
     /// For a component reached over the network, its URL (without credentials): its
     /// connection is then the only sign of its end.
     pub(super) url: Option<String>,
+    /// For a WebAssembly component, what stops its run (a signal's stand-in: it has no
+    /// process of its own).
+    pub(super) stop: Option<tokio::task::AbortHandle>,
 }
 
 impl Member {
     pub(super) fn new(pid: Option<u32>, tail: Tail, url: Option<String>) -> Member {
-        Member { pid, tail, url }
+        Member {
+            pid,
+            tail,
+            url,
+            stop: None,
+        }
+    }
+
+    /// A member whose run `stop` ends (a WebAssembly component's).
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(super) fn stopped_by(mut self, stop: tokio::task::AbortHandle) -> Member {
+        self.stop = Some(stop);
+        self
     }
 
     /// How its end shows.
@@ -33,10 +48,14 @@ impl Member {
         }
     }
 
-    /// Signals its process group (an in-process proxy ends with its connection instead).
+    /// Signals its process group (an in-process proxy ends with its connection instead; a
+    /// WebAssembly component, which cannot hear signals, is stopped by either).
     pub(super) fn signal(&self, signal: Signal) {
         if let Some(pid) = self.pid {
             process::signal_group(pid, signal);
+        }
+        if let Some(stop) = &self.stop {
+            stop.abort();
         }
     }
 }

@@ -373,27 +373,40 @@ impl Conductor {
                     trace.session(&note);
                 }
             }
-            Event::Exited(position, status) => {
-                if let Some(trace) = &mut self.trace {
-                    let (said, code) = match &status {
-                        Ok(status) => (process::describe_exit(*status), status.code()),
-                        Err(e) => (format!("cannot be waited for: {e}"), None),
-                    };
-                    let name = self.core.table().name(position).to_owned();
-                    trace.exit(position, &name, &said, code, self.core.end().is_none());
-                }
-                match status {
-                    Ok(status) => self.core.exited(position, ending::exited(status), now()),
-                    Err(e) => {
-                        tracing::warn!(position, "cannot wait for the component: {e}");
-                        let status = std::os::unix::process::ExitStatusExt::from_raw(0);
-                        self.core.exited(position, ending::exited(status), now());
-                        self.core.closed(position, None, now());
+            Event::Exited(position, status) => match status {
+                Ok(status) => self.member_ended(position, ending::exited(status)),
+                Err(e) => {
+                    tracing::warn!(position, "cannot wait for the component: {e}");
+                    if let Some(trace) = &mut self.trace {
+                        let name = self.core.table().name(position).to_owned();
+                        let said = format!("cannot be waited for: {e}");
+                        trace.exit(position, &name, &said, None, self.core.end().is_none());
                     }
+                    let status = std::os::unix::process::ExitStatusExt::from_raw(0);
+                    self.core.exited(position, ending::exited(status), now());
+                    self.core.closed(position, None, now());
+                    self.act(None);
                 }
-                self.act(None);
-            }
+            },
+            Event::Ended(position, how) => self.member_ended(position, how),
         }
+    }
+
+    /// A component ended (its process exited, or its run in this process ended): the trace
+    /// says so, and the machine hears it.
+    fn member_ended(&mut self, position: Conn, how: sacp::protocol::routing::life::Exited) {
+        if let Some(trace) = &mut self.trace {
+            let name = self.core.table().name(position).to_owned();
+            trace.exit(
+                position,
+                &name,
+                &how.description,
+                how.code,
+                self.core.end().is_none(),
+            );
+        }
+        self.core.exited(position, how, now());
+        self.act(None);
     }
 
     /// Says what one hop negotiated: in the log, and in the trace; a warning names the

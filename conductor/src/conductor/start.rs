@@ -138,6 +138,9 @@ impl Started {
         if let Some(proxy) = &component.in_process {
             self.in_process(position, proxy);
             tracing::debug!(position, name = %component.name, "started in-process");
+        } else if let Some(wasm) = &component.wasm {
+            self.wasm(position, component, wasm, stderr_tap).await?;
+            tracing::debug!(position, name = %component.name, grants = %wasm.grants(), "started a WebAssembly component");
         } else if let Some(address) = &component.remote {
             // A server over the network: a connection instead of a child.
             let transport = address.connect().await.map_err(|e| Failure::Start {
@@ -189,6 +192,71 @@ impl Started {
         });
         self.connect(position, ours);
         self.members.push(Member::new(None, Tail::default(), None));
+    }
+
+    /// A WebAssembly component, in this process: pipes to its stdin and stdout, its stderr
+    /// copied as a process's, a task for its run (which the chain's end aborts).
+    #[cfg(feature = "wasm")]
+    async fn wasm(
+        &mut self,
+        position: usize,
+        component: &crate::chain::Component,
+        wasm: &crate::chain::wasm::Wasm,
+        tap: Option<process::Tap>,
+    ) -> Result<(), Failure> {
+        let running = crate::wasm::start(&component.name, wasm, &component.args, &component.env)
+            .await
+            .map_err(|e| Failure::Start {
+                position,
+                name: component.name.clone(),
+                command: Some(component.command_line()),
+                source: Arc::new(e),
+            })?;
+        let crate::wasm::Running {
+            stdin,
+            stdout,
+            stderr,
+            run,
+        } = running;
+        let tail = Tail::default();
+        tokio::spawn(process::copy_stderr(
+            stderr,
+            format!("[{position} {}] ", component.name),
+            tail.clone(),
+            tap.map(|tap| (position, tap)),
+        ));
+        let task = tokio::spawn(run);
+        let stop = task.abort_handle();
+        let ended = self.events.clone();
+        tokio::spawn(async move {
+            let how = task.await.unwrap_or_else(|_| crate::wasm::killed());
+            let _ = ended.send(Event::Ended(position, how));
+        });
+        self.connect(position, ByteStream::new(stdout, stdin));
+        self.members
+            .push(Member::new(None, tail, None).stopped_by(stop));
+        Ok(())
+    }
+
+    /// A WebAssembly component, in a conductor built without the `wasm` feature: it cannot
+    /// start.
+    #[cfg(not(feature = "wasm"))]
+    #[allow(clippy::unused_async)]
+    async fn wasm(
+        &mut self,
+        position: usize,
+        component: &crate::chain::Component,
+        _wasm: &crate::chain::wasm::Wasm,
+        _tap: Option<process::Tap>,
+    ) -> Result<(), Failure> {
+        Err(Failure::Start {
+            position,
+            name: component.name.clone(),
+            command: Some(component.command_line()),
+            source: Arc::new(std::io::Error::other(
+                "this conductor was built without WebAssembly components (its `wasm` feature)",
+            )),
+        })
     }
 
     /// A process: its pipes, and its exit watched.
@@ -292,6 +360,7 @@ async fn announce(
             pid: member.pid,
             transport: component.remote.as_ref().map(|r| r.transport()),
             url: component.url(),
+            wasm: component.grants(),
         })
         .collect();
     trace.header("agent", options.connection.as_deref(), &described);

@@ -69,6 +69,9 @@ pub(crate) struct Member {
     /// For a component reached over the network: its URL, without credentials.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) url: Option<String>,
+    /// For a WebAssembly component: what it is granted, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) wasm: Option<String>,
 }
 
 /// How many lines the loop hands over at once (or fewer, when they are due): the writer

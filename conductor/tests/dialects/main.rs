@@ -29,3 +29,4 @@ mod restart;
 mod sessions;
 mod unstable;
 mod v2;
+mod wasm;

@@ -2,7 +2,8 @@
 //! this one wants none. Run it in a chain: `conductor agent passthrough-proxy <agent>`.
 //!
 //! With no typed handler it reads nothing it forwards, so it speaks ACP v1 and the v2 draft
-//! alike, and says so: a v2 chain through it stays v2.
+//! alike, and says so: a v2 chain through it stays v2. It also builds as a WebAssembly
+//! component (`--target wasm32-wasip2`): `conductor agent wasm:passthrough-proxy.wasm <agent>`.
 
 /// Forwards every message in both directions.
 struct PassThrough;
@@ -10,8 +11,7 @@ struct PassThrough;
 #[sacp::proxy(protocol = [1, 2])]
 impl PassThrough {}
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> sacp::Result<()> {
+fn main() -> sacp::Result<()> {
     sacp_examples::init_logging();
-    sacp::proxy::serve_stdio(PassThrough).await
+    sacp::run(sacp::proxy::serve_stdio(PassThrough))
 }

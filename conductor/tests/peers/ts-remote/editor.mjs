@@ -4,7 +4,7 @@
 // `/experimental/ws-client`, with `ws`). With `ACP_TOKEN` set it sends
 // `Authorization: Bearer ACP_TOKEN`. The script: initialize, a session, then the prompts
 // `stream 5`, `permission` (it allows), `read /notes.txt` (it serves that file), `wait` (it
-// cancels once `waiting` came). One JSON line per prompt: [prompt, stopReason, ...what the
+// cancels once `waiting` came, after whatever prefix a proxy wrote). One JSON line per prompt: [prompt, stopReason, ...what the
 // agent said] (its thoughts as `thought: …`, its tool calls as `tool: TITLE`). With
 // `ACP_VANISH_AT=TEXT` it kills itself (SIGKILL) when the agent says TEXT.
 import { spawn } from "node:child_process";
@@ -44,7 +44,7 @@ await client()
     const update = params.update;
     if (update.sessionUpdate === "agent_message_chunk" && update.content.type === "text") {
       said.push(update.content.text);
-      if (update.content.text === "waiting") waiting?.();
+      if (update.content.text.endsWith("waiting")) waiting?.();
       // An editor that vanishes mid-turn: killed, nothing said or closed.
       if (update.content.text === process.env.ACP_VANISH_AT) process.kill(process.pid, "SIGKILL");
     } else if (update.sessionUpdate === "agent_thought_chunk" && update.content.type === "text") {

@@ -1,12 +1,16 @@
 //! `sparkle [--embodiment-file FILE]`: the Sparkle proxy on stdio; run it in a chain,
 //! `conductor agent sparkle "my-agent --acp"`. See the `sparkle` crate docs.
+//!
+//! The same source builds as a WebAssembly component (`cargo build --target wasm32-wasip2
+//! --bin sparkle`) that the conductor runs in its own process: `conductor agent
+//! wasm:sparkle.wasm "my-agent --acp"` (an embodiment file must then be in a directory its
+//! chain-file entry grants it).
 
 use std::process::ExitCode;
 
 use sparkle::{DEFAULT_EMBODIMENT, Sparkle};
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -18,7 +22,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match sacp::proxy::serve_stdio(Sparkle::new(embodiment)).await {
+    match sacp::run(sacp::proxy::serve_stdio(Sparkle::new(embodiment))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sparkle: {e}");
