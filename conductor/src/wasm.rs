@@ -10,23 +10,27 @@
 //! - **One store and one WASI context per component.** Its environment is what its entry
 //!   gives, and nothing of the conductor's; it sees the directories its entry grants and no
 //!   other; it has no network unless granted. Two components of one chain share nothing.
+//! - **A thread of its own**, with a runtime of its own, as a process has a core of its own to
+//!   run on: a component that computes holds up neither the conductor's loop nor the other
+//!   components, and the components of a chain work in parallel as processes do.
 //! - **Limits.** Its linear memory grows to its `memory` and no further; a component that
 //!   computes for longer than its `busy_timeout` without waiting for input or output is
-//!   stopped (checked every [`TICK`], by wasmtime's epochs, which also make a busy component
-//!   give the conductor's thread back at each tick). A trap, a limit or an exit code ends the
-//!   member as a process's exit does: the chain fails with its name and the reason.
+//!   stopped (checked every [`TICK`], by wasmtime's epochs). A trap, a limit or an exit code
+//!   ends the member as a process's exit does: the chain fails with its name and the reason.
+//!   Where a process would get a signal, its run is stopped.
 //! - **Compiling** a component (Cranelift, on every core) is done on a blocking thread, once
 //!   per file and modification time in a conductor's life, and kept on disk (the user's cache
 //!   directory, `sacp/wasm`) for the conductors after it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use sacp::protocol::routing::life::Exited;
 use tokio::io::{ReadHalf, SimplexStream, WriteHalf};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{CallHook, Config, Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::cli::{AsyncStdinStream, AsyncStdoutStream};
@@ -116,8 +120,13 @@ impl Host {
         let file = path.to_owned();
         let compiled = tokio::task::spawn_blocking(move || {
             Component::from_file(&self.engine, &file).map_err(|e| {
+                // On one line: wasmtime's reasons may list bytes, one a line.
+                let why = format!("{e:#}")
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 std::io::Error::other(format!(
-                    "{} is not a WebAssembly component this conductor can run: {e:#}",
+                    "{} is not a WebAssembly component this conductor can run: {why}",
                     file.display()
                 ))
             })
@@ -187,7 +196,7 @@ impl ResourceLimiter for Member {
     }
 }
 
-/// A started component: the conductor's ends of its pipes, and its run.
+/// A started component: the conductor's ends of its pipes, how it ends, and how to stop it.
 pub(crate) struct Running {
     /// Its standard input (the conductor writes).
     pub(crate) stdin: WriteHalf<SimplexStream>,
@@ -195,8 +204,10 @@ pub(crate) struct Running {
     pub(crate) stdout: ReadHalf<SimplexStream>,
     /// Its standard error (the conductor copies it, as a process's).
     pub(crate) stderr: ReadHalf<SimplexStream>,
-    /// Runs it to its end: how it ended.
-    pub(crate) run: Pin<Box<dyn Future<Output = Exited> + Send>>,
+    /// How it ended, once it did.
+    pub(crate) ended: oneshot::Receiver<Exited>,
+    /// Stops its run (its stand-in for a signal).
+    pub(crate) stop: CancellationToken,
 }
 
 impl std::fmt::Debug for Running {
@@ -205,8 +216,25 @@ impl std::fmt::Debug for Running {
     }
 }
 
-/// Compiles (or finds compiled) and instantiates the component `wasm`, named `name`, with its
-/// arguments and environment: nothing runs until [`Running::run`] is polled.
+/// What a component runs with: its name, arguments, environment, grants and limits.
+struct Settings {
+    name: String,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    wasm: Wasm,
+}
+
+/// The component's ends of its pipes.
+struct Pipes {
+    stdin: ReadHalf<SimplexStream>,
+    stdout: WriteHalf<SimplexStream>,
+    stderr: WriteHalf<SimplexStream>,
+}
+
+/// Compiles (or finds compiled) the component `wasm`, named `name`, and starts it with its
+/// arguments and environment on a thread of its own: a component that computes holds up
+/// neither the conductor nor the other components, as a process would not. Returns once it
+/// is instantiated with its grants (a grant that cannot be made is an error here).
 pub(crate) async fn start(
     name: &str,
     wasm: &Wasm,
@@ -218,13 +246,73 @@ pub(crate) async fn start(
     let (stdin_r, stdin_w) = tokio::io::simplex(PIPE);
     let (stdout_r, stdout_w) = tokio::io::simplex(PIPE);
     let (stderr_r, stderr_w) = tokio::io::simplex(PIPE);
+    let pipes = Pipes {
+        stdin: stdin_r,
+        stdout: stdout_w,
+        stderr: stderr_w,
+    };
+    let settings = Settings {
+        name: name.to_owned(),
+        args: args.to_vec(),
+        env: env.clone(),
+        wasm: wasm.clone(),
+    };
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let (ended_tx, ended_rx) = oneshot::channel();
+    let stop = CancellationToken::new();
+    let stopping = stop.clone();
+    std::thread::Builder::new()
+        .name(format!("wasm {name}"))
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let mut store = match store(host, &settings, pipes) {
+                    Ok(store) => store,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                let ended = tokio::select! {
+                    ended = run(&mut store, &component, &host.linker) => ended,
+                    () = stopping.cancelled() => killed(),
+                };
+                let _ = ended_tx.send(ended);
+            });
+        })?;
+    ready_rx.await.map_err(|_| {
+        std::io::Error::other("the component's thread ended before the component started")
+    })??;
+    Ok(Running {
+        stdin: stdin_w,
+        stdout: stdout_r,
+        stderr: stderr_r,
+        ended: ended_rx,
+        stop,
+    })
+}
+
+/// The component's store: its WASI context (its pipes, arguments, environment and grants),
+/// its limits, and the epoch's check of how long it computes.
+fn store(host: &Host, settings: &Settings, pipes: Pipes) -> std::io::Result<Store<Member>> {
+    let wasm = &settings.wasm;
     let mut wasi = WasiCtxBuilder::new();
-    wasi.stdin(AsyncStdinStream::new(stdin_r))
-        .stdout(AsyncStdoutStream::new(PIPE, stdout_w))
-        .stderr(AsyncStdoutStream::new(PIPE, stderr_w))
-        .arg(name)
-        .args(args);
-    for (key, value) in env {
+    wasi.stdin(AsyncStdinStream::new(pipes.stdin))
+        .stdout(AsyncStdoutStream::new(PIPE, pipes.stdout))
+        .stderr(AsyncStdoutStream::new(PIPE, pipes.stderr))
+        .arg(&settings.name)
+        .args(&settings.args);
+    for (key, value) in &settings.env {
         wasi.env(key, value);
     }
     for dir in &wasm.dirs {
@@ -284,21 +372,17 @@ pub(crate) async fn start(
         member.in_epoch_check = true;
         Ok(UpdateDeadline::Yield(1))
     });
-    let linker = &host.linker;
-    let run = Box::pin(async move {
-        let ran = async {
-            let command = Command::instantiate_async(&mut store, &component, linker).await?;
-            command.wasi_cli_run().call_run(&mut store).await
-        }
-        .await;
-        ended(ran, store.data_mut().stopped.take())
-    });
-    Ok(Running {
-        stdin: stdin_w,
-        stdout: stdout_r,
-        stderr: stderr_r,
-        run,
-    })
+    Ok(store)
+}
+
+/// Instantiates the component and runs its `wasi:cli/run`: how it ended.
+async fn run(store: &mut Store<Member>, component: &Component, linker: &Linker<Member>) -> Exited {
+    let ran = async {
+        let command = Command::instantiate_async(&mut *store, component, linker).await?;
+        command.wasi_cli_run().call_run(&mut *store).await
+    }
+    .await;
+    ended(ran, store.data_mut().stopped.take())
 }
 
 /// How a component's run ended, for the chain.

@@ -83,9 +83,9 @@ fn cargo_build(args: &[&str], what: &str) -> Result<PathBuf, String> {
 pub const WASM_TARGET: &str = "wasm32-wasip2";
 
 /// Builds the examples that also build as WebAssembly components (`passthrough-proxy`,
-/// `prefix-proxy`, `probe-proxy`, `sparkle`) for [`WASM_TARGET`], with the workspace's `component` profile, and
-/// returns the directory that holds them (`NAME.wasm`). An error says why not — the target not
-/// installed (`rustup target add wasm32-wasip2`), say.
+/// `prefix-proxy`, `probe-proxy`, `sparkle`) for [`WASM_TARGET`], with the workspace's
+/// `component` profile, and returns the directory that holds them (`NAME.wasm`). An error
+/// says why not — the target not installed (`rustup target add wasm32-wasip2`), say.
 pub fn components() -> Result<PathBuf, String> {
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the running executable: {e}"))?;
@@ -110,6 +110,8 @@ pub fn components() -> Result<PathBuf, String> {
         .args([
             "--package",
             "sacp-examples",
+            "--bin",
+            "passthrough-proxy",
             "--bin",
             "prefix-proxy",
             "--bin",

@@ -65,9 +65,15 @@
 //! `only=traced` runs that alone (with `direct` and the traced row).
 //! A row `N = 1 typed` runs one typed proxy (`prefix-proxy`: every prompt and update read
 //! into its type, each chunk rewritten, written losslessly), the cost of typed handling.
-//! A last row runs N = 3 pass-through proxies *inside* the conductor's process
-//! (`examples/one_binary.rs`, `Chain::proxy`) with the agent as a process. The table ends with
-//! the performance goals (N = 3 against direct) met or not.
+//! Rows `N = 1 in-process` and `N = 3 in-process` run pass-through proxies *inside* the
+//! conductor's process (`examples/one_binary.rs`, `Chain::proxy`) with the agent as a process;
+//! rows `N = 1 wasm` and `N = 3 wasm` run them as WebAssembly components (`wasm:`, built for
+//! `wasm32-wasip2` by `sacp_examples::bins::components`), each in a sandbox of its own in the
+//! conductor's process: against `N = 1` and `N = 3`, a component hop against a process hop
+//! and a Rust hop. After the table, the time from a chain's start to its answer to
+//! `initialize` with one proxy: a process, a component compiled afresh, and a component found
+//! in the compiled-code cache. The table ends with the performance goals (N = 3 against
+//! direct) met or not.
 //!
 //! The editor parses every line it reads (the envelope, and each update's text), like a real
 //! editor would; it runs on one thread, as do the conductor and the components.
@@ -202,6 +208,9 @@ struct Bins {
     proxy: PathBuf,
     conductor: PathBuf,
     one_binary: PathBuf,
+    /// The example proxies built as WebAssembly components, when the rows want them and they
+    /// build (the `wasm32-wasip2` target installed).
+    components: Option<PathBuf>,
 }
 
 async fn run(scale: f64) {
@@ -218,6 +227,13 @@ async fn run(scale: f64) {
         proxy: dir.join("passthrough-proxy"),
         conductor: PathBuf::from(env!("CARGO_BIN_EXE_conductor")),
         one_binary: built_example("one_binary"),
+        components: (wanted("N = 1 wasm") || wanted("N = 3 wasm"))
+            .then(|| {
+                sacp_examples::bins::components()
+                    .inspect_err(|why| println!("no WebAssembly rows: {why}\n"))
+                    .ok()
+            })
+            .flatten(),
     };
     let mut runs_rows: Vec<Vec<(String, Figures)>> = Vec::new();
     // The SQLite journal's size after its row (the last run's).
@@ -234,6 +250,16 @@ async fn run(scale: f64) {
     }
     let costs = round_costs(&bins, &counts).await;
     report::print(&medians(&runs_rows), &costs, &counts, journal_bytes);
+    if let Some([process, cold, warm]) = rows::start_times(&bins, 5).await {
+        println!(
+            "\nstart to the answer to initialize, one pass-through proxy (medians of 5): as a \
+             process {:.1} ms; as a WebAssembly component {:.1} ms compiled afresh, {:.1} ms \
+             compiled before (cached)",
+            process.as_secs_f64() * 1e3,
+            cold.as_secs_f64() * 1e3,
+            warm.as_secs_f64() * 1e3
+        );
+    }
 }
 
 /// The rounds asked for: the trace's cost, the journal's, and this build against the

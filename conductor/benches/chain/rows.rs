@@ -1,7 +1,9 @@
 //! The rows of one run: each chain measured in turn (see `measure`).
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
+use crate::editor::BenchEditor;
 use crate::measure::{Counts, measure};
 use crate::{Bins, Figures, ListeningAgent, journals, wanted};
 
@@ -175,12 +177,65 @@ async fn variants(bins: &Bins, counts: &Counts, rows: &mut Vec<(String, Figures)
         let figures = measure(counts, conductor, &args, Some(1), None).await;
         rows.push(("N = 1 typed".to_owned(), figures));
     }
-    // Three pass-through proxies inside the conductor's process, the agent a process.
-    if wanted("N = 3 in-process") {
-        let args = ["3".to_owned(), agent.to_string_lossy().into_owned()];
-        let figures = measure(counts, one_binary, &args, Some(3), None).await;
-        rows.push(("N = 3 in-process".to_owned(), figures));
+    // Pass-through proxies inside the conductor's process, the agent a process: as Rust
+    // proxies (`Chain::proxy`), and as WebAssembly components (`wasm:`, each in its own
+    // sandbox), against the same number of proxy processes (the rows `N = 1`, `N = 3`).
+    for n in [1, 3] {
+        let row = format!("N = {n} in-process");
+        if wanted(&row) {
+            let args = [n.to_string(), agent.to_string_lossy().into_owned()];
+            let figures = measure(counts, one_binary, &args, Some(n), None).await;
+            rows.push((row, figures));
+        }
+        let row = format!("N = {n} wasm");
+        if let Some(components) = bins.components.as_ref().filter(|_| wanted(&row)) {
+            let mut args = vec!["agent".to_owned()];
+            let wasm = format!(
+                "wasm:{}",
+                components.join("passthrough-proxy.wasm").display()
+            );
+            args.extend(std::iter::repeat_n(wasm, n));
+            args.push(agent.to_string_lossy().into_owned());
+            let figures = measure(counts, conductor, &args, Some(n), None).await;
+            rows.push((row, figures));
+        }
     }
+}
+
+/// How long a chain with one pass-through proxy takes from its start to the answer to
+/// `initialize`: the proxy a process, and a WebAssembly component compiled afresh (an empty
+/// cache) and found compiled (the cache the first run filled). Medians of `runs`.
+pub(crate) async fn start_times(bins: &Bins, runs: usize) -> Option<[Duration; 3]> {
+    let components = bins.components.as_ref()?;
+    let agent = bins.agent.to_string_lossy().into_owned();
+    let process = bins.proxy.to_string_lossy().into_owned();
+    let wasm = format!(
+        "wasm:{}",
+        components.join("passthrough-proxy.wasm").display()
+    );
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    for run in 0..runs {
+        let cache =
+            std::env::temp_dir().join(format!("sacp-bench-cache-{}-{run}", std::process::id()));
+        let cache_env = cache.to_string_lossy().into_owned();
+        for (i, proxy) in [&process, &wasm, &wasm].into_iter().enumerate() {
+            let args = ["agent".to_owned(), proxy.clone(), agent.clone()];
+            let started = Instant::now();
+            let editor = BenchEditor::initialized_with(
+                &bins.conductor,
+                &args,
+                &[("XDG_CACHE_HOME", &cache_env)],
+            )
+            .await;
+            times[i].push(started.elapsed());
+            drop(editor);
+        }
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+    Some(times.map(|mut t| {
+        t.sort();
+        t[t.len() / 2]
+    }))
 }
 
 /// One run's rows against direct, when there are several runs.

@@ -18,7 +18,7 @@ pub(super) struct Member {
     pub(super) url: Option<String>,
     /// For a WebAssembly component, what stops its run (a signal's stand-in: it has no
     /// process of its own).
-    pub(super) stop: Option<tokio::task::AbortHandle>,
+    pub(super) stop: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl Member {
@@ -33,7 +33,7 @@ impl Member {
 
     /// A member whose run `stop` ends (a WebAssembly component's).
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
-    pub(super) fn stopped_by(mut self, stop: tokio::task::AbortHandle) -> Member {
+    pub(super) fn stopped_by(mut self, stop: tokio_util::sync::CancellationToken) -> Member {
         self.stop = Some(stop);
         self
     }
@@ -55,7 +55,7 @@ impl Member {
             process::signal_group(pid, signal);
         }
         if let Some(stop) = &self.stop {
-            stop.abort();
+            stop.cancel();
         }
     }
 }

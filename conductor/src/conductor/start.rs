@@ -195,7 +195,7 @@ impl Started {
     }
 
     /// A WebAssembly component, in this process: pipes to its stdin and stdout, its stderr
-    /// copied as a process's, a task for its run (which the chain's end aborts).
+    /// copied as a process's, its run on a thread of its own (which the chain's end stops).
     #[cfg(feature = "wasm")]
     async fn wasm(
         &mut self,
@@ -216,7 +216,8 @@ impl Started {
             stdin,
             stdout,
             stderr,
-            run,
+            ended,
+            stop,
         } = running;
         let tail = Tail::default();
         tokio::spawn(process::copy_stderr(
@@ -225,12 +226,10 @@ impl Started {
             tail.clone(),
             tap.map(|tap| (position, tap)),
         ));
-        let task = tokio::spawn(run);
-        let stop = task.abort_handle();
-        let ended = self.events.clone();
+        let events = self.events.clone();
         tokio::spawn(async move {
-            let how = task.await.unwrap_or_else(|_| crate::wasm::killed());
-            let _ = ended.send(Event::Ended(position, how));
+            let how = ended.await.unwrap_or_else(|_| crate::wasm::killed());
+            let _ = events.send(Event::Ended(position, how));
         });
         self.connect(position, ByteStream::new(stdout, stdin));
         self.members

@@ -300,3 +300,34 @@ command = "{agent}"
     }
     let _ = std::fs::remove_file(file);
 }
+
+#[tokio::test]
+async fn a_file_that_is_no_component_fails_the_start_with_its_name_and_why() {
+    let junk = std::env::temp_dir().join(format!("wasm-{}-junk.wasm", std::process::id()));
+    std::fs::write(&junk, "not WebAssembly").unwrap();
+    let missing = std::env::temp_dir().join(format!("wasm-{}-missing.wasm", std::process::id()));
+    for (path, says) in [
+        (
+            &junk,
+            "is not a WebAssembly component this conductor can run",
+        ),
+        (&missing, "cannot read"),
+    ] {
+        let run = tokio::process::Command::new(conductor())
+            .args(["agent", &format!("wasm:{}", path.display()), &agent()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let output = within("the conductor's refusal", run).await.unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        let name = path.file_stem().unwrap().to_string_lossy();
+        assert!(
+            stderr.contains(&format!("cannot start component 1 (\"{name}\""))
+                && stderr.contains(says),
+            "{stderr}"
+        );
+    }
+    let _ = std::fs::remove_file(junk);
+}

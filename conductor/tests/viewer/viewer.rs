@@ -346,6 +346,43 @@ async fn a_hundred_thousand_updates_are_all_rows_and_row_150k_a_jump_away() {
 }
 
 #[tokio::test]
+async fn a_webassembly_member_shows_as_such_with_its_grants_in_its_lanes_title() {
+    let components = match sacp_examples::bins::components() {
+        Ok(dir) => dir,
+        Err(why) => {
+            assert!(std::env::var_os("CI").is_none(), "{why}");
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let wasm = format!(
+        "wasm:{}",
+        components.join("passthrough-proxy.wasm").display()
+    );
+    let Some((_one, browser, _chain)) = open("wasm", &[wasm, agent()]).await else {
+        return;
+    };
+    let lane = browser
+        .until(
+            "(() => { const l = document.querySelector('[data-testid=lane][data-lane=c1]'); \
+               return l && l.title && [l.querySelector('.name').textContent, \
+                 l.querySelector('[data-testid=lane-status]').textContent, l.title]; })()",
+            PATIENT,
+        )
+        .await;
+    assert_eq!(lane[0], "1:passthrough-proxy", "{lane}");
+    assert_eq!(lane[1], "WebAssembly", "{lane}");
+    assert!(
+        lane[2]
+            .as_str()
+            .unwrap()
+            .ends_with("(WebAssembly: nothing granted)"),
+        "{lane}"
+    );
+    browser.close().await;
+}
+
+#[tokio::test]
 async fn a_crashed_agent_shows_its_exit_status_and_stderr_tail_on_its_lane() {
     let Some((_one, browser, mut chain)) = open("crash", &[passthrough(), agent()]).await else {
         return;
