@@ -30,6 +30,7 @@ pub(crate) enum Event {
     /// A component's process ended.
     Exited(Conn, std::io::Result<std::process::ExitStatus>),
     /// A component in the conductor's process (a WebAssembly component) ended: how.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     Ended(Conn, sacp::protocol::routing::life::Exited),
     /// Inbound items, in arrival order.
     Inbound(Conn, Vec<Inbound>),
