@@ -40,8 +40,8 @@ use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxBuilder, WasiCtxView, Wasi
 use crate::chain::wasm::Wasm;
 use crate::lock::lock;
 
-/// How often wasmtime's epoch moves on: how often a busy component is checked, and gives the
-/// conductor's thread back.
+/// How often wasmtime's epoch moves on: how often a busy component is checked (and lets the
+/// other tasks of its thread's runtime, its pipes' workers, run).
 pub(crate) const TICK: Duration = Duration::from_millis(10);
 
 /// The bytes each of a component's pipes holds before its writer waits.
