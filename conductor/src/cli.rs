@@ -272,7 +272,7 @@ struct AgentArgs {
 
     /// With --listen or --share: the bytes a session keeps for its clients (what no client took yet, and
     /// its history for a later session/load); `64MiB`, `512KiB` or plain bytes.
-    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size, requires = "network")]
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = crate::chain::parse_size, requires = "network")]
     session_buffer: usize,
 
     /// With --listen or --share: the journal of every session — this SQLite file (created
@@ -294,7 +294,7 @@ struct AgentArgs {
     journal_retention: Option<humantime::Duration>,
 
     /// With --listen or --share: the bytes all sessions keep together.
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size, requires = "network")]
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = crate::chain::parse_size, requires = "network")]
     sessions_buffer: usize,
 
     /// A header for every component given as a URL (ws://, wss://, http://, https://), as
@@ -629,28 +629,6 @@ impl Chain {
     pub fn run_as_program(self) -> ExitCode {
         run_as_program(self)
     }
-}
-
-/// A size in bytes: a number, with `KiB`, `MiB` or `GiB` after it or nothing.
-fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: usize = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (say 64MiB)"))?;
-    let scale: usize = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        other => return Err(format!("unknown unit {other:?} (KiB, MiB or GiB)")),
-    };
-    number
-        .checked_mul(scale)
-        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 #[cfg(test)]

@@ -89,10 +89,16 @@ pub const WASM_TARGET: &str = "wasm32-wasip2";
 pub fn components() -> Result<PathBuf, String> {
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the running executable: {e}"))?;
-    // `target/PROFILE/deps/EXE` or `target/PROFILE/EXE`: the target directory is above PROFILE.
-    let target = exe
-        .ancestors()
-        .find(|dir| dir.join("CACHEDIR.TAG").exists())
+    // `TARGET/PROFILE/deps/EXE`, `TARGET/PROFILE/examples/EXE` or `TARGET/PROFILE/EXE`.
+    let mut profile_dir = exe
+        .parent()
+        .ok_or("the running executable has no directory")?
+        .to_path_buf();
+    if profile_dir.ends_with("deps") || profile_dir.ends_with("examples") {
+        profile_dir.pop();
+    }
+    let target = profile_dir
+        .parent()
         .ok_or("the running executable is not in a cargo target directory")?
         .to_path_buf();
     let output = cargo()

@@ -536,6 +536,33 @@ impl Chain {
     }
 }
 
+/// Parses a size with its unit: `64MiB`, `1 GiB`, `512KiB`, or bytes (`1048576`): the
+/// command line's buffers, a WebAssembly component's `memory`.
+pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("size {text:?}: expected a number and a unit, as in 64MiB"))?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        other => {
+            return Err(format!(
+                "size {text:?}: unknown unit {other:?} (B, KiB, MiB or GiB)"
+            ));
+        }
+    };
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("size {text:?} is too large"))
+}
+
 /// A chain file.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -110,7 +110,7 @@ impl Sandbox {
         }
         wasm.network = self.network.unwrap_or(false);
         if let Some(memory) = &self.memory {
-            wasm.memory = parse_size(memory).map_err(|why| format!("memory: {why}"))?;
+            wasm.memory = super::parse_size(memory).map_err(|why| format!("memory: {why}"))?;
         }
         if let Some(busy) = &self.busy_timeout {
             wasm.busy_timeout = humantime::parse_duration(busy)
@@ -143,32 +143,6 @@ pub(crate) fn parse_dir(text: &str) -> Result<Dir, String> {
     })
 }
 
-/// Parses a size with its unit: `64MiB`, `1 GiB`, `512KiB`, or bytes (`1048576`).
-pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: usize = number
-        .parse()
-        .map_err(|_| format!("size {text:?}: expected a number and a unit, as in 64MiB"))?;
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "KiB" => 10,
-        "MiB" => 20,
-        "GiB" => 30,
-        other => {
-            return Err(format!(
-                "size {text:?}: unknown unit {other:?} (B, KiB, MiB or GiB)"
-            ));
-        }
-    };
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("size {text:?} is too large"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,11 +161,11 @@ mod tests {
         assert_eq!((same.guest.as_str(), same.read_only), ("/data", false));
         assert!(!parse_dir("/a:/b:rw").unwrap().read_only);
         assert!(parse_dir(":/b").is_err());
-        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
-        assert_eq!(parse_size("1 GiB").unwrap(), 1 << 30);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(crate::chain::parse_size("64MiB").unwrap(), 64 << 20);
+        assert_eq!(crate::chain::parse_size("1 GiB").unwrap(), 1 << 30);
+        assert_eq!(crate::chain::parse_size("4096").unwrap(), 4096);
         assert!(
-            parse_size("12 parsecs")
+            crate::chain::parse_size("12 parsecs")
                 .unwrap_err()
                 .contains("unknown unit")
         );

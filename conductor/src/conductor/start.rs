@@ -143,12 +143,10 @@ impl Started {
             tracing::debug!(position, name = %component.name, grants = %wasm.grants(), "started a WebAssembly component");
         } else if let Some(address) = &component.remote {
             // A server over the network: a connection instead of a child.
-            let transport = address.connect().await.map_err(|e| Failure::Start {
-                position,
-                name: component.name.clone(),
-                command: None,
-                source: Arc::new(e),
-            })?;
+            let transport = address
+                .connect()
+                .await
+                .map_err(|e| cannot_start(position, component, None, e))?;
             self.connect(position, transport);
             let url = address.display_url();
             tracing::debug!(position, name = %component.name, %url, "connected");
@@ -157,11 +155,8 @@ impl Started {
         } else {
             let started =
                 process::spawn(position, component, options.launcher.as_deref(), stderr_tap)
-                    .map_err(|e| Failure::Start {
-                        position,
-                        name: component.name.clone(),
-                        command: Some(component.command_line()),
-                        source: Arc::new(e),
+                    .map_err(|e| {
+                        cannot_start(position, component, Some(component.command_line()), e)
                     })?;
             let pid = started.pid;
             self.process(position, started);
@@ -206,12 +201,7 @@ impl Started {
     ) -> Result<(), Failure> {
         let running = crate::wasm::start(&component.name, wasm, &component.args, &component.env)
             .await
-            .map_err(|e| Failure::Start {
-                position,
-                name: component.name.clone(),
-                command: Some(component.command_line()),
-                source: Arc::new(e),
-            })?;
+            .map_err(|e| cannot_start(position, component, Some(component.command_line()), e))?;
         let crate::wasm::Running {
             stdin,
             stdout,
@@ -248,14 +238,14 @@ impl Started {
         _wasm: &crate::chain::wasm::Wasm,
         _tap: Option<process::Tap>,
     ) -> Result<(), Failure> {
-        Err(Failure::Start {
+        Err(cannot_start(
             position,
-            name: component.name.clone(),
-            command: Some(component.command_line()),
-            source: Arc::new(std::io::Error::other(
+            component,
+            Some(component.command_line()),
+            std::io::Error::other(
                 "this conductor was built without WebAssembly components (its `wasm` feature)",
-            )),
-        })
+            ),
+        ))
     }
 
     /// A process: its pipes, and its exit watched.
@@ -280,6 +270,22 @@ impl Started {
     fn connect(&mut self, position: usize, transport: impl Transport) {
         let outbox = endpoint::start(position, transport, self.events.clone(), self.down.clone());
         self.outboxes.push(Some(outbox));
+    }
+}
+
+/// Why the component at `position` did not start (`command`: its command line; none for a
+/// server over the network).
+fn cannot_start(
+    position: usize,
+    component: &crate::chain::Component,
+    command: Option<String>,
+    why: std::io::Error,
+) -> Failure {
+    Failure::Start {
+        position,
+        name: component.name.clone(),
+        command,
+        source: Arc::new(why),
     }
 }
 
