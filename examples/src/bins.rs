@@ -40,7 +40,9 @@ pub fn built_like_tests() -> Result<PathBuf, String> {
     cargo_build(&["--workspace", "--bins", "--tests"], "the workspace")
 }
 
-fn cargo_build(args: &[&str], what: &str) -> Result<PathBuf, String> {
+/// The directory of the running executable's profile (`TARGET/PROFILE`): test, bench and
+/// example executables live one level down, in `deps` or `examples`.
+fn profile_dir() -> Result<PathBuf, String> {
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the running executable: {e}"))?;
     let mut dir = exe
@@ -48,9 +50,13 @@ fn cargo_build(args: &[&str], what: &str) -> Result<PathBuf, String> {
         .ok_or("the running executable has no directory")?
         .to_path_buf();
     if dir.ends_with("deps") || dir.ends_with("examples") {
-        // Test, bench and example executables live one level down.
         dir.pop();
     }
+    Ok(dir)
+}
+
+fn cargo_build(args: &[&str], what: &str) -> Result<PathBuf, String> {
+    let dir = profile_dir()?;
     let profile = dir
         .file_name()
         .and_then(|n| n.to_str())
@@ -87,17 +93,7 @@ pub const WASM_TARGET: &str = "wasm32-wasip2";
 /// `component` profile, and returns the directory that holds them (`NAME.wasm`). An error
 /// says why not — the target not installed (`rustup target add wasm32-wasip2`), say.
 pub fn components() -> Result<PathBuf, String> {
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot find the running executable: {e}"))?;
-    // `TARGET/PROFILE/deps/EXE`, `TARGET/PROFILE/examples/EXE` or `TARGET/PROFILE/EXE`.
-    let mut profile_dir = exe
-        .parent()
-        .ok_or("the running executable has no directory")?
-        .to_path_buf();
-    if profile_dir.ends_with("deps") || profile_dir.ends_with("examples") {
-        profile_dir.pop();
-    }
-    let target = profile_dir
+    let target = profile_dir()?
         .parent()
         .ok_or("the running executable is not in a cargo target directory")?
         .to_path_buf();
