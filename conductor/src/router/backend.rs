@@ -1,7 +1,6 @@
-//! One backend: its connection, its sessions (by its own ids, with the ids the editor sees),
-//! and how it ended.
+//! One backend: its connection, how many sessions it has (the router's table has them), and
+//! how it ended.
 
-use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -16,8 +15,6 @@ pub(super) struct Backend {
     pub(super) workspace: Workspace,
     pub(super) conn: OnceLock<Connection>,
     pub(super) process: Box<dyn BackendProcess>,
-    /// Its sessions: its own id → the editor's.
-    pub(super) sessions: Mutex<HashMap<String, String>>,
     /// Who is about to use it, and whether it was retired: the one place where handing it
     /// out and stopping it for want of use are decided, so neither can overtake the other.
     usage: Mutex<Usage>,
@@ -33,6 +30,8 @@ struct Usage {
     claims: usize,
     /// Changes whenever a claim or a session comes or goes (idle timers check it did not).
     epoch: u64,
+    /// How many sessions it has.
+    sessions: usize,
     /// Chosen to stop: it gets no new work.
     retired: bool,
 }
@@ -52,7 +51,6 @@ impl Backend {
             workspace,
             conn: OnceLock::new(),
             process,
-            sessions: Mutex::default(),
             usage: Mutex::default(),
             ended: OnceLock::new(),
             ended_news: Notify::new(),
@@ -63,10 +61,6 @@ impl Backend {
         self.conn
             .get()
             .ok_or_else(|| Error::internal_error("the backend is not connected yet"))
-    }
-
-    pub(super) fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        lock(&self.sessions)
     }
 
     /// Ended, or retired and on its way out: no new work goes to it.
@@ -92,14 +86,14 @@ impl Backend {
         let mut usage = lock(&self.usage);
         usage.claims -= 1;
         usage.epoch += 1;
-        (usage.claims == 0 && self.sessions().is_empty()).then_some(usage.epoch)
+        (usage.claims == 0 && usage.sessions == 0).then_some(usage.epoch)
     }
 
-    /// Notes that a session came or went.
-    pub(super) fn sessions_changed(&self) -> u64 {
+    /// Notes that a session came or went: it has `sessions` now.
+    pub(super) fn sessions_changed(&self, sessions: usize) {
         let mut usage = lock(&self.usage);
+        usage.sessions = sessions;
         usage.epoch += 1;
-        usage.epoch
     }
 
     /// Retires it if nobody claims it, it has no session, and (with `since`) nothing changed
@@ -109,7 +103,7 @@ impl Backend {
         let unused = !usage.retired
             && usage.claims == 0
             && since.is_none_or(|epoch| epoch == usage.epoch)
-            && self.sessions().is_empty();
+            && usage.sessions == 0;
         if unused {
             usage.retired = true;
         }
@@ -220,11 +214,10 @@ mod tests {
     fn a_backend_with_a_session_is_not_retired() {
         let backend = backend();
         backend.claim().unwrap();
-        backend.sessions().insert("own".into(), "editor".into());
-        backend.sessions_changed();
+        backend.sessions_changed(1);
         assert_eq!(backend.release(), None, "idle with a session");
         assert!(!backend.retire_if_unused(None));
-        backend.sessions().remove("own");
+        backend.sessions_changed(0);
         assert!(backend.retire_if_unused(None));
     }
 }

@@ -115,7 +115,7 @@ impl Router {
             tracing::debug!(method, "dropped a notification without a session");
             return;
         };
-        let Some(backend) = locked(&self.table).get(&id).map(|e| e.backend.clone()) else {
+        let Some(backend) = locked(&self.table).get(&id).map(|e| e.chain.clone()) else {
             tracing::debug!(method, session = %id, "dropped a notification for an unknown session");
             return;
         };
@@ -365,8 +365,8 @@ impl Router {
             .ok_or_else(|| Error::invalid_params(format!("{method} needs a sessionId")))?;
         let known = locked(&self.table)
             .get(&id)
-            .filter(|e| !e.backend.is_dead())
-            .map(|e| (e.backend.clone(), e.own.clone()));
+            .filter(|e| !e.chain.is_dead())
+            .map(|e| (e.chain.clone(), e.own.clone()));
         let (backend, own, _claim) = match known {
             Some((backend, own)) => (backend, own, None),
             None => {
@@ -425,7 +425,7 @@ impl Router {
     ) -> Result<RawJson, Error> {
         let backend = locked(&self.table)
             .get(id)
-            .map(|e| e.backend.clone())
+            .map(|e| e.chain.clone())
             .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
         let params = self.to_backend(params)?;
         let result = self.ask(&backend, method, params).await?;

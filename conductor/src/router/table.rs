@@ -1,32 +1,24 @@
-//! The router's session table: every session the editor knows, by the id the editor knows it
-//! by, with its backend, the backend's own id, and its parent (a subagent's session).
+//! The router's sessions: the session layer's table ([`crate::sessions::table`]), whose
+//! chains are backends, with the router's way of naming them (see [`super::ids`]).
 //!
-//! A session enters the table wherever its id is born — a result or a message of a backend
-//! that names an id the table does not have (`session/new`, `session/fork`, a subagent's
+//! A session enters it wherever its id is born — a result or a message of a backend that
+//! names an id the table does not have (`session/new`, `session/fork`, a subagent's
 //! announcement, a `session/list` entry) — or when the editor loads or resumes an id it kept.
-//! Each backend keeps the other direction (its own id → the editor's); the table changes both
-//! under its one lock, so that two messages introducing the same id cannot name it twice.
+//! Each backend hears how many sessions it has, whenever that changes.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::backend::Backend;
 use super::ids::{Given, tag};
+use crate::sessions::table;
 
-/// One session.
-#[derive(Debug, Clone)]
-pub(super) struct Entry {
-    pub(super) backend: Arc<Backend>,
-    /// The backend's own id of it.
-    pub(super) own: String,
-    /// The session that announced it as a subagent, if one did.
-    pub(super) parent: Option<String>,
-}
+/// One session: its backend, and the backend's own id of it.
+pub(super) type Entry = table::Entry<Backend, ()>;
 
 /// Every session, by the editor's id.
 #[derive(Debug, Default)]
 pub(super) struct Table {
-    sessions: HashMap<String, Entry>,
+    sessions: table::Table<Backend, ()>,
     given: Given,
 }
 
@@ -44,8 +36,8 @@ impl Table {
         own: &str,
         parent: Option<&str>,
     ) -> String {
-        if let Some(id) = backend.sessions().get(own) {
-            return id.clone();
+        if let Some(id) = self.sessions.id_of(backend, own) {
+            return id.to_owned();
         }
         let id = self.given.name(own, &tag(&backend.workspace.name));
         self.enter(id.clone(), backend, own, parent.map(str::to_owned));
@@ -56,77 +48,52 @@ impl Table {
     /// session `own`. No other session will be given `id`.
     pub(super) fn adopt(&mut self, id: &str, backend: &Arc<Backend>, own: &str) {
         self.given.keep(id);
-        if let Some(old) = self.sessions.get(id) {
-            old.backend.sessions().remove(&old.own);
-        }
         self.enter(id.to_owned(), backend, own, None);
     }
 
     fn enter(&mut self, id: String, backend: &Arc<Backend>, own: &str, parent: Option<String>) {
-        backend.sessions().insert(own.to_owned(), id.clone());
-        backend.sessions_changed();
-        self.sessions.insert(
-            id,
-            Entry {
-                backend: backend.clone(),
-                own: own.to_owned(),
-                parent,
-            },
-        );
+        let displaced = self
+            .sessions
+            .insert(id, backend, own.to_owned(), parent, ());
+        self.counted(backend);
+        for old in displaced {
+            if !Arc::ptr_eq(&old.chain, backend) {
+                self.counted(&old.chain);
+            }
+        }
+    }
+
+    /// Tells `backend` how many sessions it has now.
+    fn counted(&self, backend: &Arc<Backend>) -> usize {
+        let left = self.sessions.count(backend);
+        backend.sessions_changed(left);
+        left
     }
 
     /// Forgets the sessions of a backend that ended (their ids stay given: the editor may
     /// still send them, and they must not name another session).
     pub(super) fn forget_backend(&mut self, backend: &Arc<Backend>) {
-        self.sessions
-            .retain(|_, e| !Arc::ptr_eq(&e.backend, backend));
+        self.sessions.forget_chain(backend);
+        self.counted(backend);
     }
 
     /// Forgets session `id` and its subagents (theirs too, at any depth). Returns each backend
     /// that lost a session, with how many it has left.
     pub(super) fn close(&mut self, id: &str) -> Vec<(Arc<Backend>, usize)> {
-        let mut closing = vec![id.to_owned()];
-        let mut i = 0;
-        while i < closing.len() {
-            let parent = closing[i].clone();
-            closing.extend(
-                self.sessions
-                    .iter()
-                    .filter(|(_, e)| e.parent.as_deref() == Some(parent.as_str()))
-                    .map(|(child, _)| child.clone()),
-            );
-            i += 1;
-        }
         let mut touched: Vec<(Arc<Backend>, usize)> = Vec::new();
-        for id in closing {
-            let Some(entry) = self.sessions.remove(&id) else {
-                continue;
-            };
-            let left = {
-                let mut sessions = entry.backend.sessions();
-                sessions.remove(&entry.own);
-                sessions.len()
-            };
-            entry.backend.sessions_changed();
-            match touched
-                .iter_mut()
-                .find(|(b, _)| Arc::ptr_eq(b, &entry.backend))
-            {
-                Some(seen) => seen.1 = left,
-                None => touched.push((entry.backend, left)),
+        for entry in self.sessions.close(id) {
+            if !touched.iter().any(|(b, _)| Arc::ptr_eq(b, &entry.chain)) {
+                touched.push((entry.chain, 0));
             }
+        }
+        for (backend, left) in &mut touched {
+            *left = self.counted(backend);
         }
         touched
     }
 
     /// The backends with a session, each once.
     pub(super) fn backends(&self) -> Vec<Arc<Backend>> {
-        let mut seen: Vec<Arc<Backend>> = Vec::new();
-        for entry in self.sessions.values() {
-            if !seen.iter().any(|b| Arc::ptr_eq(b, &entry.backend)) {
-                seen.push(entry.backend.clone());
-            }
-        }
-        seen
+        self.sessions.chains()
     }
 }

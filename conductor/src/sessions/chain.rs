@@ -1,6 +1,7 @@
 //! A chain as the layer sees it: the queue on which the layer is its editor (see `port.rs`),
 //! the layer's requests waiting for the chain's answers, the chain's requests waiting for an
-//! editor's, the sessions that live in it; and what the chain sends — notifications and
+//! editor's (the sessions that live in it are in the layer's table, `table.rs`); and what the
+//! chain sends — notifications and
 //! requests about a session go to that session (its record, its clients), anything else to the
 //! client that started the chain.
 
@@ -20,7 +21,6 @@ use super::ask::Ask;
 use super::attach::Who;
 use super::client::Client;
 use super::port::{Port, QUEUE};
-use super::session::Session;
 use super::{Layer, Note};
 use crate::lock::lock;
 
@@ -93,8 +93,6 @@ pub(crate) struct ChainLink {
     asks: Mutex<HashMap<Id, Weak<Ask>>>,
     /// The client that started it, while it is connected.
     origin: Mutex<Option<Weak<Client>>>,
-    /// Its sessions, by its own ids.
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// The first `initialize` it answered: what was asked (see [`init_key`]) and its answer,
     /// which a later client asking the same is given without a chain of its own.
     initialized: Mutex<Option<(serde_json::Value, RawJson)>>,
@@ -123,7 +121,6 @@ impl ChainLink {
             next_id: AtomicI64::new(1),
             asks: Mutex::default(),
             origin: Mutex::new(Some(Arc::downgrade(client))),
-            sessions: Mutex::default(),
             initialized: Mutex::default(),
             notes: Mutex::default(),
             restoring: Mutex::default(),
@@ -255,31 +252,6 @@ impl ChainLink {
         Error::internal_error("the session's chain has ended")
     }
 
-    /// Its session `own`.
-    pub(super) fn session(&self, own: &str) -> Option<Arc<Session>> {
-        lock(&self.sessions).get(own).cloned()
-    }
-
-    pub(super) fn sessions(&self) -> Vec<Arc<Session>> {
-        lock(&self.sessions).values().cloned().collect()
-    }
-
-    pub(super) fn insert(&self, session: &Arc<Session>) {
-        lock(&self.sessions).insert(session.own.clone(), session.clone());
-    }
-
-    /// Forgets `session`; whether the chain has sessions left.
-    pub(super) fn remove(&self, session: &Session) -> bool {
-        let mut sessions = lock(&self.sessions);
-        if sessions
-            .get(&session.own)
-            .is_some_and(|s| std::ptr::eq(&**s, session))
-        {
-            sessions.remove(&session.own);
-        }
-        !sessions.is_empty()
-    }
-
     /// The client that started it, while it is connected.
     pub(super) fn origin(&self) -> Option<Arc<Client>> {
         lock(&self.origin).as_ref().and_then(Weak::upgrade)
@@ -288,11 +260,6 @@ impl ChainLink {
     /// Its client went away.
     pub(super) fn orphan(&self) {
         *lock(&self.origin) = None;
-    }
-
-    /// Whether nothing keeps it: no client of its own, no session.
-    pub(super) fn unused(&self) -> bool {
-        self.origin().is_none() && lock(&self.sessions).is_empty()
     }
 
     /// Its answer to an `initialize` that asked `asked` (see [`init_key`]).

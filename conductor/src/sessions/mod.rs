@@ -17,6 +17,9 @@
 //!   alike (`session-1`) never give a client the same id, and an id from another conductor
 //!   never names a session here. Ids are rewritten both ways wherever they travel
 //!   ([`rewrite`]); an update's top-level id by a scan of its text, without a parse.
+//!   Every session is in one [`table`], by the editor's id and by its chain's own: the same
+//!   table the session router (`conductor route`) keeps its backends' sessions in, and the
+//!   same rewriting.
 //! - **A dropped connection detaches, it does not end.** Its sessions go on: the turn in
 //!   progress, the chain, the agent process. What they stream is kept in their records; the
 //!   requests the agent makes of an editor wait for one ([`ask`]), at most
@@ -46,6 +49,7 @@ mod record;
 mod restore;
 pub(crate) mod rewrite;
 mod session;
+pub(crate) mod table;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -60,6 +64,7 @@ use self::client::Client;
 pub(crate) use self::port::Port;
 use self::rewrite::Place;
 use self::session::{Attachment, From, Session, Shared};
+use self::table::Table;
 use crate::journal::Journal;
 use crate::lock::lock;
 
@@ -167,8 +172,8 @@ impl Limits {
 pub(crate) struct Layer {
     shared: Arc<Shared>,
     starter: Box<dyn Starter>,
-    /// Every session, by the editor's id.
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Every session, by the editor's id and by its chain's.
+    sessions: Mutex<Table<ChainLink, Arc<Session>>>,
     /// Every live chain, by its tag.
     chains: Mutex<HashMap<String, Arc<ChainLink>>>,
     /// Ids of attachments.
@@ -307,7 +312,25 @@ impl Layer {
     }
 
     fn session(&self, id: &str) -> Option<Arc<Session>> {
-        lock(&self.sessions).get(id).cloned()
+        lock(&self.sessions).get(id).map(|e| e.value.clone())
+    }
+
+    /// `link`'s session `own`.
+    fn session_in(&self, link: &Arc<ChainLink>, own: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).own(link, own).map(|e| e.value.clone())
+    }
+
+    /// `link`'s sessions.
+    fn sessions_in(&self, link: &Arc<ChainLink>) -> Vec<Arc<Session>> {
+        lock(&self.sessions)
+            .of_chain(link)
+            .map(|e| e.value.clone())
+            .collect()
+    }
+
+    /// Whether nothing keeps `link`: no client of its own, no session.
+    fn unused(&self, link: &Arc<ChainLink>) -> bool {
+        link.origin().is_none() && lock(&self.sessions).count(link) == 0
     }
 
     fn chain(&self, tag: &str) -> Option<Arc<ChainLink>> {
@@ -327,13 +350,16 @@ impl Layer {
         own: &str,
         editor_id: Option<&str>,
     ) -> (Arc<Session>, bool) {
-        if let Some(session) = link.session(own) {
-            return (session, false);
+        let mut sessions = lock(&self.sessions);
+        if let Some(known) = sessions.own(link, own) {
+            return (known.value.clone(), false);
         }
         let id = editor_id.map_or_else(|| format!("{own}@{}", link.tag), str::to_owned);
         let session = Session::new(id.clone(), own.to_owned(), self.shared.clone());
-        link.insert(&session);
-        lock(&self.sessions).insert(id, session.clone());
+        // Nothing is displaced: an editor's id is learned only when no session has it.
+        let displaced = sessions.insert(id, link, own.to_owned(), None, session.clone());
+        drop(sessions);
+        debug_assert!(displaced.is_empty(), "a session's id was taken twice");
         (session, true)
     }
 
@@ -378,7 +404,7 @@ impl Layer {
                 let child = self.learn_from_chain(link, own, client);
                 Some(child.id.clone())
             }
-            Place::Peer => link.session(own).map(|s| s.id.clone()),
+            Place::Peer => self.session_in(link, own).map(|s| s.id.clone()),
             Place::Listed => Some(format!("{own}@{}", link.tag)),
         })?;
         Ok((about, Some(renamed)))
@@ -422,7 +448,7 @@ impl Layer {
     /// ends if nothing else keeps it.
     /// Ends `session` (`why` it ended, for a later `session/load` of it; `None` when it never
     /// really began: its load failed).
-    fn remove(&self, session: &Arc<Session>, link: &ChainLink, why: Option<&'static str>) {
+    fn remove(&self, session: &Arc<Session>, link: &Arc<ChainLink>, why: Option<&'static str>) {
         if let Some(why) = why {
             lock(&self.ended).insert(&session.id, why);
         }
@@ -430,35 +456,19 @@ impl Layer {
             session.journal_closed();
         }
         session.close();
-        {
-            let mut sessions = lock(&self.sessions);
-            if sessions
-                .get(&session.id)
-                .is_some_and(|s| Arc::ptr_eq(s, session))
-            {
-                sessions.remove(&session.id);
-            }
-        }
-        link.remove(session);
-        if link.unused() {
+        lock(&self.sessions).remove_if(&session.id, |e| Arc::ptr_eq(&e.value, session));
+        if self.unused(link) {
             tracing::info!(chain = %link.tag, "no session and no client left: ending the chain");
             link.close();
         }
     }
 
     /// The chain of `session`.
-    fn link_of(&self, session: &Session) -> Option<Arc<ChainLink>> {
-        // An id of the layer's shape names its chain; any other (an agent's own, loaded
-        // through a chain) is looked for in every chain.
-        split_id(&session.id)
-            .and_then(|(_, tag)| self.chain(tag))
-            .filter(|link| link.session(&session.own).is_some())
-            .or_else(|| {
-                self.chains().into_iter().find(|link| {
-                    link.session(&session.own)
-                        .is_some_and(|s| s.id == session.id)
-                })
-            })
+    fn link_of(&self, session: &Arc<Session>) -> Option<Arc<ChainLink>> {
+        lock(&self.sessions)
+            .get(&session.id)
+            .filter(|e| Arc::ptr_eq(&e.value, session))
+            .map(|e| e.chain.clone())
     }
 
     /// A client went away: it leaves its sessions (which end after the detached timeout if no
@@ -469,7 +479,7 @@ impl Layer {
         }
         if let Some(link) = client.take_chain() {
             link.orphan();
-            if link.unused() {
+            if self.unused(&link) {
                 link.close();
             }
         }
@@ -506,7 +516,7 @@ impl Layer {
     /// A chain ended: its sessions with it.
     fn chain_ended(&self, link: &Arc<ChainLink>) {
         lock(&self.chains).remove(&link.tag);
-        for session in link.sessions() {
+        for session in self.sessions_in(link) {
             self.remove(&session, link, Some(CHAIN_ENDED));
         }
     }
