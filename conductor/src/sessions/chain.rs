@@ -87,7 +87,7 @@ pub(crate) struct ChainLink {
     /// Cancelled when the layer closes its side: the chain's editor has left.
     closed: CancellationToken,
     /// The layer's requests to the chain, by the id they went with.
-    pending: Mutex<HashMap<i64, Waiter>>,
+    pending: Mutex<foldhash::HashMap<i64, Waiter>>,
     next_id: AtomicI64,
     /// The chain's requests for an editor, by their id: a `$/cancel_request` of one drops it.
     asks: Mutex<HashMap<Id, Weak<Ask>>>,

@@ -7,7 +7,6 @@
 //! session's chain, whichever chain it is; the answer comes back through the session (see
 //! `session.rs`), after what the session streamed before it.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -36,7 +35,7 @@ pub(crate) struct Client {
     /// Whether it speaks ACP v1 (until its `initialize` says otherwise).
     v1: AtomicBool,
     /// Its attachments, by the session's id.
-    attachments: Mutex<HashMap<String, Held>>,
+    attachments: Mutex<foldhash::HashMap<String, Held>>,
     /// The `clientInfo` of its `initialize`.
     info: Mutex<Option<Value>>,
     /// The answer to its `initialize`.

@@ -10,8 +10,10 @@
 //! that both directions change together, under its user's one lock, so that no id names two
 //! sessions and no session is known one way and not the other.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+// Looked up for every message a chain sends: a fast hash (seeded per process).
+use foldhash::HashMap;
 
 /// One session: where it lives and what its user keeps of it.
 #[derive(Debug)]
@@ -39,8 +41,8 @@ pub(crate) struct Table<C, V> {
 impl<C, V> Default for Table<C, V> {
     fn default() -> Self {
         Table {
-            sessions: HashMap::new(),
-            owns: HashMap::new(),
+            sessions: HashMap::default(),
+            owns: HashMap::default(),
         }
     }
 }
