@@ -1,9 +1,8 @@
 //! A chain as the layer sees it: the queue on which the layer is its editor (see `port.rs`),
 //! the layer's requests waiting for the chain's answers, the chain's requests waiting for an
 //! editor's (the sessions that live in it are in the layer's table, `table.rs`); and what the
-//! chain sends — notifications and
-//! requests about a session go to that session (its record, its clients), anything else to the
-//! client that started the chain.
+//! chain sends — notifications and requests about a session go to that session (its record,
+//! its clients), anything else to the client that started the chain.
 
 use std::collections::HashMap;
 use std::future::Future;

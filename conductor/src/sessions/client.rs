@@ -358,7 +358,7 @@ impl Layer {
             let Some(own) = session_of(Some(&answer)) else {
                 return responder.answer_raw(Ok(answer));
             };
-            let (session, _) = layer.learn(&link, &own, None);
+            let (session, _) = layer.learn(&link, &own, None, None);
             session.set_setup(&answer);
             session.began(&own, &super::restore::setup_of(asked.as_ref(), &answer));
             let renamed =
@@ -454,7 +454,7 @@ impl Layer {
             Err(e) => return fail(responder, e),
         };
         // Learned before the chain answers: the history it replays first is the session's.
-        let (session, _) = self.learn(&link, &own, Some(&id));
+        let (session, _) = self.learn(&link, &own, Some(&id), None);
         let att = match self.attachment(client) {
             Ok(att) => att,
             Err(e) => return fail(responder, e),

@@ -343,12 +343,14 @@ impl Layer {
 
     /// The session `own` of `link`: the one the layer has, or a new one (named `own@tag`,
     /// or `editor_id` when given: an id the editor chose), attached to the client that
-    /// started the chain when it is born from the chain's own message. Whether it is new.
+    /// started the chain when it is born from the chain's own message; a subagent's session
+    /// is entered as `parent`'s child, and ends when `parent` is closed. Whether it is new.
     fn learn(
         &self,
         link: &Arc<ChainLink>,
         own: &str,
         editor_id: Option<&str>,
+        parent: Option<&str>,
     ) -> (Arc<Session>, bool) {
         let mut sessions = lock(&self.sessions);
         if let Some(known) = sessions.own(link, own) {
@@ -356,10 +358,15 @@ impl Layer {
         }
         let id = editor_id.map_or_else(|| format!("{own}@{}", link.tag), str::to_owned);
         let session = Session::new(id.clone(), own.to_owned(), self.shared.clone());
-        // Nothing is displaced: an editor's id is learned only when no session has it.
-        let displaced = sessions.insert(id, link, own.to_owned(), None, session.clone());
+        let parent = parent.map(str::to_owned);
+        let displaced = sessions.insert(id, link, own.to_owned(), parent, session.clone());
         drop(sessions);
-        debug_assert!(displaced.is_empty(), "a session's id was taken twice");
+        // An editor's id is learned only when no session has it, so nothing should be
+        // displaced; should one be, it ends rather than live on unknown to the table.
+        for old in displaced {
+            tracing::warn!(session = %old.value.id, "a session's id was taken again: the session that had it ends");
+            old.value.close();
+        }
         (session, true)
     }
 
@@ -388,20 +395,22 @@ impl Layer {
         if let Some(own) = params.plain_str("sessionId")
             && !rewrite::has_other_places(&params)
         {
-            let session = self.learn_from_chain(link, own, client);
+            let session = self.learn_from_chain(link, own, client, None);
             let renamed = params.with_plain_str("sessionId", &session.id);
             return Ok((Some(session), renamed));
         }
         let mut about: Option<Arc<Session>> = None;
         let renamed = rewrite::rename_sessions(params, |own, place| match place {
             Place::Session => {
-                let session = self.learn_from_chain(link, own, client);
+                let session = self.learn_from_chain(link, own, client, None);
                 let id = session.id.clone();
                 about = Some(session);
                 Some(id)
             }
+            // The message's own session comes first: a new child is learned as its.
             Place::Child => {
-                let child = self.learn_from_chain(link, own, client);
+                let parent = about.as_ref().map(|s| s.id.as_str());
+                let child = self.learn_from_chain(link, own, client, parent);
                 Some(child.id.clone())
             }
             Place::Peer => self.session_in(link, own).map(|s| s.id.clone()),
@@ -410,15 +419,17 @@ impl Layer {
         Ok((about, Some(renamed)))
     }
 
-    /// [`Layer::learn`] for an id the chain names: a new session is attached to `client`,
-    /// or else to the chain's own client, from its very first entry.
+    /// [`Layer::learn`] for an id the chain names (a subagent of `parent`, if given): a new
+    /// session is attached to `client`, or else to the chain's own client, from its very
+    /// first entry.
     fn learn_from_chain(
         &self,
         link: &Arc<ChainLink>,
         own: &str,
         client: Option<&Arc<Client>>,
+        parent: Option<&str>,
     ) -> Arc<Session> {
-        let (session, new) = self.learn(link, own, None);
+        let (session, new) = self.learn(link, own, None, parent);
         if new
             && let Some(client) = client.cloned().or_else(|| link.origin())
             && let Ok(att) = self.attachment(&client)
@@ -444,10 +455,10 @@ impl Layer {
         }
     }
 
-    /// Ends `session`: its clients get what was queued for them, then nothing more; its chain
-    /// ends if nothing else keeps it.
     /// Ends `session` (`why` it ended, for a later `session/load` of it; `None` when it never
-    /// really began: its load failed).
+    /// really began: its load failed): its clients get what was queued for them, then nothing
+    /// more; a closed session's subagents end with it; its chain ends if nothing else keeps
+    /// it.
     fn remove(&self, session: &Arc<Session>, link: &Arc<ChainLink>, why: Option<&'static str>) {
         if let Some(why) = why {
             lock(&self.ended).insert(&session.id, why);
@@ -456,7 +467,27 @@ impl Layer {
             session.journal_closed();
         }
         session.close();
-        lock(&self.sessions).remove_if(&session.id, |e| Arc::ptr_eq(&e.value, session));
+        let subagents: Vec<Arc<Session>> = {
+            let mut sessions = lock(&self.sessions);
+            let known = sessions
+                .get(&session.id)
+                .is_some_and(|e| Arc::ptr_eq(&e.value, session));
+            match why {
+                // A closed session's subagents end with it (theirs too, at any depth).
+                Some(CLOSED) if known => sessions.close(&session.id),
+                _ if known => sessions.remove(&session.id).into_iter().collect(),
+                _ => Vec::new(),
+            }
+            .into_iter()
+            .map(|e| e.value)
+            .filter(|s| !Arc::ptr_eq(s, session))
+            .collect()
+        };
+        for subagent in subagents {
+            lock(&self.ended).insert(&subagent.id, PARENT_CLOSED);
+            subagent.journal_closed();
+            subagent.close();
+        }
         if self.unused(link) {
             tracing::info!(chain = %link.tag, "no session and no client left: ending the chain");
             link.close();
@@ -535,6 +566,8 @@ const CHAIN_ENDED: &str = "its chain ended";
 const IDLE: &str = "no client took it back within the detached timeout";
 /// Why a session ended: a client closed it.
 const CLOSED: &str = "it was closed";
+/// Why a session ended: it was a subagent's, and the session it ran in was closed.
+const PARENT_CLOSED: &str = "the session it was a subagent of was closed";
 
 impl Layer {
     /// Why the session `id` ended here, if it did lately.

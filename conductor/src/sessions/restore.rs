@@ -145,7 +145,7 @@ impl Layer {
         if let Some(session) = self.session(id) {
             return Ok(session);
         }
-        let (session, _) = self.learn(&link, &own, Some(id));
+        let (session, _) = self.learn(&link, &own, Some(id), None);
         session.restore(&kept);
         let event = match path {
             "resume" => "restored by session/resume",

@@ -696,6 +696,67 @@ async fn closed_and_timed_out_sessions_are_refused_as_ended_on_load() {
     }
 }
 
+/// A subagent's session ends with the session it runs in: once the parent is closed, the
+/// child is named as ended, and why, like any session that ended here (the layer keeps no
+/// subagent alive for the detached timeout after its parent).
+#[tokio::test]
+async fn a_closed_sessions_subagents_end_with_it() {
+    let server = conductor_listening(&[], &[agent()]).await;
+    let jar = sacp::remote::CookieJar::new();
+    let editor = through(&server.ws(), &jar).await;
+    let parent = within("session/new", editor.new_session()).await.unwrap();
+    let parent_id = parent.id().0.to_string();
+    within(
+        "the subagent's start",
+        parent.prompt("subagent helper").into_future(),
+    )
+    .await
+    .unwrap();
+    // The test agent calls its first subagent `c1`; the layer names it as its parent's chain.
+    let (_, tag) = parent_id.split_once('@').expect("an id of the layer's");
+    let child_id = format!("c1@{tag}");
+    let ask_child = |method: &'static str| {
+        let params = serde_json::json!({"sessionId": child_id, "modeId": "x"});
+        editor.connection().request_raw(
+            method,
+            Some(sacp::jsonrpc::RawJson::to_raw(&params).unwrap()),
+        )
+    };
+    // The child is held while its parent is: a request about it reaches the agent.
+    let held = within(
+        "session/set_mode of the child",
+        ask_child("session/set_mode"),
+    )
+    .await;
+    assert!(
+        held.as_ref().err().is_none_or(|e| e.code != -32002),
+        "the child is held: {held:?}"
+    );
+    let params = sacp::jsonrpc::RawJson::to_raw(&serde_json::json!({"sessionId": parent_id}));
+    within(
+        "session/close",
+        editor
+            .connection()
+            .request_raw("session/close", Some(params.unwrap())),
+    )
+    .await
+    .expect("the parent closes");
+    let gone = within(
+        "session/set_mode of the child",
+        ask_child("session/set_mode"),
+    )
+    .await
+    .expect_err("the child ended with its parent");
+    assert_eq!(gone.code, -32002, "{gone:?}");
+    assert_eq!(
+        gone.data,
+        Some(serde_json::json!({
+            "sessionId": child_id,
+            "ended": "the session it was a subagent of was closed",
+        }))
+    );
+}
+
 /// An editor on `url` through `sacp`'s WebSocket client with `Remote::rejoin`, initialized,
 /// and a new session of it.
 async fn rejoining(url: &str) -> (sacp::testing::ScriptedEditor, sacp::testing::Session) {
