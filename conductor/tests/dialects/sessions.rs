@@ -611,6 +611,19 @@ async fn a_session_whose_chain_ended_is_refused_as_ended_on_load() {
     );
 }
 
+/// Closes the session `id` with `session/close`, which must succeed.
+async fn close(editor: &sacp::testing::ScriptedEditor, id: &str) {
+    let params = sacp::jsonrpc::RawJson::to_raw(&serde_json::json!({"sessionId": id}));
+    within(
+        "session/close",
+        editor
+            .connection()
+            .request_raw("session/close", Some(params.unwrap())),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the session {id} closes: {e:?}"));
+}
+
 /// A `session/load` of `id` on a new connection through `jar`: the refusal it gets.
 async fn refused_load(server: &Listening, jar: &sacp::remote::CookieJar, id: &str) -> sacp::Error {
     let back = through(&server.ws(), jar).await;
@@ -643,15 +656,7 @@ async fn closed_and_timed_out_sessions_are_refused_as_ended_on_load() {
     let left_id = left.id().0.to_string();
     let agents = processes::children(server.child.id().unwrap());
     assert_eq!(agents.len(), 1, "one chain, its agent: {agents:?}");
-    let params = sacp::jsonrpc::RawJson::to_raw(&serde_json::json!({"sessionId": closed_id}));
-    within(
-        "session/close",
-        editor
-            .connection()
-            .request_raw("session/close", Some(params.unwrap())),
-    )
-    .await
-    .expect("the session closes");
+    close(&editor, &closed_id).await;
     let asked = refused_load(&server, &jar, &closed_id).await;
     assert!(
         asked.code == -32602 && asked.message.contains("the test agent has no session"),
@@ -732,15 +737,7 @@ async fn a_closed_sessions_subagents_end_with_it() {
         held.as_ref().err().is_none_or(|e| e.code != -32002),
         "the child is held: {held:?}"
     );
-    let params = sacp::jsonrpc::RawJson::to_raw(&serde_json::json!({"sessionId": parent_id}));
-    within(
-        "session/close",
-        editor
-            .connection()
-            .request_raw("session/close", Some(params.unwrap())),
-    )
-    .await
-    .expect("the parent closes");
+    close(&editor, &parent_id).await;
     let gone = within(
         "session/set_mode of the child",
         ask_child("session/set_mode"),
