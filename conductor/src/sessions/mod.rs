@@ -409,8 +409,7 @@ impl Layer {
             }
             // The message's own session comes first: a new child is learned as its.
             Place::Child => {
-                let parent = about.as_ref().map(|s| s.id.as_str());
-                let child = self.learn_from_chain(link, own, client, parent);
+                let child = self.learn_from_chain(link, own, client, about.as_ref());
                 Some(child.id.clone())
             }
             Place::Peer => self.session_in(link, own).map(|s| s.id.clone()),
@@ -421,15 +420,18 @@ impl Layer {
 
     /// [`Layer::learn`] for an id the chain names (a subagent of `parent`, if given): a new
     /// session is attached to `client`, or else to the chain's own client, from its very
-    /// first entry.
+    /// first entry; a new subagent's is journaled as its parent's child.
     fn learn_from_chain(
         &self,
         link: &Arc<ChainLink>,
         own: &str,
         client: Option<&Arc<Client>>,
-        parent: Option<&str>,
+        parent: Option<&Arc<Session>>,
     ) -> Arc<Session> {
-        let (session, new) = self.learn(link, own, None, parent);
+        let (session, new) = self.learn(link, own, None, parent.map(|p| p.id.as_str()));
+        if new && let Some(parent) = parent {
+            session.began_in(parent);
+        }
         if new
             && let Some(client) = client.cloned().or_else(|| link.origin())
             && let Ok(att) = self.attachment(&client)

@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 use super::chain::answer_of;
 use super::client::Client;
 use super::session::{From, Session, history_of};
-use super::{CLOSED, Layer, split_id};
-use crate::journal::{Kept, Record};
+use super::{CLOSED, Layer, PARENT_CLOSED, split_id};
+use crate::journal::{Journal, Kept, Record};
 use crate::lock::lock;
 
 /// What a chain's agent offers to take a session back.
@@ -132,20 +132,35 @@ impl Layer {
             return Err(self.not_here(id));
         };
         if kept.closed {
-            return Err(super::ended_error(id, Some(CLOSED)));
+            let why = self.why_ended(id).filter(|why| *why == PARENT_CLOSED);
+            return Err(super::ended_error(id, why.or(Some(CLOSED))));
+        }
+        let parent = kept.setup["parent"].as_str();
+        if let Some(parent) = parent
+            && self.parent_closed(&journal, parent).await?
+        {
+            journal.record(Record::Closed { id: Arc::from(id) });
+            lock(&self.ended).insert(id, PARENT_CLOSED);
+            return Err(super::ended_error(id, Some(PARENT_CLOSED)));
         }
         // Restored meanwhile, for another client.
         if let Some(session) = self.session(id) {
             return Ok(session);
         }
         let link = self.own_chain(client);
-        let offers = Offers::of(client.initialized().as_ref());
+        let mut offers = Offers::of(client.initialized().as_ref());
+        // The agent's id of the session names another session of this chain now (an agent
+        // that numbers its sessions afresh after a restart gave it to one restored before):
+        // taking it back by that id would take the other one. It comes back with its history.
+        if lock(&self.sessions).own(&link, &kept.own).is_some() {
+            offers = Offers::default();
+        }
         let (path, own, answer) = bring_back(&link, offers, &kept, id).await?;
         tracing::info!(session = id, path, agent_session = %own, lost = kept.lost, "restored from the journal");
         if let Some(session) = self.session(id) {
             return Ok(session);
         }
-        let (session, _) = self.learn(&link, &own, Some(id), None);
+        let (session, _) = self.learn(&link, &own, Some(id), parent);
         session.restore(&kept);
         let event = match path {
             "resume" => "restored by session/resume",
@@ -173,6 +188,35 @@ impl Layer {
         Ok(session)
     }
 }
+
+impl Layer {
+    /// Whether the session `parent` (a subagent's, restored) or one it ran in was closed:
+    /// here, or in the journal.
+    async fn parent_closed(&self, journal: &Journal, parent: &str) -> Result<bool, Error> {
+        let mut next = Some(parent.to_owned());
+        // Subagents of subagents, to a depth no agent nests them.
+        for _ in 0..MAX_DEPTH {
+            let Some(parent) = next.take() else {
+                break;
+            };
+            if matches!(self.why_ended(&parent), Some(CLOSED | PARENT_CLOSED)) {
+                return Ok(true);
+            }
+            if self.session(&parent).is_some() {
+                return Ok(false);
+            }
+            match journal.kept(&parent).await.map_err(Error::internal_error)? {
+                Some(kept) if kept.closed => return Ok(true),
+                Some(kept) => next = kept.setup["parent"].as_str().map(str::to_owned),
+                None => break,
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// How deep [`Layer::parent_closed`] looks.
+const MAX_DEPTH: usize = 16;
 
 /// Brings a journaled session back on `link`'s chain, by the first path the agent offers:
 /// `session/resume`, else `session/load` (its replay taken by the layer, which has it), else a

@@ -184,6 +184,9 @@ pub(crate) struct Session {
     journaled: std::sync::atomic::AtomicU64,
     /// Its id as the journal's records carry it (shared, not copied for each).
     key: Arc<str>,
+    /// Where it began (`{cwd, mcpServers}`), kept while a journal writes it down: what its
+    /// subagents' sessions began in too.
+    place: Mutex<Option<serde_json::Value>>,
 }
 
 impl Session {
@@ -200,6 +203,7 @@ impl Session {
             turns: Mutex::default(),
             next_turn: std::sync::atomic::AtomicU64::new(0),
             journaled: std::sync::atomic::AtomicU64::new(0),
+            place: Mutex::default(),
         })
     }
 

@@ -410,6 +410,81 @@ async fn a_fork_is_journaled_from_its_birth_and_restored_after_a_restart() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+/// A subagent's session is journaled as its parent's child, in its parent's place: after a
+/// restart it is restored like any session (its history is what it streamed), and it ends with
+/// its parent — the child restored before the parent was closed ends with it, and the one
+/// never restored is refused, once the parent was closed, as ended with it. (The new agent
+/// numbers its sessions afresh: the child restored first gets the parent's old agent id, which
+/// the parent's restore must then not ask for.)
+#[tokio::test]
+async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent() {
+    let base = fresh("subagents");
+    let db = base.join("journal.db");
+    let args = ["--journal", db.to_str().unwrap()];
+    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let parent = new_session(&mut ed).await;
+    for title in ["one", "two"] {
+        let text = format!("subagent {title}");
+        assert_eq!(
+            prompt(&mut ed, &parent, &text).await["stopReason"],
+            "end_turn"
+        );
+    }
+    // The test agent numbers its subagents `c1`, `c2`; the layer names them as its chain.
+    let (_, tag) = parent.split_once('@').expect("an id of the layer's");
+    let children = [format!("c1@{tag}"), format!("c2@{tag}")];
+    for child in &children {
+        until_rows(
+            "the child's words, and its parent, in the journal",
+            &db,
+            child,
+            |(chunks, row)| {
+                *chunks > 0
+                    && row.as_ref().is_some_and(|(closed, setup)| {
+                        let setup: serde_json::Value = serde_json::from_str(setup).unwrap();
+                        !closed && setup["parent"] == parent.as_str() && setup["cwd"] == "/tmp"
+                    })
+            },
+        )
+        .await;
+    }
+    first.kill().await;
+    drop(ed);
+
+    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    let load = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
+    ed.request("session/load", load(&children[0]))
+        .await
+        .unwrap();
+    let replayed: Vec<String> = ed
+        .updates()
+        .iter()
+        .filter(|u| u["sessionId"] == children[0].as_str())
+        .filter_map(|u| said(u).map(str::to_owned))
+        .collect();
+    assert_eq!(replayed, ["child c1 working"]);
+    load_replayed(&mut ed, &parent).await;
+    ed.request("session/close", json!({"sessionId": parent}))
+        .await
+        .unwrap();
+    for child in &children {
+        let refused = ed.request("session/load", load(child)).await.unwrap_err();
+        assert_eq!(refused["code"], -32002, "{child}: {refused}");
+        assert_eq!(
+            refused["data"]["ended"], "the session it was a subagent of was closed",
+            "{child}: {refused}"
+        );
+        until_rows("the child closed in the journal", &db, child, |(_, row)| {
+            row.as_ref().is_some_and(|(closed, _)| *closed)
+        })
+        .await;
+    }
+    drop(second);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 /// A session that timed out detached while its chain lives on (another session keeps it) is
 /// taken back from the journal, numbered on from where it was: after a restart its history is
 /// every turn once.

@@ -720,30 +720,23 @@ async fn a_closed_sessions_subagents_end_with_it() {
     // The test agent calls its first subagent `c1`; the layer names it as its parent's chain.
     let (_, tag) = parent_id.split_once('@').expect("an id of the layer's");
     let child_id = format!("c1@{tag}");
-    let ask_child = |method: &'static str| {
+    let ask_child = || {
         let params = serde_json::json!({"sessionId": child_id, "modeId": "x"});
         editor.connection().request_raw(
-            method,
+            "session/set_mode",
             Some(sacp::jsonrpc::RawJson::to_raw(&params).unwrap()),
         )
     };
     // The child is held while its parent is: a request about it reaches the agent.
-    let held = within(
-        "session/set_mode of the child",
-        ask_child("session/set_mode"),
-    )
-    .await;
+    let held = within("session/set_mode of the child", ask_child()).await;
     assert!(
         held.as_ref().err().is_none_or(|e| e.code != -32002),
         "the child is held: {held:?}"
     );
     close(&editor, &parent_id).await;
-    let gone = within(
-        "session/set_mode of the child",
-        ask_child("session/set_mode"),
-    )
-    .await
-    .expect_err("the child ended with its parent");
+    let gone = within("session/set_mode of the child", ask_child())
+        .await
+        .expect_err("the child ended with its parent");
     assert_eq!(gone.code, -32002, "{gone:?}");
     assert_eq!(
         gone.data,

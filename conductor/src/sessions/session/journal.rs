@@ -40,15 +40,42 @@ impl Session {
         });
     }
 
-    /// Writes how the session began: the agent's id `own` and `{cwd, mcpServers, answer}`.
+    /// Writes how the session began: the agent's id `own` and `{cwd, mcpServers, answer}`
+    /// (and `parent`, the editor's id of the session a subagent's runs in).
     pub(in crate::sessions) fn began(&self, own: &str, setup: &Value) {
         if let Some(journal) = &self.shared.journal {
+            self.remember_place(setup);
             journal.record(Record::Began {
                 id: self.key.clone(),
                 own: own.to_owned(),
                 setup: setup.to_string(),
             });
         }
+    }
+
+    /// Writes how a subagent's session began: in `parent`'s place (its `cwd` and MCP
+    /// servers), as its child — so that after a restart it is restored like any session, and
+    /// not once `parent` was closed.
+    pub(in crate::sessions) fn began_in(&self, parent: &Session) {
+        if self.shared.journal.is_none() {
+            return;
+        }
+        let place = lock(&parent.place).clone().unwrap_or(Value::Null);
+        let setup = serde_json::json!({
+            "cwd": place["cwd"],
+            "mcpServers": place.get("mcpServers").cloned().unwrap_or_else(|| serde_json::json!([])),
+            "answer": Value::Null,
+            "parent": parent.id,
+        });
+        self.began(&self.own, &setup);
+    }
+
+    /// Keeps where the session began (see [`Session::began_in`]).
+    fn remember_place(&self, setup: &Value) {
+        *lock(&self.place) = Some(serde_json::json!({
+            "cwd": setup["cwd"],
+            "mcpServers": setup["mcpServers"],
+        }));
     }
 
     /// The session is loaded through its chain: its entries are journaled afresh, from the
@@ -75,6 +102,7 @@ impl Session {
     /// never ended, ends it as interrupted: the agent's [`INTERRUPTED`] and a `cancelled`
     /// stop, both written.
     pub(in crate::sessions) fn restore(self: &Arc<Self>, kept: &Kept) {
+        self.remember_place(&kept.setup);
         let mut open_turn = false;
         {
             let mut state = lock(&self.state);
