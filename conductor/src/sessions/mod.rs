@@ -107,6 +107,24 @@ impl Notes {
     }
 }
 
+/// Closes the session `own` at `link`'s agent, in the background; what the agent answers
+/// changes nothing here (the session has ended in the layer already).
+fn close_at_agent(link: Arc<ChainLink>, own: String) {
+    let Ok(params) = RawJson::to_raw(&serde_json::json!({"sessionId": own})) else {
+        return;
+    };
+    tokio::spawn(async move {
+        if let Ok(waiting) = link.request("session/close", Some(params)).await
+            && let Err(e) = chain::answer_of(waiting).await
+        {
+            tracing::debug!(
+                session = own,
+                "the agent did not close a restored subagent's session: {e}"
+            );
+        }
+    });
+}
+
 /// `-32002`: the session is not held here (ACP's "resource not found").
 pub(crate) const NOT_HERE: i64 = -32002;
 
@@ -469,7 +487,7 @@ impl Layer {
             session.journal_closed();
         }
         session.close();
-        let subagents: Vec<Arc<Session>> = {
+        let subagents: Vec<table::Entry<ChainLink, Arc<Session>>> = {
             let mut sessions = lock(&self.sessions);
             let known = sessions
                 .get(&session.id)
@@ -481,14 +499,16 @@ impl Layer {
                 _ => Vec::new(),
             }
             .into_iter()
-            .map(|e| e.value)
-            .filter(|s| !Arc::ptr_eq(s, session))
+            .filter(|e| !Arc::ptr_eq(&e.value, session))
             .collect()
         };
-        for subagent in subagents {
-            lock(&self.ended).insert(&subagent.id, PARENT_CLOSED);
-            subagent.journal_closed();
-            subagent.close();
+        for table::Entry { value, chain, .. } in subagents {
+            lock(&self.ended).insert(&value.id, PARENT_CLOSED);
+            value.journal_closed();
+            value.close();
+            if value.close_with_parent.load(Ordering::Relaxed) {
+                close_at_agent(chain, value.own.clone());
+            }
         }
         if self.unused(link) {
             tracing::info!(chain = %link.tag, "no session and no client left: ending the chain");

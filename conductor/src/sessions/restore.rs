@@ -27,6 +27,7 @@ use crate::lock::lock;
 struct Offers {
     resume: bool,
     load: bool,
+    close: bool,
 }
 
 impl Offers {
@@ -41,6 +42,7 @@ impl Offers {
         Offers {
             resume: v1["sessionCapabilities"]["resume"].is_object() || v2.is_object(),
             load: v1["loadSession"] == true,
+            close: v1["sessionCapabilities"]["close"].is_object() || v2.is_object(),
         }
     }
 }
@@ -149,6 +151,7 @@ impl Layer {
         }
         let link = self.own_chain(client);
         let mut offers = Offers::of(client.initialized().as_ref());
+        let closes = offers.close;
         // The agent's id of the session names another session of this chain now (an agent
         // that numbers its sessions afresh after a restart gave it to one restored before):
         // taking it back by that id would take the other one. It comes back with its history.
@@ -161,6 +164,10 @@ impl Layer {
             return Ok(session);
         }
         let (session, _) = self.learn(&link, &own, Some(id), parent);
+        session.close_with_parent.store(
+            parent.is_some() && closes,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         session.restore(&kept);
         let event = match path {
             "resume" => "restored by session/resume",

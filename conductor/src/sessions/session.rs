@@ -187,6 +187,9 @@ pub(crate) struct Session {
     /// Where it began (`{cwd, mcpServers}`), kept while a journal writes it down: what its
     /// subagents' sessions began in too.
     place: Mutex<Option<serde_json::Value>>,
+    /// A subagent's session restored from the journal, which its agent holds as a session of
+    /// its own: closed at the agent when its parent is (the agent would not know to).
+    pub(super) close_with_parent: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -204,6 +207,7 @@ impl Session {
             next_turn: std::sync::atomic::AtomicU64::new(0),
             journaled: std::sync::atomic::AtomicU64::new(0),
             place: Mutex::default(),
+            close_with_parent: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

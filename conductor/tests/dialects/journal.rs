@@ -413,7 +413,8 @@ async fn a_fork_is_journaled_from_its_birth_and_restored_after_a_restart() {
 /// A subagent's session is journaled as its parent's child, in its parent's place: after a
 /// restart it is restored like any session (its history is what it streamed), and it ends with
 /// its parent — the child restored before the parent was closed ends with it, and the one
-/// never restored is refused, once the parent was closed, as ended with it. (The new agent
+/// never restored is refused, once the parent was closed, as ended with it; the agent holds
+/// no session of either after. (The new agent
 /// numbers its sessions afresh: the child restored first gets the parent's old agent id, which
 /// the parent's restore must then not ask for.)
 #[tokio::test]
@@ -469,6 +470,18 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
     ed.request("session/close", json!({"sessionId": parent}))
         .await
         .unwrap();
+    // The new agent holds the restored child as a session of its own (it started no
+    // subagent): it is closed there too, and the agent has no session left.
+    within("the agent's sessions closed", async {
+        loop {
+            let listed = ed.request("session/list", json!({})).await.unwrap();
+            if listed["sessions"].as_array().is_some_and(Vec::is_empty) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
     for child in &children {
         let refused = ed.request("session/load", load(child)).await.unwrap_err();
         assert_eq!(refused["code"], -32002, "{child}: {refused}");
