@@ -321,10 +321,20 @@ impl Journal {
 
     /// The session `id` as the journal has it, if it does.
     pub(crate) async fn kept(&self, id: &str) -> Result<Option<Kept>, String> {
+        self.read(id, true).await
+    }
+
+    /// [`Journal::kept`] without the entries (none are read): how the session began, and
+    /// whether it was closed.
+    pub(crate) async fn row(&self, id: &str) -> Result<Option<Kept>, String> {
+        self.read(id, false).await
+    }
+
+    async fn read(&self, id: &str, entries: bool) -> Result<Option<Kept>, String> {
         let (place, id) = (self.0.place.clone(), id.to_owned());
         tokio::task::spawn_blocking(move || match place {
-            Place::Sqlite(path) => sqlite::read(&path, &id),
-            Place::Postgres(url) => pg::read(&url, &id),
+            Place::Sqlite(path) => sqlite::read(&path, &id, entries),
+            Place::Postgres(url) => pg::read(&url, &id, entries),
         })
         .await
         .map_err(|e| format!("the journal's reader failed: {e}"))?

@@ -204,8 +204,8 @@ fn migrate(client: &mut Client) -> Result<Result<(), String>, postgres::Error> {
     tx.commit().map(Ok)
 }
 
-/// The session `id` as the journal at `url` has it.
-pub(super) fn read(url: &str, id: &str) -> Result<Option<Kept>, String> {
+/// The session `id` as the journal at `url` has it (its entries only `with_entries`).
+pub(super) fn read(url: &str, id: &str, with_entries: bool) -> Result<Option<Kept>, String> {
     let mut client = connect(url)?;
     let mut tx = client
         .build_transaction()
@@ -228,12 +228,15 @@ pub(super) fn read(url: &str, id: &str) -> Result<Option<Kept>, String> {
         session.get(2),
         session.get(3),
     );
-    let rows = tx
-        .query(
+    let rows = if with_entries {
+        tx.query(
             "SELECT last, lines FROM sacp_chunks WHERE session = $1 ORDER BY first",
             &[&id],
         )
-        .map_err(|e| describe(&e))?;
+        .map_err(|e| describe(&e))?
+    } else {
+        Vec::new()
+    };
     let mut entries = Vec::new();
     let mut next = 0;
     let mut unread = 0;

@@ -297,8 +297,8 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The session `id` as the journal at `path` has it.
-pub(super) fn read(path: &Path, id: &str) -> Result<Option<Kept>, String> {
+/// The session `id` as the journal at `path` has it (its entries only `with_entries`).
+pub(super) fn read(path: &Path, id: &str, with_entries: bool) -> Result<Option<Kept>, String> {
     let read = || -> rusqlite::Result<Option<Kept>> {
         let conn = Connection::open_with_flags(
             path,
@@ -329,7 +329,7 @@ pub(super) fn read(path: &Path, id: &str) -> Result<Option<Kept>, String> {
         let mut rows =
             tx.prepare("SELECT first, last, lines FROM chunks WHERE session = ?1 ORDER BY first")?;
         let mut rows = rows.query(params![id])?;
-        while let Some(row) = rows.next()? {
+        while with_entries && let Some(row) = rows.next()? {
             let (first, last): (i64, i64) = (row.get(0)?, row.get(1)?);
             next = last as u64 + 1;
             match decompress(row.get_ref(2)?) {

@@ -212,7 +212,7 @@ impl Layer {
             if self.session(&parent).is_some() {
                 return Ok(false);
             }
-            match journal.kept(&parent).await.map_err(Error::internal_error)? {
+            match journal.row(&parent).await.map_err(Error::internal_error)? {
                 Some(kept) if kept.closed => return Ok(true),
                 Some(kept) => next = kept.setup["parent"].as_str().map(str::to_owned),
                 None => break,

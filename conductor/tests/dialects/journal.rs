@@ -414,9 +414,10 @@ async fn a_fork_is_journaled_from_its_birth_and_restored_after_a_restart() {
 /// restart it is restored like any session (its history is what it streamed), and it ends with
 /// its parent — the child restored before the parent was closed ends with it, and the one
 /// never restored is refused, once the parent was closed, as ended with it; the agent holds
-/// no session of either after. (The new agent
-/// numbers its sessions afresh: the child restored first gets the parent's old agent id, which
-/// the parent's restore must then not ask for.)
+/// no session of either after; and a conductor started after that refuses a third child from
+/// what the journal says of its parent. (The new agent numbers its sessions afresh: the child
+/// restored first gets the parent's old agent id, which the parent's restore must then not ask
+/// for.)
 #[tokio::test]
 async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent() {
     let base = fresh("subagents");
@@ -425,16 +426,20 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
     let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&first.ws()).await;
     let parent = new_session(&mut ed).await;
-    for title in ["one", "two"] {
+    for title in ["one", "two", "three"] {
         let text = format!("subagent {title}");
         assert_eq!(
             prompt(&mut ed, &parent, &text).await["stopReason"],
             "end_turn"
         );
     }
-    // The test agent numbers its subagents `c1`, `c2`; the layer names them as its chain.
+    // The test agent numbers its subagents `c1`, `c2`, `c3`; the layer names them as its chain.
     let (_, tag) = parent.split_once('@').expect("an id of the layer's");
-    let children = [format!("c1@{tag}"), format!("c2@{tag}")];
+    let children = [
+        format!("c1@{tag}"),
+        format!("c2@{tag}"),
+        format!("c3@{tag}"),
+    ];
     for child in &children {
         until_rows(
             "the child's words, and its parent, in the journal",
@@ -453,7 +458,7 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
     first.kill().await;
     drop(ed);
 
-    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&second.ws()).await;
     let load = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
     ed.request("session/load", load(&children[0]))
@@ -482,7 +487,7 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
         }
     })
     .await;
-    for child in &children {
+    for child in &children[..2] {
         let refused = ed.request("session/load", load(child)).await.unwrap_err();
         assert_eq!(refused["code"], -32002, "{child}: {refused}");
         assert_eq!(
@@ -494,7 +499,36 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
         })
         .await;
     }
-    drop(second);
+
+    // A conductor that never saw the parent closed learns it from the journal.
+    until_rows(
+        "the parent closed in the journal",
+        &db,
+        &parent,
+        |(_, row)| row.as_ref().is_some_and(|(closed, _)| *closed),
+    )
+    .await;
+    second.kill().await;
+    drop(ed);
+    let third = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&third.ws()).await;
+    let refused = ed
+        .request("session/load", load(&children[2]))
+        .await
+        .unwrap_err();
+    assert_eq!(refused["code"], -32002, "{refused}");
+    assert_eq!(
+        refused["data"]["ended"], "the session it was a subagent of was closed",
+        "{refused}"
+    );
+    until_rows(
+        "the third child closed in the journal",
+        &db,
+        &children[2],
+        |(_, row)| row.as_ref().is_some_and(|(closed, _)| *closed),
+    )
+    .await;
+    drop(third);
     let _ = std::fs::remove_dir_all(&base);
 }
 
