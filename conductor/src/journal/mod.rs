@@ -55,8 +55,10 @@ pub(crate) enum Record {
     },
     /// The session's entry number `seq`.
     Entry { id: Arc<str>, seq: u64, body: Body },
-    /// The session was closed: its entries are deleted, and it is not restored again.
-    Closed { id: Arc<str> },
+    /// The session was closed (`with_parent`: because the session it was a subagent of was):
+    /// its entries are deleted, and it is not restored again. Its subagents' sessions, at any
+    /// depth, are closed with it (see [`close_with_subagents`]).
+    Closed { id: Arc<str>, with_parent: bool },
     /// The session's entries start again from number 0 — it is loaded through its chain, and
     /// the agent's replay is its history now: what the journal kept of it before goes (its
     /// entries, its count of lost records).
@@ -152,7 +154,8 @@ struct Chunks<'a> {
     /// written before its session's first entry of a chain).
     afresh: Vec<&'a str>,
     began: Vec<(&'a str, &'a str, &'a str)>,
-    closed: Vec<&'a str>,
+    /// Sessions closed, and whether with their parent.
+    closed: Vec<(&'a str, bool)>,
     /// By session: (first, last, lines).
     chunks: Vec<(&'a str, u64, u64, String)>,
 }
@@ -169,7 +172,7 @@ impl<'a> Chunks<'a> {
         for record in batch {
             match record {
                 Record::Began { id, own, setup } => out.began.push((id, own, setup)),
-                Record::Closed { id } => out.closed.push(id),
+                Record::Closed { id, with_parent } => out.closed.push((id, *with_parent)),
                 Record::Afresh { id } => out.afresh.push(id),
                 Record::Entry { id, seq, body } => {
                     let i = *at.entry(id).or_insert_with(|| {
@@ -188,6 +191,53 @@ impl<'a> Chunks<'a> {
         out
     }
 }
+
+/// What is left of a closed session's row (`setup`): nothing of how it began, and, when it
+/// ended with the session it was a subagent of, that.
+const CLOSED_SETUP: &str = "{}";
+const CLOSED_WITH_PARENT_SETUP: &str = r#"{"ended":"parent"}"#;
+
+/// Closes the sessions `closed` and, at any depth, the sessions that were their subagents
+/// (whose `setup` names them as `parent`), still open: `close(id, setup)` marks one closed
+/// and deletes its entries, `children(id)` are the open sessions whose parent is `id`. A
+/// parent deleted with `session/delete` takes its subagents' words with it.
+fn close_with_subagents<E>(
+    closed: &[(&str, bool)],
+    mut close: impl FnMut(&str, &str) -> Result<(), E>,
+    mut children: impl FnMut(&str) -> Result<Vec<String>, E>,
+) -> Result<(), E> {
+    let mut parents: Vec<String> = Vec::new();
+    for (id, with_parent) in closed {
+        close(
+            id,
+            if *with_parent {
+                CLOSED_WITH_PARENT_SETUP
+            } else {
+                CLOSED_SETUP
+            },
+        )?;
+        parents.push((*id).to_owned());
+    }
+    // Subagents of subagents, to a depth no agent nests them; an open session names one
+    // parent, so none is met twice.
+    for _ in 0..MAX_DEPTH {
+        let mut next = Vec::new();
+        for parent in &parents {
+            for child in children(parent)? {
+                close(&child, CLOSED_WITH_PARENT_SETUP)?;
+                next.push(child);
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        parents = next;
+    }
+    Ok(())
+}
+
+/// How deep a closing looks for subagents' sessions.
+pub(crate) const MAX_DEPTH: usize = 16;
 
 /// Now, in seconds since the Unix epoch: when a row was written, for the retention.
 fn now() -> i64 {
@@ -228,6 +278,13 @@ pub(crate) struct Kept {
     /// Records of it the journal could not write.
     pub(crate) lost: u64,
     pub(crate) closed: bool,
+}
+
+impl Kept {
+    /// Whether it was closed because the session it was a subagent of was.
+    pub(crate) fn ended_with_parent(&self) -> bool {
+        self.closed && self.setup["ended"] == "parent"
+    }
 }
 
 /// A journal: cheap to clone, shared by the layer's sessions.
@@ -428,7 +485,7 @@ impl Inner {
             let id = match record {
                 Record::Began { id, .. }
                 | Record::Entry { id, .. }
-                | Record::Closed { id }
+                | Record::Closed { id, .. }
                 | Record::Afresh { id } => id,
             };
             *lost.entry(id.to_string()).or_default() += 1;
@@ -490,6 +547,7 @@ mod tests {
         assert!(!kept.closed);
         journal.record(Record::Closed {
             id: Arc::from("s@0123456789ab"),
+            with_parent: false,
         });
         let closed = loop {
             let kept = journal.kept("s@0123456789ab").await.unwrap().unwrap();
@@ -501,6 +559,80 @@ mod tests {
         assert!(closed.entries.is_empty(), "a closed session's entries go");
         assert_eq!(closed.setup, serde_json::json!({}));
         assert!(journal.kept("nobody").await.unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn closing_a_session_closes_its_subagents_at_any_depth_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("sacp-journal-tree-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("journal.db");
+        let journal = Journal::open(path.to_str().unwrap(), Duration::from_secs(3600))
+            .await
+            .unwrap();
+        // p has the subagent c, which has the subagent g; q has the subagent d.
+        for (id, parent) in [
+            ("p", None),
+            ("c", Some("p")),
+            ("g", Some("c")),
+            ("q", None),
+            ("d", Some("q")),
+        ] {
+            let mut setup = serde_json::json!({"cwd": "/tmp", "mcpServers": []});
+            if let Some(parent) = parent {
+                setup["parent"] = Value::from(parent);
+            }
+            journal.record(Record::Began {
+                id: Arc::from(id),
+                own: id.into(),
+                setup: setup.to_string(),
+            });
+            journal.record(Record::Entry {
+                id: Arc::from(id),
+                seq: 0,
+                body: Body::Prompt(RawJson::to_raw(&serde_json::json!({ "of": id })).unwrap()),
+            });
+        }
+        journal.record(Record::Closed {
+            id: Arc::from("p"),
+            with_parent: false,
+        });
+        let kept = |id: &'static str| {
+            let journal = journal.clone();
+            async move { journal.kept(id).await.unwrap().unwrap() }
+        };
+        let written = async {
+            while !journal.kept("g").await.unwrap().is_some_and(|g| g.closed) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), written)
+            .await
+            .expect("the subagent of a subagent closed within 10 s");
+        let p = kept("p").await;
+        assert!(p.closed && !p.ended_with_parent() && p.entries.is_empty());
+        for id in ["c", "g"] {
+            let child = kept(id).await;
+            assert!(child.ended_with_parent(), "{id}: {:?}", child.setup);
+            assert!(child.entries.is_empty(), "{id}'s words go with its parent");
+        }
+        for id in ["q", "d"] {
+            let other = kept(id).await;
+            assert!(
+                !other.closed && other.entries.len() == 1,
+                "{id} is untouched"
+            );
+        }
+        // The subagents are found through the index, not by reading every row.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let plan: String = conn
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE json_extract(setup, '$.parent') = 'p' AND closed = 0",
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("sessions_by_parent"), "{plan}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -115,12 +115,25 @@ fn write_batch(
     }
     // A closed session's conversation goes; what is left says only that it was closed.
     let closed =
-        tx.prepare("UPDATE sacp_sessions SET closed = true, setup = '{}', at = $2 WHERE id = $1")?;
+        tx.prepare("UPDATE sacp_sessions SET closed = true, setup = $3, at = $2 WHERE id = $1")?;
     let entries = tx.prepare("DELETE FROM sacp_chunks WHERE session = $1")?;
-    for id in &batch.closed {
-        tx.execute(&closed, &[id, &at])?;
-        tx.execute(&entries, &[id])?;
-    }
+    let children = tx.prepare(
+        "SELECT id FROM sacp_sessions WHERE (setup::jsonb ->> 'parent') = $1 AND NOT closed",
+    )?;
+    let tx = std::cell::RefCell::new(tx);
+    super::close_with_subagents(
+        &batch.closed,
+        |id, setup| {
+            let mut tx = tx.borrow_mut();
+            tx.execute(&closed, &[&id, &at, &setup])?;
+            tx.execute(&entries, &[&id]).map(drop)
+        },
+        |parent| {
+            let rows = tx.borrow_mut().query(&children, &[&parent])?;
+            Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+        },
+    )?;
+    let mut tx = tx.into_inner();
     let losses = tx.prepare("UPDATE sacp_sessions SET lost = lost + $2 WHERE id = $1")?;
     for (id, n) in lost {
         tx.execute(&losses, &[id, &(*n as i64)])?;
@@ -173,7 +186,9 @@ fn migrate(client: &mut Client) -> Result<Result<(), String>, postgres::Error> {
              lines TEXT NOT NULL,
              at BIGINT NOT NULL,
              PRIMARY KEY (session, first)
-         );",
+         );
+         CREATE INDEX IF NOT EXISTS sacp_sessions_by_parent
+             ON sacp_sessions ((setup::jsonb ->> 'parent'));",
     )?;
     let version: Option<i32> = tx
         .query_opt("SELECT value FROM sacp_meta WHERE key = 'version'", &[])?

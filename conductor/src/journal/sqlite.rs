@@ -154,13 +154,24 @@ impl Writer {
             }
             // A closed session's conversation goes; what is left says only that it was closed.
             let mut closed = tx.prepare_cached(
-                "UPDATE sessions SET closed = 1, setup = '{}', at = ?2 WHERE id = ?1",
+                "UPDATE sessions SET closed = 1, setup = ?3, at = ?2 WHERE id = ?1",
             )?;
             let mut entries = tx.prepare_cached("DELETE FROM chunks WHERE session = ?1")?;
-            for id in &batch.closed {
-                closed.execute(params![id, at])?;
-                entries.execute(params![id])?;
-            }
+            let mut children = tx.prepare_cached(
+                "SELECT id FROM sessions WHERE json_extract(setup, '$.parent') = ?1 AND closed = 0",
+            )?;
+            super::close_with_subagents(
+                &batch.closed,
+                |id, setup| {
+                    closed.execute(params![id, at, setup])?;
+                    entries.execute(params![id]).map(drop)
+                },
+                |parent| {
+                    children
+                        .query_map(params![parent], |r| r.get::<_, String>(0))?
+                        .collect()
+                },
+            )?;
             let mut losses =
                 tx.prepare_cached("UPDATE sessions SET lost = lost + ?2 WHERE id = ?1")?;
             for (id, n) in lost {
@@ -255,7 +266,8 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
              lines BLOB NOT NULL,
              at INTEGER NOT NULL,
              PRIMARY KEY (session, first)
-         ) WITHOUT ROWID;",
+         ) WITHOUT ROWID;
+         CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (json_extract(setup, '$.parent'));",
     )?;
     let version: Option<i64> = conn
         .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {

@@ -484,7 +484,7 @@ impl Layer {
             lock(&self.ended).insert(&session.id, why);
         }
         if why == Some(CLOSED) {
-            session.journal_closed();
+            session.journal_closed(false);
         }
         session.close();
         let subagents: Vec<table::Entry<ChainLink, Arc<Session>>> = {
@@ -504,7 +504,7 @@ impl Layer {
         };
         for table::Entry { value, chain, .. } in subagents {
             lock(&self.ended).insert(&value.id, PARENT_CLOSED);
-            value.journal_closed();
+            value.journal_closed(true);
             value.close();
             if value.close_with_parent.load(Ordering::Relaxed) {
                 close_at_agent(chain, value.own.clone());

@@ -19,7 +19,7 @@ use super::chain::answer_of;
 use super::client::Client;
 use super::session::{From, Session, history_of};
 use super::{CLOSED, Layer, PARENT_CLOSED, split_id};
-use crate::journal::{Journal, Kept, Record};
+use crate::journal::{Journal, Kept, MAX_DEPTH, Record};
 use crate::lock::lock;
 
 /// What a chain's agent offers to take a session back.
@@ -95,6 +95,7 @@ impl Layer {
                 Ok(Some(kept)) if !kept.closed && layer.why_ended(&id) != Some(CLOSED) => {
                     journal.record(Record::Closed {
                         id: Arc::from(id.as_str()),
+                        with_parent: false,
                     });
                     lock(&layer.ended).insert(&id, CLOSED);
                     tracing::info!(session = id, "deleted from the journal");
@@ -134,14 +135,18 @@ impl Layer {
             return Err(self.not_here(id));
         };
         if kept.closed {
-            let why = self.why_ended(id).filter(|why| *why == PARENT_CLOSED);
-            return Err(super::ended_error(id, why.or(Some(CLOSED))));
+            let with_parent = kept.ended_with_parent() || self.why_ended(id) == Some(PARENT_CLOSED);
+            let why = if with_parent { PARENT_CLOSED } else { CLOSED };
+            return Err(super::ended_error(id, Some(why)));
         }
         let parent = kept.setup["parent"].as_str();
         if let Some(parent) = parent
             && self.parent_closed(&journal, parent).await?
         {
-            journal.record(Record::Closed { id: Arc::from(id) });
+            journal.record(Record::Closed {
+                id: Arc::from(id),
+                with_parent: true,
+            });
             lock(&self.ended).insert(id, PARENT_CLOSED);
             return Err(super::ended_error(id, Some(PARENT_CLOSED)));
         }
@@ -221,9 +226,6 @@ impl Layer {
         Ok(false)
     }
 }
-
-/// How deep [`Layer::parent_closed`] looks.
-const MAX_DEPTH: usize = 16;
 
 /// Brings a journaled session back on `link`'s chain, by the first path the agent offers:
 /// `session/resume`, else `session/load` (its replay taken by the layer, which has it), else a

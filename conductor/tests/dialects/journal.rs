@@ -487,6 +487,22 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
         }
     })
     .await;
+    // The children only the journal holds are closed there with their parent, before anyone
+    // asks for them: their words deleted, their row saying why.
+    for child in &children[1..] {
+        until_rows(
+            "the child closed with its parent",
+            &db,
+            child,
+            |(chunks, row)| {
+                *chunks == 0
+                    && row
+                        .as_ref()
+                        .is_some_and(|(closed, setup)| *closed && ended_with_parent(setup))
+            },
+        )
+        .await;
+    }
     for child in &children[..2] {
         let refused = ed.request("session/load", load(child)).await.unwrap_err();
         assert_eq!(refused["code"], -32002, "{child}: {refused}");
@@ -510,24 +526,18 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
     .await;
     second.kill().await;
     drop(ed);
+    // It says why each child ended: the one the second conductor had restored, and one it
+    // never took back.
     let third = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&third.ws()).await;
-    let refused = ed
-        .request("session/load", load(&children[2]))
-        .await
-        .unwrap_err();
-    assert_eq!(refused["code"], -32002, "{refused}");
-    assert_eq!(
-        refused["data"]["ended"], "the session it was a subagent of was closed",
-        "{refused}"
-    );
-    until_rows(
-        "the third child closed in the journal",
-        &db,
-        &children[2],
-        |(_, row)| row.as_ref().is_some_and(|(closed, _)| *closed),
-    )
-    .await;
+    for child in [&children[0], &children[2]] {
+        let refused = ed.request("session/load", load(child)).await.unwrap_err();
+        assert_eq!(refused["code"], -32002, "{child}: {refused}");
+        assert_eq!(
+            refused["data"]["ended"], "the session it was a subagent of was closed",
+            "{child}: {refused}"
+        );
+    }
     drop(third);
     let _ = std::fs::remove_dir_all(&base);
 }
@@ -710,6 +720,68 @@ async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
             .as_str()
             .is_some_and(|m| m.contains(&stranger)),
         "{unknown}"
+    );
+    drop(second);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Whether a closed session's journal row says it ended with the session it was a subagent of.
+fn ended_with_parent(setup: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(setup).is_ok_and(|s| s["ended"] == "parent")
+}
+
+/// `session/delete` of a parent session only the journal holds deletes its subagents' words
+/// too (at any depth the agent nested them), and a load of a subagent says it ended with its
+/// parent.
+#[tokio::test]
+async fn deleting_a_parent_only_the_journal_holds_deletes_its_subagents_words() {
+    let base = fresh("delete-parent");
+    let db = base.join("journal.db");
+    let args = ["--journal", db.to_str().unwrap()];
+    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let parent = new_session(&mut ed).await;
+    assert_eq!(
+        prompt(&mut ed, &parent, "subagent one").await["stopReason"],
+        "end_turn"
+    );
+    let (_, tag) = parent.split_once('@').expect("an id of the layer's");
+    let child = format!("c1@{tag}");
+    until_rows(
+        "the child's words in the journal",
+        &db,
+        &child,
+        |(chunks, row)| *chunks > 0 && row.as_ref().is_some_and(|(closed, _)| !closed),
+    )
+    .await;
+    first.kill().await;
+    drop(ed);
+
+    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&second.ws()).await;
+    let deleted = ed
+        .request("session/delete", json!({"sessionId": parent}))
+        .await
+        .unwrap();
+    assert_eq!(deleted, json!({}));
+    until_rows(
+        "the child's words deleted with its parent",
+        &db,
+        &child,
+        |(chunks, row)| {
+            *chunks == 0
+                && row
+                    .as_ref()
+                    .is_some_and(|(closed, setup)| *closed && ended_with_parent(setup))
+        },
+    )
+    .await;
+    let load = json!({"sessionId": child, "cwd": "/tmp", "mcpServers": []});
+    let refused = ed.request("session/load", load).await.unwrap_err();
+    assert_eq!(refused["code"], -32002, "{refused}");
+    assert_eq!(
+        refused["data"]["ended"], "the session it was a subagent of was closed",
+        "{refused}"
     );
     drop(second);
     let _ = std::fs::remove_dir_all(&base);

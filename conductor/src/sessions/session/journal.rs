@@ -88,12 +88,13 @@ impl Session {
         }
     }
 
-    /// The session was closed (or deleted): the journal deletes what it kept of it, and does
-    /// not restore it.
-    pub(in crate::sessions) fn journal_closed(&self) {
+    /// The session was closed (or deleted; `with_parent`: the session it was a subagent of
+    /// was): the journal deletes what it kept of it, and does not restore it.
+    pub(in crate::sessions) fn journal_closed(&self, with_parent: bool) {
         if let Some(journal) = &self.shared.journal {
             journal.record(Record::Closed {
                 id: self.key.clone(),
+                with_parent,
             });
         }
     }
