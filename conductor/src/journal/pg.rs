@@ -113,7 +113,8 @@ fn write_batch(
     for (id, first, last, lines) in &batch.chunks {
         tx.execute(&chunk, &[id, &(*first as i64), &(*last as i64), lines, &at])?;
     }
-    // A closed session's conversation goes; what is left says only that it was closed.
+    // A closed session's conversation goes, and its subagents' with it; what is left says
+    // only that it was closed, and whether with its parent.
     let closed =
         tx.prepare("UPDATE sacp_sessions SET closed = true, setup = $3, at = $2 WHERE id = $1")?;
     let entries = tx.prepare("DELETE FROM sacp_chunks WHERE session = $1")?;

@@ -152,7 +152,8 @@ impl Writer {
                 let lines = compress(&mut self.lz4, lines)?;
                 chunk.execute(params![id, *first as i64, *last as i64, lines, at])?;
             }
-            // A closed session's conversation goes; what is left says only that it was closed.
+            // A closed session's conversation goes, and its subagents' with it; what is left says
+            // only that it was closed, and whether with its parent.
             let mut closed = tx.prepare_cached(
                 "UPDATE sessions SET closed = 1, setup = ?3, at = ?2 WHERE id = ?1",
             )?;
