@@ -423,41 +423,7 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
     let base = fresh("subagents");
     let db = base.join("journal.db");
     let args = ["--journal", db.to_str().unwrap()];
-    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
-    let mut ed = editor(&first.ws()).await;
-    let parent = new_session(&mut ed).await;
-    for title in ["one", "two", "three"] {
-        let text = format!("subagent {title}");
-        assert_eq!(
-            prompt(&mut ed, &parent, &text).await["stopReason"],
-            "end_turn"
-        );
-    }
-    // The test agent numbers its subagents `c1`, `c2`, `c3`; the layer names them as its chain.
-    let (_, tag) = parent.split_once('@').expect("an id of the layer's");
-    let children = [
-        format!("c1@{tag}"),
-        format!("c2@{tag}"),
-        format!("c3@{tag}"),
-    ];
-    for child in &children {
-        until_rows(
-            "the child's words, and its parent, in the journal",
-            &db,
-            child,
-            |(chunks, row)| {
-                *chunks > 0
-                    && row.as_ref().is_some_and(|(closed, setup)| {
-                        let setup: serde_json::Value = serde_json::from_str(setup).unwrap();
-                        !closed && setup["parent"] == parent.as_str() && setup["cwd"] == "/tmp"
-                    })
-            },
-        )
-        .await;
-    }
-    first.kill().await;
-    drop(ed);
-
+    let (parent, children) = subagents_left_by_a_killed_conductor(&db, 3).await;
     let mut second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&second.ws()).await;
     let load = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": []});
@@ -725,6 +691,42 @@ async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+/// A session with `n` subagents (`c1`, `c2`, … to the test agent, named as its chain by the
+/// layer), journaled in `db` by a conductor then killed: the parent's id and the children's,
+/// once each child's words, its parent and its `cwd` are in the journal.
+async fn subagents_left_by_a_killed_conductor(db: &Path, n: usize) -> (String, Vec<String>) {
+    let args = ["--journal", db.to_str().unwrap()];
+    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
+    let mut ed = editor(&first.ws()).await;
+    let parent = new_session(&mut ed).await;
+    for i in 1..=n {
+        let text = format!("subagent {i}");
+        assert_eq!(
+            prompt(&mut ed, &parent, &text).await["stopReason"],
+            "end_turn"
+        );
+    }
+    let (_, tag) = parent.split_once('@').expect("an id of the layer's");
+    let children: Vec<String> = (1..=n).map(|i| format!("c{i}@{tag}")).collect();
+    for child in &children {
+        until_rows(
+            "the child's words, and its parent, in the journal",
+            db,
+            child,
+            |(chunks, row)| {
+                *chunks > 0
+                    && row.as_ref().is_some_and(|(closed, setup)| {
+                        let setup: serde_json::Value = serde_json::from_str(setup).unwrap();
+                        !closed && setup["parent"] == parent.as_str() && setup["cwd"] == "/tmp"
+                    })
+            },
+        )
+        .await;
+    }
+    first.kill().await;
+    (parent, children)
+}
+
 /// Whether a closed session's journal row says it ended with the session it was a subagent of.
 fn ended_with_parent(setup: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(setup).is_ok_and(|s| s["ended"] == "parent")
@@ -738,25 +740,8 @@ async fn deleting_a_parent_only_the_journal_holds_deletes_its_subagents_words() 
     let base = fresh("delete-parent");
     let db = base.join("journal.db");
     let args = ["--journal", db.to_str().unwrap()];
-    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
-    let mut ed = editor(&first.ws()).await;
-    let parent = new_session(&mut ed).await;
-    assert_eq!(
-        prompt(&mut ed, &parent, "subagent one").await["stopReason"],
-        "end_turn"
-    );
-    let (_, tag) = parent.split_once('@').expect("an id of the layer's");
-    let child = format!("c1@{tag}");
-    until_rows(
-        "the child's words in the journal",
-        &db,
-        &child,
-        |(chunks, row)| *chunks > 0 && row.as_ref().is_some_and(|(closed, _)| !closed),
-    )
-    .await;
-    first.kill().await;
-    drop(ed);
-
+    let (parent, children) = subagents_left_by_a_killed_conductor(&db, 1).await;
+    let child = &children[0];
     let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&second.ws()).await;
     let deleted = ed
@@ -767,7 +752,7 @@ async fn deleting_a_parent_only_the_journal_holds_deletes_its_subagents_words() 
     until_rows(
         "the child's words deleted with its parent",
         &db,
-        &child,
+        child,
         |(chunks, row)| {
             *chunks == 0
                 && row
