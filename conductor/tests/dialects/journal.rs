@@ -456,26 +456,10 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
     // The children only the journal holds are closed there with their parent, before anyone
     // asks for them: their words deleted, their row saying why.
     for child in &children[1..] {
-        until_rows(
-            "the child closed with its parent",
-            &db,
-            child,
-            |(chunks, row)| {
-                *chunks == 0
-                    && row
-                        .as_ref()
-                        .is_some_and(|(closed, setup)| *closed && ended_with_parent(setup))
-            },
-        )
-        .await;
+        until_closed_with_parent(&db, child).await;
     }
     for child in &children[..2] {
-        let refused = ed.request("session/load", load(child)).await.unwrap_err();
-        assert_eq!(refused["code"], -32002, "{child}: {refused}");
-        assert_eq!(
-            refused["data"]["ended"], "the session it was a subagent of was closed",
-            "{child}: {refused}"
-        );
+        refused_as_ended_with_parent(&mut ed, child).await;
         until_rows("the child closed in the journal", &db, child, |(_, row)| {
             row.as_ref().is_some_and(|(closed, _)| *closed)
         })
@@ -497,12 +481,7 @@ async fn subagents_sessions_come_back_after_a_restart_and_end_with_their_parent(
     let third = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&third.ws()).await;
     for child in [&children[0], &children[2]] {
-        let refused = ed.request("session/load", load(child)).await.unwrap_err();
-        assert_eq!(refused["code"], -32002, "{child}: {refused}");
-        assert_eq!(
-            refused["data"]["ended"], "the session it was a subagent of was closed",
-            "{child}: {refused}"
-        );
+        refused_as_ended_with_parent(&mut ed, child).await;
     }
     drop(third);
     let _ = std::fs::remove_dir_all(&base);
@@ -727,9 +706,33 @@ async fn subagents_left_by_a_killed_conductor(db: &Path, n: usize) -> (String, V
     (parent, children)
 }
 
-/// Whether a closed session's journal row says it ended with the session it was a subagent of.
-fn ended_with_parent(setup: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(setup).is_ok_and(|s| s["ended"] == "parent")
+/// Waits until the journal in `db` has `child` closed with the session it was a subagent of:
+/// its words deleted, its row saying why.
+async fn until_closed_with_parent(db: &Path, child: &str) {
+    until_rows(
+        "the child closed with its parent",
+        db,
+        child,
+        |(chunks, row)| {
+            *chunks == 0
+                && row.as_ref().is_some_and(|(closed, setup)| {
+                    let setup: serde_json::Value = serde_json::from_str(setup).unwrap();
+                    *closed && setup["ended"] == "parent"
+                })
+        },
+    )
+    .await;
+}
+
+/// A load of `child` is refused as a session that ended with the one it was a subagent of.
+async fn refused_as_ended_with_parent(ed: &mut Raw, child: &str) {
+    let load = json!({"sessionId": child, "cwd": "/tmp", "mcpServers": []});
+    let refused = ed.request("session/load", load).await.unwrap_err();
+    assert_eq!(refused["code"], -32002, "{child}: {refused}");
+    assert_eq!(
+        refused["data"]["ended"], "the session it was a subagent of was closed",
+        "{child}: {refused}"
+    );
 }
 
 /// `session/delete` of a parent session only the journal holds deletes its subagents' words
@@ -749,25 +752,8 @@ async fn deleting_a_parent_only_the_journal_holds_deletes_its_subagents_words() 
         .await
         .unwrap();
     assert_eq!(deleted, json!({}));
-    until_rows(
-        "the child's words deleted with its parent",
-        &db,
-        child,
-        |(chunks, row)| {
-            *chunks == 0
-                && row
-                    .as_ref()
-                    .is_some_and(|(closed, setup)| *closed && ended_with_parent(setup))
-        },
-    )
-    .await;
-    let load = json!({"sessionId": child, "cwd": "/tmp", "mcpServers": []});
-    let refused = ed.request("session/load", load).await.unwrap_err();
-    assert_eq!(refused["code"], -32002, "{refused}");
-    assert_eq!(
-        refused["data"]["ended"], "the session it was a subagent of was closed",
-        "{refused}"
-    );
+    until_closed_with_parent(&db, child).await;
+    refused_as_ended_with_parent(&mut ed, child).await;
     drop(second);
     let _ = std::fs::remove_dir_all(&base);
 }
