@@ -57,7 +57,7 @@ pub(crate) enum Record {
     Entry { id: Arc<str>, seq: u64, body: Body },
     /// The session was closed (`with_parent`: because the session it was a subagent of was):
     /// its entries are deleted, and it is not restored again. Its subagents' sessions, at any
-    /// depth, are closed with it (see [`close_with_subagents`]).
+    /// depth, are closed with it (see [`subagents_of`]).
     Closed { id: Arc<str>, with_parent: bool },
     /// The session's entries start again from number 0 — it is loaded through its chain, and
     /// the agent's replay is its history now: what the journal kept of it before goes (its
@@ -197,43 +197,43 @@ impl<'a> Chunks<'a> {
 const CLOSED_SETUP: &str = "{}";
 const CLOSED_WITH_PARENT_SETUP: &str = r#"{"ended":"parent"}"#;
 
-/// Closes the sessions `closed` and, at any depth, the sessions that were their subagents
-/// (whose `setup` names them as `parent`), still open: `close(id, setup)` marks one closed
-/// and deletes its entries, `children(id)` are the open sessions whose parent is `id`. A
-/// parent deleted with `session/delete` takes its subagents' words with it.
-fn close_with_subagents<E>(
-    closed: &[(&str, bool)],
-    mut close: impl FnMut(&str, &str) -> Result<(), E>,
-    mut children: impl FnMut(&str) -> Result<Vec<String>, E>,
-) -> Result<(), E> {
-    let mut parents: Vec<String> = Vec::new();
-    for (id, with_parent) in closed {
-        close(
-            id,
-            if *with_parent {
-                CLOSED_WITH_PARENT_SETUP
-            } else {
-                CLOSED_SETUP
-            },
-        )?;
-        parents.push((*id).to_owned());
+/// What is left of a closed session's row (`setup`), closed with its parent or not.
+fn closed_setup(with_parent: bool) -> &'static str {
+    if with_parent {
+        CLOSED_WITH_PARENT_SETUP
+    } else {
+        CLOSED_SETUP
     }
-    // Subagents of subagents, to a depth no agent nests them; an open session names one
-    // parent, so none is met twice.
+}
+
+/// The open sessions that were subagents of the sessions `closed`, at any depth: closed with
+/// them (`children(id)` are the open sessions whose `setup` names `id` as `parent`). A parent
+/// deleted with `session/delete` takes its subagents' words with it.
+fn subagents_of<E>(
+    closed: &[(&str, bool)],
+    mut children: impl FnMut(&str) -> Result<Vec<String>, E>,
+) -> Result<Vec<String>, E> {
+    let mut seen: std::collections::HashSet<String> =
+        closed.iter().map(|(id, _)| (*id).to_owned()).collect();
+    let mut found = Vec::new();
+    let mut parents: Vec<String> = seen.iter().cloned().collect();
+    // Subagents of subagents, to a depth no agent nests them.
     for _ in 0..MAX_DEPTH {
         let mut next = Vec::new();
         for parent in &parents {
             for child in children(parent)? {
-                close(&child, CLOSED_WITH_PARENT_SETUP)?;
-                next.push(child);
+                if seen.insert(child.clone()) {
+                    next.push(child);
+                }
             }
         }
         if next.is_empty() {
             break;
         }
+        found.extend(next.iter().cloned());
         parents = next;
     }
-    Ok(())
+    Ok(found)
 }
 
 /// How deep a closing looks for subagents' sessions.

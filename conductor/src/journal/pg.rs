@@ -121,20 +121,15 @@ fn write_batch(
     let children = tx.prepare(
         "SELECT id FROM sacp_sessions WHERE (setup::jsonb ->> 'parent') = $1 AND NOT closed",
     )?;
-    let tx = std::cell::RefCell::new(tx);
-    super::close_with_subagents(
-        &batch.closed,
-        |id, setup| {
-            let mut tx = tx.borrow_mut();
-            tx.execute(&closed, &[&id, &at, &setup])?;
-            tx.execute(&entries, &[&id]).map(drop)
-        },
-        |parent| {
-            let rows = tx.borrow_mut().query(&children, &[&parent])?;
-            Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
-        },
-    )?;
-    let mut tx = tx.into_inner();
+    let subagents = super::subagents_of(&batch.closed, |parent| {
+        let rows = tx.query(&children, &[&parent])?;
+        Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+    })?;
+    let closing = batch.closed.iter().copied();
+    for (id, with_parent) in closing.chain(subagents.iter().map(|id| (id.as_str(), true))) {
+        tx.execute(&closed, &[&id, &at, &super::closed_setup(with_parent)])?;
+        tx.execute(&entries, &[&id])?;
+    }
     let losses = tx.prepare("UPDATE sacp_sessions SET lost = lost + $2 WHERE id = $1")?;
     for (id, n) in lost {
         tx.execute(&losses, &[id, &(*n as i64)])?;

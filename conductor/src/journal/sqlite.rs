@@ -161,18 +161,16 @@ impl Writer {
             let mut children = tx.prepare_cached(
                 "SELECT id FROM sessions WHERE json_extract(setup, '$.parent') = ?1 AND closed = 0",
             )?;
-            super::close_with_subagents(
-                &batch.closed,
-                |id, setup| {
-                    closed.execute(params![id, at, setup])?;
-                    entries.execute(params![id]).map(drop)
-                },
-                |parent| {
-                    children
-                        .query_map(params![parent], |r| r.get::<_, String>(0))?
-                        .collect()
-                },
-            )?;
+            let subagents = super::subagents_of(&batch.closed, |parent| {
+                children
+                    .query_map(params![parent], |r| r.get::<_, String>(0))?
+                    .collect()
+            })?;
+            let closing = batch.closed.iter().copied();
+            for (id, with_parent) in closing.chain(subagents.iter().map(|id| (id.as_str(), true))) {
+                closed.execute(params![id, at, super::closed_setup(with_parent)])?;
+                entries.execute(params![id])?;
+            }
             let mut losses =
                 tx.prepare_cached("UPDATE sessions SET lost = lost + ?2 WHERE id = ?1")?;
             for (id, n) in lost {
