@@ -284,6 +284,13 @@ struct AgentArgs {
     #[arg(long, value_name = "FILE|URL", requires = "network")]
     journal: Option<String>,
 
+    /// With --listen or --share: this conductor's name among the conductors sharing a journal:
+    /// what a client that asks another of them for a session this one holds is told
+    /// (`data.heldBy` of the -32002 error). Give the name your load balancer knows it by (with
+    /// deploy/haproxy.cfg, its affinity cookie: c1, c2). Default: HOST:PORT of its address.
+    #[arg(long, value_name = "NAME", requires = "network")]
+    instance: Option<String>,
+
     /// With --listen or --share: keep no journal (a session then ends with its conductor).
     #[arg(long, conflicts_with_all = ["journal", "journal_retention"], requires = "network")]
     no_journal: bool,
@@ -368,6 +375,9 @@ impl AgentArgs {
             }
             if let Some(retention) = self.journal_retention {
                 listen = listen.journal_retention(retention.into());
+            }
+            if let Some(name) = self.instance {
+                listen = listen.instance(name);
             }
             listen = listen.http_idle_timeout(self.http_idle_timeout.into());
             listen.sessions(

@@ -47,6 +47,7 @@ pub struct Listen {
     stdio_editor: bool,
     journal: Option<String>,
     journal_retention: std::time::Duration,
+    instance: Option<String>,
 }
 
 impl Listen {
@@ -63,6 +64,7 @@ impl Listen {
             stdio_editor: false,
             journal: None,
             journal_retention: JOURNAL_RETENTION,
+            instance: None,
         }
     }
 
@@ -119,11 +121,48 @@ impl Listen {
         self
     }
 
+    /// This conductor's name among those sharing its journal (default: the host's name and
+    /// the port it listens on): what a client that asks another of them for a session this one
+    /// holds is told, in the `-32002` error's `data.heldBy` — so give the name a load balancer
+    /// routes by (an affinity cookie's value, say).
+    pub fn instance(mut self, name: impl Into<String>) -> Listen {
+        self.instance = Some(name.into());
+        self
+    }
+
     /// At most `n` ACP connections (so chains) at once.
     pub fn max_connections(mut self, n: usize) -> Listen {
         self.max_connections = Some(n);
         self
     }
+}
+
+/// The journal `listen` asks for, if any, opened as this conductor (its `--instance` name, or
+/// the host's name and the `port` it listens on).
+async fn open_journal(
+    listen: &Listen,
+    port: u16,
+) -> Result<Option<crate::journal::Journal>, String> {
+    let Some(spec) = &listen.journal else {
+        return Ok(None);
+    };
+    let instance = listen
+        .instance
+        .clone()
+        .unwrap_or_else(|| format!("{}:{port}", host_name()));
+    crate::journal::Journal::open(spec, listen.journal_retention, &instance)
+        .await
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// This machine's name, as the system gives it (`localhost` when it gives none).
+fn host_name() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|name| name.into_string().ok())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 /// How long a journal keeps a session nothing was written of, unless told otherwise.
@@ -142,10 +181,6 @@ pub async fn serve(chain: Chain, options: Options, listen: Listen) -> Exit {
 }
 
 async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), String> {
-    let journal = match &listen.journal {
-        Some(spec) => Some(crate::journal::Journal::open(spec, listen.journal_retention).await?),
-        None => None,
-    };
     let mut builder = Server::builder();
     if let Some(file) = &listen.token_file {
         let token = std::fs::read_to_string(file)
@@ -172,6 +207,7 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", listen.addr))?;
     let url = server.url();
+    let journal = open_journal(&listen, server.local_addr().port()).await?;
     if !listen.stdio_editor {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
@@ -200,7 +236,7 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
         }
         shutdown.shutdown();
     });
-    let layer = Layer::new(listen.sessions, journal, Chains { chain, options });
+    let layer = Layer::new(listen.sessions, journal.clone(), Chains { chain, options });
     if listen.stdio_editor {
         // The editor that started the conductor: its leaving ends it.
         let (layer, shutdown) = (layer.clone(), server.shutdown_handle());
@@ -227,6 +263,16 @@ async fn start(chain: Chain, options: Options, listen: Listen) -> Result<(), Str
         .map_err(|e| format!("the server on {url} failed: {e}"));
     // The connections are gone; the chains end as when their editors leave.
     layer.finish(std::time::Duration::from_secs(10)).await;
+    // What the chains' ends wrote (their sessions released) reaches the store before the
+    // conductor goes.
+    if let Some(journal) = journal {
+        let synced = tokio::time::timeout(std::time::Duration::from_secs(5), journal.sync());
+        if synced.await.is_err() {
+            tracing::warn!(
+                "the journal was still writing after 5 s: what it had not written is lost"
+            );
+        }
+    }
     result
 }
 

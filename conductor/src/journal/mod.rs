@@ -4,21 +4,34 @@
 //!
 //! For each session: how it began (the editor's id, the agent's id, the `cwd` and MCP servers
 //! it was created with, the agent's answer), then its entries in order — the updates, the
-//! prompts, each turn's end. The session layer hands records to [`Journal::record`], which
-//! never waits: a bounded queue ([`QUEUE`]) feeds a writer thread that writes them in
-//! batches, one transaction each. When the writer falls behind and the queue is full, the
-//! record is not written and the session is marked as having lost that many records (a
-//! warning says so, and a restore tells the client its history is incomplete): the chain is
-//! never held back by the journal, and no record is lost silently.
+//! prompts, each turn's end — and who holds it ([`hold`]: one conductor at a time, with a
+//! lease that dies with it and an epoch that fences a deposed holder's writes). The session
+//! layer hands records to [`Journal::record`], which never waits: a bounded queue ([`QUEUE`])
+//! feeds a writer thread ([`writer`]) that writes them in batches, one transaction each. When
+//! the writer falls behind and the queue is full, the record is not written and the session is
+//! marked as having lost that many records (a warning says so, and a restore tells the client
+//! its history is incomplete): the chain is never held back by the journal, and no record is
+//! lost silently.
 //!
-//! Two stores behind one seam ([`Writes`], and a reader each): SQLite ([`sqlite`]: `rusqlite`
-//! with its bundled library, WAL mode), one file a journal, for one conductor; PostgreSQL
-//! ([`pg`]: the `postgres` client), `--journal postgres://…`, for conductors that share their
-//! sessions. A write that fails (the server gone) is not retried: its records are counted as
-//! lost for their sessions, the conductor says so, and the sessions go on (fail-open).
+//! Two stores behind one seam ([`Store`], and a reader and a claim each): SQLite ([`sqlite`]:
+//! `rusqlite` with its bundled library, WAL mode), one file a journal, shared by the
+//! conductors of one machine; PostgreSQL ([`pg`]: the `postgres` client), `--journal
+//! postgres://…`, for conductors that share their sessions across machines. A write that fails
+//! on a connection that broke (a server that restarted, say) is tried again on a new one, with
+//! a backoff ([`writer`]); only then are its records counted as lost for their sessions, the
+//! conductor says so, and the sessions go on (fail-open).
+//!
+//! **What a conductor killed outright loses** is what reached the writer since its last
+//! commit: at most the gather window ([`GATHER`], 50 ms) and two writes (the one in progress,
+//! and the one its records wait for) before the kill. A replay never skips a record silently:
+//! a gap in a session's numbers, whatever made it, counts as lost, and the restore says the
+//! history is incomplete.
 
+mod error;
+mod hold;
 mod pg;
 mod sqlite;
+mod writer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +43,8 @@ use std::time::Duration;
 use sacp::jsonrpc::RawJson;
 use serde_json::Value;
 
+pub(crate) use self::error::Error;
+pub(crate) use self::hold::{Claim, Deposed, Instance};
 use crate::lock::lock;
 
 /// How many records may wait for the writer.
@@ -39,30 +54,59 @@ pub(crate) const QUEUE: usize = 16 * 1024;
 /// pages its sessions' rows touch, so fewer and larger ones cost the machine less: measured
 /// with the chain bench (N = 3 over `--listen`, 64 prompts in flight on 64 sessions, SQLite
 /// journal / none, five runs each), 5 ms kept 0.83x of the prompts per second, 50 ms 0.88x to
-/// 0.92x. What a conductor killed outright loses is what came in its last 50 ms, at most: a turn
-/// that ended then is restored as interrupted.
-const GATHER: std::time::Duration = std::time::Duration::from_millis(50);
+/// 0.92x. See the module docs for what a conductor killed outright loses.
+pub(crate) const GATHER: Duration = Duration::from_millis(50);
 
-/// One thing to write.
+/// One thing to write. Every record of a session carries the epoch under which this
+/// conductor holds it (see [`hold`]).
 #[derive(Debug)]
 pub(crate) enum Record {
     /// A session began (or was restored under a new agent id): its editor id, the agent's
-    /// id, and `{cwd, mcpServers, answer}`.
+    /// id, and `{cwd, mcpServers, answer}`. Its row names this conductor as its holder.
     Began {
         id: Arc<str>,
+        epoch: u64,
         own: String,
         setup: String,
     },
     /// The session's entry number `seq`.
-    Entry { id: Arc<str>, seq: u64, body: Body },
+    Entry {
+        id: Arc<str>,
+        epoch: u64,
+        seq: u64,
+        body: Body,
+    },
     /// The session was closed (`with_parent`: because the session it was a subagent of was):
     /// its entries are deleted, and it is not restored again. Its subagents' sessions, at any
     /// depth, are closed with it (see [`subagents_of`]).
-    Closed { id: Arc<str>, with_parent: bool },
+    Closed {
+        id: Arc<str>,
+        epoch: u64,
+        with_parent: bool,
+    },
     /// The session's entries start again from number 0 — it is loaded through its chain, and
     /// the agent's replay is its history now: what the journal kept of it before goes (its
     /// entries, its count of lost records).
-    Afresh { id: Arc<str> },
+    Afresh { id: Arc<str>, epoch: u64 },
+    /// The session ended here without being closed (its chain ended, or no client took it
+    /// back): it names no holder any more, and any conductor's claim takes it.
+    Released { id: Arc<str>, epoch: u64 },
+    /// Answered once everything handed over before it was written (or lost).
+    Sync(tokio::sync::oneshot::Sender<()>),
+}
+
+impl Record {
+    /// The session it is about, and its epoch (none for a [`Record::Sync`]).
+    fn session(&self) -> Option<(&str, u64)> {
+        match self {
+            Record::Began { id, epoch, .. }
+            | Record::Entry { id, epoch, .. }
+            | Record::Closed { id, epoch, .. }
+            | Record::Afresh { id, epoch }
+            | Record::Released { id, epoch } => Some((id, *epoch)),
+            Record::Sync(_) => None,
+        }
+    }
 }
 
 /// An entry as the session layer hands it over: the message's own bytes, shared, not
@@ -147,49 +191,108 @@ impl Kind {
 
 /// A batch as a store writes it: each session's entries in the batch as one chunk — their
 /// lines (`KIND BODY`, in order), the first's number and the last's — beside the batch's
-/// beginnings and closings. One row a session a batch, not one an entry.
+/// beginnings, closings and releases. One row a session a batch, not one an entry.
 struct Chunks<'a> {
     /// Sessions whose entries start again: deleted before the batch's chunks are written (no
     /// chunk of the batch comes before its session's [`Record::Afresh`]: that record is
     /// written before its session's first entry of a chain).
     afresh: Vec<&'a str>,
-    began: Vec<(&'a str, &'a str, &'a str)>,
+    /// (id, epoch, own, setup).
+    began: Vec<(&'a str, u64, &'a str, &'a str)>,
     /// Sessions closed, and whether with their parent.
     closed: Vec<(&'a str, bool)>,
-    /// By session: (first, last, lines).
-    chunks: Vec<(&'a str, u64, u64, String)>,
+    /// Sessions released, with the epoch they were held under.
+    released: Vec<(&'a str, u64)>,
+    /// By session: (first, last, epoch, lines).
+    chunks: Vec<(&'a str, u64, u64, u64, String)>,
 }
 
 impl<'a> Chunks<'a> {
-    fn of(batch: &'a [Record]) -> Chunks<'a> {
+    fn of(batch: &[&'a Record]) -> Chunks<'a> {
         let mut out = Chunks {
             afresh: Vec::new(),
             began: Vec::new(),
             closed: Vec::new(),
+            released: Vec::new(),
             chunks: Vec::new(),
         };
         let mut at: HashMap<&str, usize> = HashMap::new();
         for record in batch {
             match record {
-                Record::Began { id, own, setup } => out.began.push((id, own, setup)),
-                Record::Closed { id, with_parent } => out.closed.push((id, *with_parent)),
-                Record::Afresh { id } => out.afresh.push(id),
-                Record::Entry { id, seq, body } => {
+                Record::Began {
+                    id,
+                    epoch,
+                    own,
+                    setup,
+                } => out.began.push((id, *epoch, own, setup)),
+                Record::Closed {
+                    id, with_parent, ..
+                } => out.closed.push((id, *with_parent)),
+                Record::Afresh { id, .. } => out.afresh.push(id),
+                Record::Released { id, epoch } => out.released.push((id, *epoch)),
+                Record::Entry {
+                    id,
+                    epoch,
+                    seq,
+                    body,
+                } => {
                     let i = *at.entry(id).or_insert_with(|| {
-                        out.chunks.push((id, *seq, *seq, String::new()));
+                        out.chunks.push((id, *seq, *seq, *epoch, String::new()));
                         out.chunks.len() - 1
                     });
                     let chunk = &mut out.chunks[i];
                     chunk.2 = *seq;
-                    chunk.3.push_str(body.kind().name());
-                    chunk.3.push(' ');
-                    body.write_to(&mut chunk.3);
-                    chunk.3.push('\n');
+                    chunk.4.push_str(body.kind().name());
+                    chunk.4.push(' ');
+                    body.write_to(&mut chunk.4);
+                    chunk.4.push('\n');
                 }
+                Record::Sync(_) => {}
             }
         }
         out
     }
+}
+
+/// The sessions `batch` writes to, each once, sorted: the order a store locks their rows in,
+/// so that two writers never wait for each other in a circle.
+fn sessions_of(batch: &[Record]) -> Vec<&str> {
+    let mut ids: Vec<&str> = batch
+        .iter()
+        .filter_map(|r| r.session().map(|(id, _)| id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// The records of `batch` a store takes, and the sessions it refuses: a record whose session
+/// the store holds under a newer epoch (`held`: by id, the store's epoch and holder's name) is
+/// refused — another conductor took the session over.
+fn fence<'a>(
+    batch: &'a [Record],
+    held: &HashMap<String, (u64, Option<String>)>,
+) -> (Vec<&'a Record>, Vec<Deposed>) {
+    let mut taken = Vec::with_capacity(batch.len());
+    let mut deposed: Vec<Deposed> = Vec::new();
+    for record in batch {
+        let Some((id, epoch)) = record.session() else {
+            continue;
+        };
+        match held.get(id) {
+            Some((newer, by)) if *newer > epoch => {
+                if !deposed.iter().any(|d| d.id == id && d.epoch == epoch) {
+                    deposed.push(Deposed {
+                        id: id.to_owned(),
+                        epoch,
+                        held_by: by.clone(),
+                    });
+                }
+            }
+            _ => taken.push(record),
+        }
+    }
+    (taken, deposed)
 }
 
 /// What is left of a closed session's row (`setup`): nothing of how it began, and, when it
@@ -246,23 +349,76 @@ fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// The entries of a chunk's lines, appended to `entries`; how many lines could not be read
-/// (left out, and counted as lost: the restore says the history is incomplete).
-fn read_chunk(session: &str, lines: &str, entries: &mut Vec<(Kind, Value)>) -> u64 {
-    let mut unread = 0;
-    for line in lines.lines() {
-        let parsed = line
-            .split_once(' ')
-            .and_then(|(kind, body)| Some((Kind::parse(kind)?, serde_json::from_str(body).ok()?)));
-        match parsed {
-            Some(entry) => entries.push(entry),
-            None => {
-                tracing::warn!(session, "a journal entry that cannot be read is left out");
-                unread += 1;
+/// A session's entries as a reader gathers them from its chunks, in order: a chunk that
+/// starts past where the last one ended is a gap (its records never written, whatever the
+/// reason), counted as lost; one that starts before (a write tried again after its commit went
+/// through unacknowledged) gives only what is new.
+#[derive(Debug, Default)]
+struct Reading {
+    entries: Vec<(Kind, Value)>,
+    /// The number the next entry gets.
+    next: u64,
+    /// Entries missing between chunks.
+    gaps: u64,
+    /// Lines that could not be read.
+    unread: u64,
+}
+
+impl Reading {
+    /// The chunk of entries `first..=last`, its lines (or why they cannot be read).
+    fn chunk(&mut self, session: &str, first: u64, last: u64, lines: Result<&str, String>) {
+        if last < self.next {
+            return;
+        }
+        let lines = match lines {
+            Ok(lines) => lines,
+            Err(e) => {
+                tracing::warn!(
+                    session,
+                    "a journal chunk that cannot be read is left out: {e}"
+                );
+                self.unread += last + 1 - first.max(self.next);
+                self.gaps += first.saturating_sub(self.next);
+                self.next = last + 1;
+                return;
+            }
+        };
+        self.gaps += first.saturating_sub(self.next);
+        let skip = self.next.saturating_sub(first) as usize;
+        for line in lines.lines().skip(skip) {
+            let parsed = line.split_once(' ').and_then(|(kind, body)| {
+                Some((Kind::parse(kind)?, serde_json::from_str(body).ok()?))
+            });
+            match parsed {
+                Some(entry) => self.entries.push(entry),
+                None => {
+                    tracing::warn!(session, "a journal entry that cannot be read is left out");
+                    self.unread += 1;
+                }
             }
         }
+        self.next = last + 1;
     }
-    unread
+
+    /// What the journal has of the session, `lost` records of it counted by the writers.
+    fn kept(self, own: String, setup: &str, closed: bool, lost: u64) -> Kept {
+        if self.gaps > lost {
+            tracing::warn!(
+                gaps = self.gaps,
+                counted = lost,
+                "a session's journal has entries missing that no writer counted"
+            );
+        }
+        Kept {
+            own,
+            setup: serde_json::from_str(setup).unwrap_or(Value::Null),
+            entries: self.entries,
+            next: self.next,
+            // A lost entry leaves a gap and is counted: the larger says at least how many.
+            lost: lost.max(self.gaps) + self.unread,
+            closed,
+        }
+    }
 }
 
 /// A session as the journal has it.
@@ -275,11 +431,12 @@ pub(crate) struct Kept {
     pub(crate) entries: Vec<(Kind, Value)>,
     /// The number the next entry gets.
     pub(crate) next: u64,
-    /// Records of it the journal could not write.
+    /// Records of it the journal could not write (at least).
     pub(crate) lost: u64,
     pub(crate) closed: bool,
 }
 
+#[cfg(test)]
 impl Kept {
     /// Whether it was closed because the session it was a subagent of was.
     pub(crate) fn ended_with_parent(&self) -> bool {
@@ -294,6 +451,8 @@ pub(crate) struct Journal(Arc<Inner>);
 #[derive(Debug)]
 struct Inner {
     place: Place,
+    /// This conductor, as the rows name their holders.
+    instance: Instance,
     to_writer: std::sync::mpsc::SyncSender<Record>,
     /// Records each session lost since the writer last took them, by the editor's id.
     lost: Mutex<HashMap<String, u64>>,
@@ -303,6 +462,10 @@ struct Inner {
     /// the end of its write-ahead log, from a writer killed mid-write or a copy taken
     /// mid-write): what it held is gone, and the sessions restored from it may end early.
     torn: bool,
+    /// The sessions whose records the store refused, for the session layer.
+    deposed: Mutex<Option<tokio::sync::mpsc::Receiver<Deposed>>>,
+    /// This conductor's lease, held as long as the journal is.
+    _lease: Lease,
 }
 
 /// Where a journal is.
@@ -312,51 +475,95 @@ enum Place {
     Postgres(String),
 }
 
+/// A conductor's lease on its journal (see [`hold`]).
+#[derive(Debug)]
+#[expect(
+    dead_code,
+    reason = "held for what dropping it does: the lease ends with the journal"
+)]
+enum Lease {
+    Sqlite(hold::LockFile),
+    Postgres(pg::Lease),
+}
+
 /// A store's writing side.
-trait Writes: Send + 'static {
-    /// Writes `batch`, and adds `lost` to the sessions' counts of lost records.
-    fn write(&mut self, batch: &[Record], lost: &HashMap<String, u64>) -> Result<(), String>;
+trait Store: Send + 'static {
+    /// Writes what of `batch` the store takes (see [`fence`]), as `me`, and adds `lost` to
+    /// the sessions' counts of lost records: the sessions whose records it refused.
+    fn write(
+        &mut self,
+        batch: &[Record],
+        lost: &HashMap<String, u64>,
+        me: &Instance,
+    ) -> Result<Vec<Deposed>, Error>;
 
     /// Deletes the sessions nothing was written of since `before` (seconds since the Unix
     /// epoch); how many.
-    fn sweep(&mut self, before: i64) -> Result<u64, String>;
+    fn sweep(&mut self, before: i64) -> Result<u64, Error>;
+
+    /// Drops its connection and makes a new one, for a write tried again.
+    fn reconnect(&mut self) -> Result<(), Error>;
 }
+
+/// How many deposed sessions wait for the session layer to take them.
+const DEPOSED: usize = 1024;
 
 impl Journal {
     /// Opens (and creates, or migrates) the journal `spec` — a `postgres://` (or
-    /// `postgresql://`) URL, else a SQLite file's path — and starts its writer, which deletes
-    /// the sessions nothing was written of for `retention`.
-    pub(crate) async fn open(spec: &str, retention: Duration) -> Result<Journal, String> {
-        let owned = spec.to_owned();
+    /// `postgresql://`) URL, else a SQLite file's path — takes this conductor's lease on it
+    /// (as `instance`, the name other conductors give clients for the sessions it holds), and
+    /// starts its writer, which deletes the sessions nothing was written of for `retention`.
+    pub(crate) async fn open(
+        spec: &str,
+        retention: Duration,
+        instance: &str,
+    ) -> Result<Journal, Error> {
+        let (owned, instance) = (spec.to_owned(), Instance::new(instance));
         // The stores' clients block (the PostgreSQL one runs a runtime of its own).
-        tokio::task::spawn_blocking(move || Journal::open_now(&owned, retention))
+        tokio::task::spawn_blocking(move || Journal::open_now(&owned, retention, instance))
             .await
-            .map_err(|e| format!("cannot open the journal: {e}"))?
+            .map_err(|_| Error::Task { what: "opening" })?
     }
 
-    fn open_now(spec: &str, retention: Duration) -> Result<Journal, String> {
-        let (place, writer, torn): (Place, Box<dyn Writes>, bool) =
+    fn open_now(spec: &str, retention: Duration, instance: Instance) -> Result<Journal, Error> {
+        let (place, store, torn, lease): (Place, Box<dyn Store>, bool, Lease) =
             if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-                let writer = pg::Writer::open(spec)?;
-                (Place::Postgres(spec.to_owned()), Box::new(writer), false)
+                let store = pg::Writer::open(spec, &instance)?;
+                let lease = pg::Lease::take(spec, &instance)?;
+                (
+                    Place::Postgres(spec.to_owned()),
+                    Box::new(store),
+                    false,
+                    Lease::Postgres(lease),
+                )
             } else {
                 let path = Path::new(spec);
-                let (writer, torn) = sqlite::Writer::open(path)?;
-                (Place::Sqlite(path.to_owned()), Box::new(writer), torn)
+                let (store, torn) = sqlite::Writer::open(path)?;
+                let lease = hold::LockFile::take(&hold::holders_dir(path), instance.id)?;
+                (
+                    Place::Sqlite(path.to_owned()),
+                    Box::new(store),
+                    torn,
+                    Lease::Sqlite(lease),
+                )
             };
         let (to_writer, records) = std::sync::mpsc::sync_channel(QUEUE);
+        let (deposed, deposed_rx) = tokio::sync::mpsc::channel(DEPOSED);
         let inner = Arc::new(Inner {
             place,
+            instance,
             to_writer,
             lost: Mutex::default(),
             lost_total: AtomicU64::new(0),
             torn,
+            deposed: Mutex::new(Some(deposed_rx)),
+            _lease: lease,
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("sacp-journal".into())
-            .spawn(move || write_all(writer, records, weak, retention))
-            .map_err(|e| format!("cannot start the journal's writer: {e}"))?;
+            .spawn(move || writer::write_all(store, records, weak, retention, deposed))
+            .map_err(|e| Error::io("cannot start the journal's writer", e))?;
         Ok(Journal(inner))
     }
 
@@ -376,99 +583,59 @@ impl Journal {
         self.0.torn
     }
 
+    /// The sessions whose records the store refused (another conductor took them over), for
+    /// the session layer: given once.
+    pub(crate) fn deposed(&self) -> Option<tokio::sync::mpsc::Receiver<Deposed>> {
+        lock(&self.0.deposed).take()
+    }
+
+    /// Waits until everything handed to the writer before was written (or lost).
+    pub(crate) async fn sync(&self) {
+        let (done, written) = tokio::sync::oneshot::channel();
+        let to_writer = self.0.to_writer.clone();
+        // The queue may be full: waiting for room is this task's, not a routing thread's.
+        let sent =
+            tokio::task::spawn_blocking(move || to_writer.send(Record::Sync(done)).is_ok()).await;
+        if matches!(sent, Ok(true)) {
+            let _ = written.await;
+        }
+    }
+
+    /// Claims the session `id` for this conductor (see [`hold`]), once everything this
+    /// conductor handed the writer before is written: what the journal kept of it when it is
+    /// this conductor's now. With `create`, a session the journal does not know is made this
+    /// conductor's, under epoch 1 (a session an agent loads through its chain).
+    pub(crate) async fn claim(&self, id: &str, create: bool) -> Result<Claim, Error> {
+        self.sync().await;
+        let (place, id, me) = (self.0.place.clone(), id.to_owned(), self.0.instance.clone());
+        tokio::task::spawn_blocking(move || match place {
+            Place::Sqlite(path) => sqlite::claim(&path, &id, &me, create),
+            Place::Postgres(url) => pg::claim(&url, &id, &me, create),
+        })
+        .await
+        .map_err(|_| Error::Task { what: "claim" })?
+    }
+
     /// The session `id` as the journal has it, if it does.
-    pub(crate) async fn kept(&self, id: &str) -> Result<Option<Kept>, String> {
+    #[cfg(test)]
+    pub(crate) async fn kept(&self, id: &str) -> Result<Option<Kept>, Error> {
         self.read(id, true).await
     }
 
     /// [`Journal::kept`] without the entries (none are read): how the session began, and
     /// whether it was closed.
-    pub(crate) async fn row(&self, id: &str) -> Result<Option<Kept>, String> {
+    pub(crate) async fn row(&self, id: &str) -> Result<Option<Kept>, Error> {
         self.read(id, false).await
     }
 
-    async fn read(&self, id: &str, entries: bool) -> Result<Option<Kept>, String> {
+    async fn read(&self, id: &str, entries: bool) -> Result<Option<Kept>, Error> {
         let (place, id) = (self.0.place.clone(), id.to_owned());
         tokio::task::spawn_blocking(move || match place {
             Place::Sqlite(path) => sqlite::read(&path, &id, entries),
             Place::Postgres(url) => pg::read(&url, &id, entries),
         })
         .await
-        .map_err(|e| format!("the journal's reader failed: {e}"))?
-    }
-}
-
-/// How often the writer looks for sessions past their retention: a quarter of it, between a
-/// second and an hour.
-fn sweep_every(retention: Duration) -> Duration {
-    (retention / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600))
-}
-
-/// The writer thread: what comes, in batches, until every sender is gone; and the retention's
-/// sweep, at once and then every [`sweep_every`].
-fn write_all(
-    mut writer: Box<dyn Writes>,
-    records: std::sync::mpsc::Receiver<Record>,
-    inner: std::sync::Weak<Inner>,
-    retention: Duration,
-) {
-    // A normal thread, as the routing ones: under `SCHED_BATCH` (the trace writer's class) a
-    // busy machine starved it — beside two busy loops it fell seconds behind and, its queue
-    // full, lost records — while the chain it gave way to gained prompts per second and lost
-    // updates per second, within the bench's noise.
-    let mut next_sweep = std::time::Instant::now();
-    // Kept from batch to batch: a vector of a full queue's records is an allocation the
-    // system maps afresh, and its pages faulted in again, each time.
-    let mut batch = Vec::new();
-    loop {
-        let now = std::time::Instant::now();
-        if now >= next_sweep {
-            let before = self::now().saturating_sub(retention.as_secs() as i64);
-            match writer.sweep(before) {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(
-                    sessions = n,
-                    "the journal deleted {n} session(s) past its retention ({})",
-                    humantime::format_duration(retention)
-                ),
-                Err(e) => {
-                    tracing::warn!("the journal could not delete what is past its retention: {e}")
-                }
-            }
-            next_sweep = now + sweep_every(retention);
-        }
-        let first = match records.recv_timeout(next_sweep.saturating_duration_since(now)) {
-            Ok(first) => first,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-        };
-        // What comes within GATHER of the first record goes in the same transaction, taken
-        // all at once: the writer sleeps rather than being woken for every record (a thread
-        // woken per update costs the routing threads more than the writing does).
-        std::thread::sleep(GATHER);
-        batch.push(first);
-        // Everything that waits (at most the queue's bound): a writer that fell behind catches
-        // up in one transaction.
-        while batch.len() < QUEUE {
-            match records.try_recv() {
-                Ok(record) => batch.push(record),
-                Err(_) => break,
-            }
-        }
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
-        let lost = inner.take_lost();
-        if let Err(e) = writer.write(&batch, &lost) {
-            tracing::error!(records = batch.len(), "the journal could not write: {e}");
-            // Counted again, for the next write that works.
-            for (id, n) in lost {
-                *lock(&inner.lost).entry(id).or_default() += n;
-            }
-            inner.lose(&batch, "a write failed");
-        }
-        // The messages' bytes go now, not when the next batch comes.
-        batch.clear();
+        .map_err(|_| Error::Task { what: "reader" })?
     }
 }
 
@@ -478,23 +645,31 @@ impl Inner {
         std::mem::take(&mut *lock(&self.lost))
     }
 
+    /// Whether there are losses the writer has not recorded yet.
+    fn has_lost(&self) -> bool {
+        !lock(&self.lost).is_empty()
+    }
+
+    /// Counts `lost` again, for the next write that works.
+    fn unrecorded(&self, lost: HashMap<String, u64>) {
+        let mut pending = lock(&self.lost);
+        for (id, n) in lost {
+            *pending.entry(id).or_default() += n;
+        }
+    }
+
     /// `records` were not written (`why`): counted for their sessions, and said.
     fn lose(&self, records: &[Record], why: &str) {
         let mut lost = lock(&self.lost);
-        for record in records {
-            let id = match record {
-                Record::Began { id, .. }
-                | Record::Entry { id, .. }
-                | Record::Closed { id, .. }
-                | Record::Afresh { id } => id,
-            };
-            *lost.entry(id.to_string()).or_default() += 1;
+        let mut n = 0;
+        for (id, _) in records.iter().filter_map(Record::session) {
+            *lost.entry(id.to_owned()).or_default() += 1;
+            n += 1;
         }
         drop(lost);
-        let n = records.len() as u64;
         let before = self.lost_total.fetch_add(n, Ordering::Relaxed);
         // Said at once, then each time the count passes a power of two.
-        if before == 0 || (before + 1).next_power_of_two() <= before + n {
+        if n > 0 && (before == 0 || (before + 1).next_power_of_two() <= before + n) {
             tracing::warn!(
                 lost = before + n,
                 "the journal could not write {n} record(s) ({why}): the restore of their sessions will say their history is incomplete"
@@ -504,242 +679,4 @@ impl Inner {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn what_is_recorded_is_read_back_in_order_and_a_closed_session_keeps_only_that() {
-        let dir = std::env::temp_dir().join(format!("sacp-journal-unit-{}", std::process::id()));
-        let path = dir.join("journal.db");
-        let journal = Journal::open(path.to_str().unwrap(), Duration::from_secs(3600))
-            .await
-            .unwrap();
-        journal.record(Record::Began {
-            id: Arc::from("s@0123456789ab"),
-            own: "s".into(),
-            setup: r#"{"cwd":"/tmp","mcpServers":[]}"#.into(),
-        });
-        for seq in 0..3 {
-            journal.record(Record::Entry {
-                id: Arc::from("s@0123456789ab"),
-                seq,
-                body: Body::Notification {
-                    method: Arc::from("session/update"),
-                    params: RawJson::to_raw(&serde_json::json!({ "n": seq })).unwrap(),
-                },
-            });
-        }
-        let kept = loop {
-            match journal.kept("s@0123456789ab").await.unwrap() {
-                Some(kept) if kept.entries.len() == 3 => break kept,
-                _ => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
-            }
-        };
-        assert_eq!(kept.own, "s");
-        assert_eq!(kept.setup["cwd"], "/tmp");
-        assert_eq!(kept.next, 3);
-        let ns: Vec<&Value> = kept
-            .entries
-            .iter()
-            .map(|(_, e)| &e["params"]["n"])
-            .collect();
-        assert_eq!(ns, [0, 1, 2]);
-        assert!(!kept.closed);
-        journal.record(Record::Closed {
-            id: Arc::from("s@0123456789ab"),
-            with_parent: false,
-        });
-        let closed = loop {
-            let kept = journal.kept("s@0123456789ab").await.unwrap().unwrap();
-            if kept.closed {
-                break kept;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        };
-        assert!(closed.entries.is_empty(), "a closed session's entries go");
-        assert_eq!(closed.setup, serde_json::json!({}));
-        assert!(journal.kept("nobody").await.unwrap().is_none());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn closing_a_session_closes_its_subagents_at_any_depth_and_nothing_else() {
-        let dir = std::env::temp_dir().join(format!("sacp-journal-tree-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let path = dir.join("journal.db");
-        let journal = Journal::open(path.to_str().unwrap(), Duration::from_secs(3600))
-            .await
-            .unwrap();
-        // p has the subagent c, which has the subagent g; q has the subagent d.
-        for (id, parent) in [
-            ("p", None),
-            ("c", Some("p")),
-            ("g", Some("c")),
-            ("q", None),
-            ("d", Some("q")),
-        ] {
-            let mut setup = serde_json::json!({"cwd": "/tmp", "mcpServers": []});
-            if let Some(parent) = parent {
-                setup["parent"] = Value::from(parent);
-            }
-            journal.record(Record::Began {
-                id: Arc::from(id),
-                own: id.into(),
-                setup: setup.to_string(),
-            });
-            journal.record(Record::Entry {
-                id: Arc::from(id),
-                seq: 0,
-                body: Body::Prompt(RawJson::to_raw(&serde_json::json!({ "of": id })).unwrap()),
-            });
-        }
-        journal.record(Record::Closed {
-            id: Arc::from("p"),
-            with_parent: false,
-        });
-        let kept = |id: &'static str| {
-            let journal = journal.clone();
-            async move { journal.kept(id).await.unwrap().unwrap() }
-        };
-        let written = async {
-            while !journal.kept("g").await.unwrap().is_some_and(|g| g.closed) {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(10), written)
-            .await
-            .expect("the subagent of a subagent closed within 10 s");
-        let p = kept("p").await;
-        assert!(p.closed && !p.ended_with_parent() && p.entries.is_empty());
-        for id in ["c", "g"] {
-            let child = kept(id).await;
-            assert!(child.ended_with_parent(), "{id}: {:?}", child.setup);
-            assert!(child.entries.is_empty(), "{id}'s words go with its parent");
-        }
-        for id in ["q", "d"] {
-            let other = kept(id).await;
-            assert!(
-                !other.closed && other.entries.len() == 1,
-                "{id} is untouched"
-            );
-        }
-        // The subagents are found through the index, not by reading every row.
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        let plan: String = conn
-            .query_row(
-                "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE json_extract(setup, '$.parent') = 'p' AND closed = 0",
-                [],
-                |r| r.get(3),
-            )
-            .unwrap();
-        assert!(plan.contains("sessions_by_parent"), "{plan}");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn lines_are_stored_compressed_and_a_chunk_that_cannot_be_read_counts_as_lost() {
-        let dir = std::env::temp_dir().join(format!("sacp-journal-lz4-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let path = dir.join("journal.db");
-        let journal = Journal::open(path.to_str().unwrap(), Duration::from_secs(3600))
-            .await
-            .unwrap();
-        let id: Arc<str> = Arc::from("z@0123456789ab");
-        journal.record(Record::Began {
-            id: id.clone(),
-            own: "z".into(),
-            setup: "{}".into(),
-        });
-        let text = "the same words again and again, ".repeat(8);
-        for seq in 0..20 {
-            journal.record(Record::Entry {
-                id: id.clone(),
-                seq,
-                body: Body::Notification {
-                    method: Arc::from("session/update"),
-                    params: RawJson::to_raw(&serde_json::json!({ "text": text })).unwrap(),
-                },
-            });
-        }
-        let kept = loop {
-            match journal.kept(&id).await.unwrap() {
-                Some(kept) if kept.next == 20 => break kept,
-                _ => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
-        };
-        assert_eq!(kept.entries.len(), 20);
-        assert!(
-            kept.entries
-                .iter()
-                .all(|(_, e)| e["params"]["text"] == text)
-        );
-        assert_eq!(kept.lost, 0);
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        let (stored, plain): (i64, i64) = conn
-            .query_row(
-                "SELECT sum(length(lines)), count(*) FROM chunks WHERE typeof(lines) = 'blob'",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap();
-        assert!(plain >= 1, "every chunk is a blob");
-        assert!(
-            (stored as usize) < 20 * text.len() / 5,
-            "{stored} bytes stored for {} of text",
-            20 * text.len()
-        );
-        // A chunk whose frame is damaged: its two entries are left out and counted as lost.
-        conn.execute(
-            "INSERT INTO chunks (session, first, last, lines, at) VALUES (?1, 20, 21, x'04224d18deadbeef', 0)",
-            rusqlite::params![&*id],
-        )
-        .unwrap();
-        drop(conn);
-        let kept = journal.kept(&id).await.unwrap().unwrap();
-        assert_eq!(kept.entries.len(), 20);
-        assert_eq!(kept.lost, 2);
-        assert_eq!(kept.next, 22);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn a_journal_of_the_schema_before_is_migrated_and_keeps_what_it_had() {
-        let dir = std::env::temp_dir().join(format!("sacp-journal-v2-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("journal.db");
-        // Version 2: no times.
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
-            r#"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-               INSERT INTO meta VALUES ('version', 2);
-               CREATE TABLE sessions (id TEXT PRIMARY KEY, own TEXT NOT NULL,
-                   setup TEXT NOT NULL, closed INTEGER NOT NULL, lost INTEGER NOT NULL);
-               CREATE TABLE chunks (session TEXT NOT NULL, first INTEGER NOT NULL,
-                   last INTEGER NOT NULL, lines TEXT NOT NULL, PRIMARY KEY (session, first))
-                   WITHOUT ROWID;
-               INSERT INTO sessions VALUES ('s@0123456789ab', 's', '{"cwd":"/w"}', 0, 0);
-               INSERT INTO chunks VALUES ('s@0123456789ab', 0, 0,
-                   'prompt {"prompt":[{"type":"text","text":"hi"}]}' || char(10));"#,
-        )
-        .unwrap();
-        drop(conn);
-        let journal = Journal::open(path.to_str().unwrap(), Duration::from_secs(3600))
-            .await
-            .unwrap();
-        let kept = journal.kept("s@0123456789ab").await.unwrap().unwrap();
-        assert_eq!(kept.setup["cwd"], "/w");
-        assert_eq!(kept.entries.len(), 1);
-        assert_eq!(kept.entries[0].0, Kind::Prompt);
-        assert_eq!(kept.next, 1);
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        let version: i64 = conn
-            .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
-        assert_eq!(version, 4);
-        drop(conn);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

@@ -201,7 +201,11 @@ impl Layer {
         tokio::spawn(async move {
             match layer.restore(&client, &id).await {
                 Ok(session) => layer.join_as(&client, &session, &asked, responder),
-                Err(e) if e.code == super::NOT_HERE => {
+                // Not anywhere (held by another conductor is said as such).
+                Err(e)
+                    if e.code == super::NOT_HERE
+                        && e.data.as_ref().is_none_or(|d| d.get("heldBy").is_none()) =>
+                {
                     responder.answer_error(layer.unknown_session(&id))
                 }
                 Err(e) => responder.answer_error(e),

@@ -19,6 +19,7 @@ use super::chain::{ChainLink, answer_of, init_key};
 use super::rewrite::{self, Place, session_of, with_session};
 use super::session::{Attachment, From, Session};
 use super::{CLOSED, Layer, split_id};
+use crate::journal::Claim;
 use crate::lock::lock;
 
 /// A session a client is attached to, and its attachment.
@@ -453,8 +454,21 @@ impl Layer {
             Ok(params) => params,
             Err(e) => return fail(responder, e),
         };
+        // Held here from now on (or refused, held by another conductor sharing the journal).
+        let epoch = match &self.shared.journal {
+            Some(journal) => match journal.claim(&id, true).await {
+                Ok(Claim::Taken { epoch, .. }) => Some(epoch),
+                Ok(Claim::Held { by }) => return fail(responder, super::held_error(&id, &by)),
+                Ok(Claim::Unknown | Claim::Closed { .. }) => None,
+                Err(e) => return fail(responder, Error::internal_error(e.to_string())),
+            },
+            None => None,
+        };
         // Learned before the chain answers: the history it replays first is the session's.
         let (session, _) = self.learn(&link, &own, Some(&id), None);
+        if let Some(epoch) = epoch {
+            session.set_epoch(epoch);
+        }
         let att = match self.attachment(client) {
             Ok(att) => att,
             Err(e) => return fail(responder, e),

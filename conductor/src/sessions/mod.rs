@@ -35,8 +35,9 @@
 //!   (`{"sessionId", "stopReason"}`, or `{"sessionId", "error"}`), which a client that does
 //!   not know it ignores without missing anything else; the agent's own answer goes to the
 //!   connection that asked, if it is still there. An id of this layer's shape whose chain is
-//!   not here gets `-32002` naming it; any other id is passed to the client's own chain (an
-//!   agent's own saved session).
+//!   not here gets `-32002` naming it — with `data.heldBy` when another conductor sharing the
+//!   journal holds it (see [`restore`]) —; any other id is passed to the client's own chain (an
+//!   agent's own saved session), claimed in the journal first.
 //! - **Memory** is bounded in bytes ([`Limits::record`] per session, [`Limits::records`] for
 //!   the layer): see [`session`].
 
@@ -239,7 +240,7 @@ impl Layer {
         journal: Option<Journal>,
         starter: impl Starter,
     ) -> Arc<Layer> {
-        Arc::new(Layer {
+        let layer = Arc::new(Layer {
             shared: Arc::new(Shared::new(limits, journal)),
             starter: Box::new(starter),
             sessions: Mutex::default(),
@@ -247,7 +248,9 @@ impl Layer {
             next: AtomicU64::new(1),
             lives: tokio_util::task::TaskTracker::new(),
             ended: Mutex::default(),
-        })
+        });
+        layer.watch_deposed();
+        layer
     }
 
     /// Ends every chain, as when their editors leave (a chain that heard the conductor's
@@ -483,8 +486,11 @@ impl Layer {
         if let Some(why) = why {
             lock(&self.ended).insert(&session.id, why);
         }
-        if why == Some(CLOSED) {
-            session.journal_closed(false);
+        match why {
+            Some(CLOSED) => session.journal_closed(false),
+            // Another conductor holds it: this one writes nothing of it any more.
+            Some(MOVED) => {}
+            _ => session.journal_released(),
         }
         session.close();
         let subagents: Vec<table::Entry<ChainLink, Arc<Session>>> = {
@@ -590,6 +596,9 @@ const IDLE: &str = "no client took it back within the detached timeout";
 const CLOSED: &str = "it was closed";
 /// Why a session ended: it was a subagent's, and the session it ran in was closed.
 const PARENT_CLOSED: &str = "the session it was a subagent of was closed";
+/// Why a session ended: another conductor sharing the journal took it over (this one had
+/// lost its lease meanwhile).
+const MOVED: &str = "another conductor took it over";
 
 impl Layer {
     /// Why the session `id` ended here, if it did lately.
@@ -602,6 +611,17 @@ impl Layer {
     fn not_here(&self, id: &str) -> Error {
         ended_error(id, self.why_ended(id))
     }
+}
+
+/// The error for a session another conductor holds: `-32002` naming it and `data.heldBy`, the
+/// name of the conductor (`--instance`) that holds it, where a client loads it (behind a load
+/// balancer: the instance its affinity cookie names).
+pub(crate) fn held_error(id: &str, by: &str) -> Error {
+    Error::new(
+        NOT_HERE,
+        format!("the session {id} is held by the conductor {by}: load it there"),
+    )
+    .with_data(serde_json::json!({"sessionId": id, "heldBy": by}))
 }
 
 /// The error for a session that is not held here: `-32002` naming it, and saying why when it

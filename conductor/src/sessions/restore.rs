@@ -9,6 +9,11 @@
 //! The session keeps the editor's id; its record is the journal's, a turn that never ended
 //! shown interrupted (no prompt is sent again); then the client is attached as for a live
 //! session.
+//!
+//! Every restore (and every `session/delete` of a session only the journal has) first claims
+//! the session ([`Journal::claim`]): one that another live conductor holds is refused with
+//! where it lives ([`super::held_error`]); one whose holder is gone is this conductor's from
+//! then on, under a new epoch.
 
 use std::sync::Arc;
 
@@ -19,7 +24,7 @@ use super::chain::answer_of;
 use super::client::Client;
 use super::session::{From, Session, history_of};
 use super::{CLOSED, Layer, PARENT_CLOSED, split_id};
-use crate::journal::{Journal, Kept, MAX_DEPTH, Record};
+use crate::journal::{Claim, Deposed, Journal, Kept, MAX_DEPTH, Record};
 use crate::lock::lock;
 
 /// What a chain's agent offers to take a session back.
@@ -91,18 +96,20 @@ impl Layer {
             let Some(journal) = layer.shared.journal.clone() else {
                 return responder.answer_error(layer.not_here(&id));
             };
-            match journal.kept(&id).await {
-                Ok(Some(kept)) if !kept.closed && layer.why_ended(&id) != Some(CLOSED) => {
+            match journal.claim(&id, false).await {
+                Ok(Claim::Taken { epoch, .. }) if layer.why_ended(&id) != Some(CLOSED) => {
                     journal.record(Record::Closed {
                         id: Arc::from(id.as_str()),
+                        epoch,
                         with_parent: false,
                     });
                     lock(&layer.ended).insert(&id, CLOSED);
                     tracing::info!(session = id, "deleted from the journal");
                     responder.answer_raw(RawJson::to_raw(&json!({})));
                 }
+                Ok(Claim::Held { by }) => responder.answer_error(super::held_error(&id, &by)),
                 Ok(_) => responder.answer_error(layer.not_here(&id)),
-                Err(e) => responder.answer_error(Error::internal_error(e)),
+                Err(e) => responder.answer_error(Error::internal_error(e.to_string())),
             }
         });
     }
@@ -130,21 +137,24 @@ impl Layer {
             .journal
             .clone()
             .ok_or_else(|| self.not_here(id))?;
-        let kept = journal.kept(id).await.map_err(Error::internal_error)?;
-        let Some(kept) = kept else {
-            return Err(self.not_here(id));
+        let (kept, epoch) = match journal.claim(id, false).await {
+            Ok(Claim::Taken { kept, epoch }) => (kept, epoch),
+            Ok(Claim::Unknown) => return Err(self.not_here(id)),
+            Ok(Claim::Held { by }) => return Err(super::held_error(id, &by)),
+            Ok(Claim::Closed { with_parent }) => {
+                let with_parent = with_parent || self.why_ended(id) == Some(PARENT_CLOSED);
+                let why = if with_parent { PARENT_CLOSED } else { CLOSED };
+                return Err(super::ended_error(id, Some(why)));
+            }
+            Err(e) => return Err(Error::internal_error(e.to_string())),
         };
-        if kept.closed {
-            let with_parent = kept.ended_with_parent() || self.why_ended(id) == Some(PARENT_CLOSED);
-            let why = if with_parent { PARENT_CLOSED } else { CLOSED };
-            return Err(super::ended_error(id, Some(why)));
-        }
         let parent = kept.setup["parent"].as_str();
         if let Some(parent) = parent
             && self.parent_closed(&journal, parent).await?
         {
             journal.record(Record::Closed {
                 id: Arc::from(id),
+                epoch,
                 with_parent: true,
             });
             lock(&self.ended).insert(id, PARENT_CLOSED);
@@ -163,12 +173,25 @@ impl Layer {
         if lock(&self.sessions).own(&link, &kept.own).is_some() {
             offers = Offers::default();
         }
-        let (path, own, answer) = bring_back(&link, offers, &kept, id).await?;
+        let (path, own, answer) = match bring_back(&link, offers, &kept, id).await {
+            Ok(back) => back,
+            Err(e) => {
+                // Not taken back after all: anyone may take it.
+                if self.session(id).is_none() {
+                    journal.record(Record::Released {
+                        id: Arc::from(id),
+                        epoch,
+                    });
+                }
+                return Err(e);
+            }
+        };
         tracing::info!(session = id, path, agent_session = %own, lost = kept.lost, "restored from the journal");
         if let Some(session) = self.session(id) {
             return Ok(session);
         }
         let (session, _) = self.learn(&link, &own, Some(id), parent);
+        session.set_epoch(epoch);
         session.close_with_parent.store(
             parent.is_some() && closes,
             std::sync::atomic::Ordering::Relaxed,
@@ -202,6 +225,52 @@ impl Layer {
 }
 
 impl Layer {
+    /// Hears, for as long as the layer lives, which sessions the journal refused records of
+    /// (see [`Layer::deposed`]).
+    pub(super) fn watch_deposed(self: &Arc<Self>) {
+        let Some(mut deposed) = self.shared.journal.as_ref().and_then(Journal::deposed) else {
+            return;
+        };
+        let layer = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(d) = deposed.recv().await {
+                let Some(layer) = layer.upgrade() else {
+                    return;
+                };
+                layer.deposed(&d);
+            }
+        });
+    }
+
+    /// Another conductor took the session over while this one held it (its lease had lapsed):
+    /// the journal refused this one's records of it. Its clients are told where it lives now
+    /// (`_sacp/session_moved`, after what was queued for them), its turn is cancelled and its
+    /// session closed at the agent, and it ends here; a later load here is told where it is.
+    fn deposed(self: &Arc<Self>, d: &Deposed) {
+        let Some(session) = self.session(&d.id) else {
+            return;
+        };
+        // A newer hold of it here (a claim took it back since): not this one.
+        if session.epoch() > d.epoch {
+            return;
+        }
+        let by = d.held_by.as_deref().unwrap_or("another conductor");
+        tracing::warn!(session = %d.id, held_by = by, "another conductor took this session over: it ends here");
+        session.moved(by);
+        lock(&self.ended).insert(&d.id, super::MOVED);
+        let Some(link) = self.link_of(&session) else {
+            return session.close();
+        };
+        if let Ok(params) = RawJson::to_raw(&json!({"sessionId": session.own})) {
+            let (cancel, own) = (link.clone(), session.own.clone());
+            tokio::spawn(async move {
+                let _ = cancel.notify("session/cancel", Some(params)).await;
+                super::close_at_agent(cancel, own);
+            });
+        }
+        self.remove(&session, &link, Some(super::MOVED));
+    }
+
     /// Whether the session `parent` (a subagent's, restored) or one it ran in was closed:
     /// here, or in the journal.
     async fn parent_closed(&self, journal: &Journal, parent: &str) -> Result<bool, Error> {
@@ -217,7 +286,8 @@ impl Layer {
             if self.session(&parent).is_some() {
                 return Ok(false);
             }
-            match journal.row(&parent).await.map_err(Error::internal_error)? {
+            let row = journal.row(&parent).await;
+            match row.map_err(|e| Error::internal_error(e.to_string()))? {
                 Some(kept) if kept.closed => return Ok(true),
                 Some(kept) => next = kept.setup["parent"].as_str().map(str::to_owned),
                 None => break,

@@ -42,6 +42,10 @@ pub(crate) const HISTORY_LEFT_OUT: &str = "_sacp/history_left_out";
 /// took nothing while the session's record was full.
 pub(crate) const DETACHED: &str = "_sacp/detached";
 
+/// The method of the layer's notice that another conductor sharing the journal took the
+/// session over: `{"sessionId", "heldBy"}`, the conductor a client loads it from now.
+pub(crate) const SESSION_MOVED: &str = "_sacp/session_moved";
+
 /// At most this many entries are taken for a client at once.
 const BATCH: usize = 512;
 
@@ -182,6 +186,9 @@ pub(crate) struct Session {
     next_turn: std::sync::atomic::AtomicU64,
     /// The number its next entry gets in the journal.
     journaled: std::sync::atomic::AtomicU64,
+    /// The epoch under which this conductor holds it in the journal: 1 for a session born
+    /// here, a claim's for one taken from the journal.
+    epoch: std::sync::atomic::AtomicU64,
     /// Its id as the journal's records carry it (shared, not copied for each).
     key: Arc<str>,
     /// Where it began (`{cwd, mcpServers}`), kept while a journal writes it down: what its
@@ -206,6 +213,7 @@ impl Session {
             turns: Mutex::default(),
             next_turn: std::sync::atomic::AtomicU64::new(0),
             journaled: std::sync::atomic::AtomicU64::new(0),
+            epoch: std::sync::atomic::AtomicU64::new(1),
             place: Mutex::default(),
             close_with_parent: std::sync::atomic::AtomicBool::new(false),
         })
@@ -622,6 +630,23 @@ impl Session {
             self.push(&mut state, Entry::Ask(ask.clone()));
         }
         tokio::spawn(self.clone().watch_ask(ask));
+    }
+
+    /// Tells every client, after what was queued for it, that the conductor `by` holds the
+    /// session now.
+    pub(super) fn moved(&self, by: &str) {
+        let notice = serde_json::json!({"sessionId": self.id, "heldBy": by});
+        if let Ok(params) = RawJson::to_raw(&notice) {
+            let mut state = lock(&self.state);
+            if !state.closed {
+                let entry = Entry::Notification {
+                    method: Arc::from(SESSION_MOVED),
+                    params,
+                    echo: None,
+                };
+                self.push(&mut state, entry);
+            }
+        }
     }
 
     /// Closes the session: what was queued for its clients still goes out, nothing more

@@ -36,6 +36,15 @@ fn uuid_like() -> u64 {
 /// `--no-journal` unless EXTRA gives a `--journal`: a test never writes the journal in the
 /// user's state directory, and a session layer's own behaviour is tested without one.
 pub(crate) async fn conductor_listening(extra: &[&str], components: &[String]) -> Listening {
+    conductor_listening_in(extra, components, &[]).await
+}
+
+/// [`conductor_listening`] with `env` besides.
+pub(crate) async fn conductor_listening_in(
+    extra: &[&str],
+    components: &[String],
+    env: &[(&str, &str)],
+) -> Listening {
     let token = token_file();
     let mut args = vec![
         "agent",
@@ -49,7 +58,11 @@ pub(crate) async fn conductor_listening(extra: &[&str], components: &[String]) -
     }
     args.extend(extra);
     args.extend(components.iter().map(String::as_str));
-    Listening::start(conductor(), &args).await
+    let env: Vec<(&str, &std::path::Path)> = env
+        .iter()
+        .map(|(k, v)| (*k, std::path::Path::new(*v)))
+        .collect();
+    Listening::start_in(conductor(), &args, &env).await
 }
 
 /// The conductor's components now (its direct children).

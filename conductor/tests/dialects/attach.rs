@@ -184,6 +184,11 @@ impl Raw {
         }
     }
 
+    /// Whether a notification `method` was received (taken or held).
+    pub(crate) fn received(&self, method: &str) -> bool {
+        self.log.iter().any(|m| is_notification(m, method))
+    }
+
     /// The `session/update` notifications received so far that the test took or held, as
     /// their params, in order.
     pub(crate) fn updates(&self) -> Vec<Value> {

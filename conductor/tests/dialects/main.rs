@@ -23,6 +23,7 @@ mod between_turns;
 mod chain;
 mod foreign_conductor;
 mod journal;
+mod ownership;
 mod peers;
 mod remote;
 mod restart;

@@ -23,6 +23,47 @@ pub(crate) const TOKEN: &str = "n3twork-t0ken";
 pub(crate) struct Listening {
     pub(crate) child: Child,
     pub(crate) url: String,
+    /// What it wrote on stderr (its last lines), echoed to the test's own output.
+    pub(crate) log: Log,
+}
+
+/// A process's stderr as it comes: its last [`Log::KEPT`] lines.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Log(std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>);
+
+impl Log {
+    const KEPT: usize = 20_000;
+
+    /// Reads `stderr` into the log until it ends, echoing each line (shown with a failing
+    /// test's output).
+    fn read(&self, stderr: tokio::process::ChildStderr) {
+        let log = self.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+                let mut kept = log.0.lock().unwrap();
+                if kept.len() == Self::KEPT {
+                    kept.pop_front();
+                }
+                kept.push_back(line);
+            }
+        });
+    }
+
+    /// The lines that contain `text`.
+    pub(crate) fn lines_with(&self, text: &str) -> Vec<String> {
+        let kept = self.0.lock().unwrap();
+        kept.iter().filter(|l| l.contains(text)).cloned().collect()
+    }
+
+    /// Waits until a line contains `text`; that line.
+    pub(crate) async fn until(&self, text: &str) -> String {
+        until(&format!("{text:?} in the log"), PATIENCE, || {
+            self.lines_with(text).pop().ok_or("not yet")
+        })
+        .await
+    }
 }
 
 impl Listening {
@@ -49,9 +90,12 @@ impl Listening {
             .envs(env.iter().copied())
             .env("ACP_TOKEN", TOKEN)
             .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {command}: {e}"));
+        let log = Log::default();
+        log.read(child.stderr.take().unwrap());
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
         let url = within(&format!("{command}'s URL"), lines.next_line())
@@ -60,7 +104,7 @@ impl Listening {
             .unwrap_or_else(|| panic!("{command} printed no URL"));
         // Its later output is not read; it must not block on it.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Listening { child, url }
+        Listening { child, url, log }
     }
 
     /// The test agent listening, with `args` (and the token).

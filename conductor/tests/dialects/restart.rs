@@ -37,7 +37,7 @@ pub(crate) async fn prompt(editor: &mut Raw, session: &str, text: &str) -> Value
 
 /// How many times `text` was a user's message in the agent's own records (every session file
 /// in `dirs`).
-fn prompted(dirs: &[&std::path::Path], text: &str) -> usize {
+pub(crate) fn prompted(dirs: &[&std::path::Path], text: &str) -> usize {
     dirs.iter()
         .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
         .filter_map(|file| std::fs::read_to_string(file.path()).ok())
@@ -265,7 +265,7 @@ async fn a_session_killed_mid_turn_is_restored_by_a_new_conductor_on_its_journal
 
 /// The PostgreSQL database the shared journal's tests use (`SACP_TEST_POSTGRES`, which
 /// `.ci/run` sets once it started the server); `None` (and a message) where there is none.
-fn postgres() -> Option<String> {
+pub(crate) fn postgres() -> Option<String> {
     match std::env::var("SACP_TEST_POSTGRES") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
@@ -279,7 +279,7 @@ fn postgres() -> Option<String> {
 }
 
 /// A conductor listening on `addr` with `args` and `components` (and the tests' token).
-async fn conductor_on(addr: &str, args: &[&str], components: &[String]) -> Listening {
+pub(crate) async fn conductor_on(addr: &str, args: &[&str], components: &[String]) -> Listening {
     let token = std::env::temp_dir().join(format!("sacp-restart-token-{}", std::process::id()));
     std::fs::write(&token, format!("{}\n", crate::remote::TOKEN)).unwrap();
     let mut all = vec![
@@ -295,7 +295,7 @@ async fn conductor_on(addr: &str, args: &[&str], components: &[String]) -> Liste
 }
 
 /// An editor through `url` with `jar` (the load balancer's cookie), initialized.
-async fn editor_with(url: &str, jar: &sacp::remote::CookieJar) -> Raw {
+pub(crate) async fn editor_with(url: &str, jar: &sacp::remote::CookieJar) -> Raw {
     let connecting = sacp::remote::Remote::new(url)
         .header("Authorization", &format!("Bearer {}", crate::remote::TOKEN))
         .unwrap()
@@ -336,10 +336,12 @@ async fn a_session_of_a_killed_conductor_is_restored_by_the_other_from_a_shared_
         format!("127.0.0.1:{port}")
     };
     let addrs = [free(), free()];
-    let args = ["--journal", pg.as_str()];
+    // Named as HAProxy names them (their affinity cookies).
+    let names = ["c1", "c2"];
+    let args = |i: usize| ["--journal", pg.as_str(), "--instance", names[i]];
     let mut conductors = [
-        conductor_on(&addrs[0], &args, &[agent_of(0)]).await,
-        conductor_on(&addrs[1], &args, &[agent_of(1)]).await,
+        conductor_on(&addrs[0], &args(0), &[agent_of(0)]).await,
+        conductor_on(&addrs[1], &args(1), &[agent_of(1)]).await,
     ];
     let Some((_haproxy, url)) =
         crate::across_machines::haproxy([&conductors[0], &conductors[1]]).await
@@ -373,14 +375,22 @@ async fn a_session_of_a_killed_conductor_is_restored_by_the_other_from_a_shared_
     .await;
     until_journaled(&pg, &session, "sleep 30000").await;
     conductors[home].kill().await;
+    let killed = std::time::Instant::now();
     drop(ed);
 
-    // The same cookie: HAProxy sends the connection to the other conductor.
+    // The same cookie: HAProxy sends the connection to the other conductor, which takes the
+    // session over at once (the lease of a killed conductor ends with its process).
     let mut ed = editor_with(&url, &jar).await;
     let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
-    let id = ed.ask("session/load", load).await;
+    let id = ed.ask("session/load", load.clone()).await;
     let loaded = ed.answer_to(&id).await;
     assert!(loaded.is_ok(), "{loaded:?}");
+    let restored = killed.elapsed();
+    eprintln!("restored {restored:?} after the kill");
+    assert!(
+        restored < Duration::from_secs(11),
+        "the worst case stated for a lease to end is 11 s; restored after {restored:?}"
+    );
     ed.until("the interrupted turn's end", |m| {
         matches!(m, Message::Notification(n) if n.method == "_sacp/turn_ended"
             && params_of(n.params.as_ref())["stopReason"] == "cancelled")
@@ -411,8 +421,24 @@ async fn a_session_of_a_killed_conductor_is_restored_by_the_other_from_a_shared_
     assert_eq!(prompted(&[one, two], "sleep 30000"), 1);
     assert_eq!(prompted(&[one, two], "stream 2"), 1);
 
-    // The killed conductor comes back on its address, and HAProxy gives it new sessions again.
-    conductors[home] = conductor_on(&addrs[home], &args, &[agent_of(home)]).await;
+    // The killed conductor comes back on its address (a new holder, under its old name): it
+    // does not take the session back while the other holds it, and says where it lives; a
+    // client that sets its affinity cookie to that name is sent there.
+    conductors[home] = conductor_on(&addrs[home], &args(home), &[agent_of(home)]).await;
+    let holder = names[1 - home];
+    let mut direct = editor(&conductors[home].ws()).await;
+    let refused = direct
+        .request("session/load", load.clone())
+        .await
+        .expect_err("held by the other");
+    assert_eq!(refused["code"], -32002, "{refused}");
+    assert_eq!(refused["data"]["heldBy"], holder, "{refused}");
+    let sent = sacp::remote::CookieJar::new();
+    sent.set("SACP_INSTANCE", holder);
+    let mut there = editor_with(&url, &sent).await;
+    let taken = there.request("session/load", load).await;
+    assert!(taken.is_ok(), "{taken:?}");
+    assert_eq!(prompted(&[&dirs[home]], "stream 2"), 0);
     let back = if home == 0 { "c1" } else { "c2" };
     let mut served = false;
     for _ in 0..50 {
@@ -464,14 +490,14 @@ async fn an_unreachable_postgres_journal_is_a_clear_error_at_start() {
 
 /// A TCP relay to `to` on a free port of loopback, which the test can cut (every connection
 /// closed, none accepted) and mend.
-struct Relay {
-    addr: std::net::SocketAddr,
+pub(crate) struct Relay {
+    pub(crate) addr: std::net::SocketAddr,
     open: std::sync::Arc<std::sync::atomic::AtomicBool>,
     cut: tokio::sync::watch::Sender<u64>,
 }
 
 impl Relay {
-    async fn start(to: std::net::SocketAddr) -> Relay {
+    pub(crate) async fn start(to: std::net::SocketAddr) -> Relay {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -499,19 +525,21 @@ impl Relay {
         Relay { addr, open, cut }
     }
 
-    fn cut(&self) {
+    pub(crate) fn cut(&self) {
         self.open.store(false, std::sync::atomic::Ordering::SeqCst);
         self.cut.send_modify(|n| *n += 1);
     }
 
-    fn mend(&self) {
+    pub(crate) fn mend(&self) {
         self.open.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
 /// The PostgreSQL journal lost while the conductor runs (its connection cut, no new one taken):
-/// the session goes on (fail-open), and once the database is back, a restore says how many
-/// records of the session the journal lost (`_sacp/history_incomplete`).
+/// the session goes on (fail-open); the writer tries again for a while, then counts what it
+/// could not write, and once the database is back the store has the count within a second,
+/// before any new turn; a restore says how many records of the session the journal lost
+/// (`_sacp/history_incomplete`); and the turns after the outage are journaled.
 #[tokio::test]
 async fn a_postgres_journal_lost_while_running_keeps_the_sessions_going_and_says_what_it_lost() {
     let Some(pg) = postgres() else {
@@ -552,13 +580,36 @@ async fn a_postgres_journal_lost_while_running_keeps_the_sessions_going_and_says
         ["chunk 1", "chunk 2", "chunk 3"],
         "the session goes on without its journal"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The writer tried again on new connections, then gave up on the batch.
+    first.log.until("the journal could not write").await;
+    assert!(
+        !first
+            .log
+            .lines_with("trying again on a new connection")
+            .is_empty(),
+        "the writer tried again before it counted anything lost"
+    );
     relay.mend();
+    let mended = std::time::Instant::now();
+    // Counted in the store as soon as it takes writes again, with nothing else written.
+    let lost = until("the losses in the store", PATIENCE, || {
+        match lost_in(&pg, &session) {
+            n if n > 0 => Ok(n),
+            _ => Err("not yet"),
+        }
+    })
+    .await;
+    let counted = mended.elapsed();
+    eprintln!("the losses were in the store {counted:?} after the database came back");
+    assert!(
+        counted < Duration::from_secs(5),
+        "counted {counted:?} after the database came back, past the stated second (and slack)"
+    );
     assert_eq!(
         prompt(&mut ed, &session, "stream 1").await["stopReason"],
         "end_turn"
     );
-    // Written once the database is back, with the count of what was lost.
+    // Written once the database is back.
     until_journaled(&pg, &session, "stream 1").await;
     first.kill().await;
 
@@ -576,7 +627,23 @@ async fn a_postgres_journal_lost_while_running_keeps_the_sessions_going_and_says
     let Message::Notification(notice) = notice else {
         unreachable!()
     };
-    let lost = params_of(notice.params.as_ref())["lost"].as_u64().unwrap();
+    let told = params_of(notice.params.as_ref())["lost"].as_u64().unwrap();
     // The second turn's prompt, three chunks and end, at least, were not written.
-    assert!(lost >= 5, "{lost}");
+    assert!(told >= 5 && lost >= 5, "{told} told, {lost} counted");
+}
+
+/// The records of `session` the PostgreSQL journal `pg` counts as lost.
+pub(crate) fn lost_in(pg: &str, session: &str) -> i64 {
+    let (pg, session) = (pg.to_owned(), session.to_owned());
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&pg, postgres::NoTls).ok()?;
+        let row = client
+            .query_opt("SELECT lost FROM sacp_sessions WHERE id = $1", &[&session])
+            .ok()??;
+        Some(row.get::<_, i64>(0))
+    })
+    .join()
+    .ok()
+    .flatten()
+    .unwrap_or(0)
 }

@@ -33,6 +33,18 @@ impl CookieJar {
             .map(|(_, v)| v.clone())
     }
 
+    /// Sets cookie `name` to `value`, as a server's `Set-Cookie` would: how a client sends its
+    /// next connection to a server of its choosing behind a load balancer that routes by an
+    /// affinity cookie — the conductor that holds a session, say, which another conductor
+    /// names in a `-32002` error's `data.heldBy`.
+    pub fn set(&self, name: &str, value: &str) {
+        let mut jar = lock(&self.0);
+        match jar.iter_mut().find(|(n, _)| n == name) {
+            Some(kept) => value.clone_into(&mut kept.1),
+            None => jar.push((name.to_owned(), value.to_owned())),
+        }
+    }
+
     /// Forgets every cookie.
     pub fn clear(&self) {
         lock(&self.0).clear();

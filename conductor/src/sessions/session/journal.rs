@@ -35,6 +35,7 @@ impl Session {
         };
         journal.record(Record::Entry {
             id: self.key.clone(),
+            epoch: self.epoch(),
             seq: self.journaled.fetch_add(1, Ordering::Relaxed),
             body,
         });
@@ -47,6 +48,7 @@ impl Session {
             self.remember_place(setup);
             journal.record(Record::Began {
                 id: self.key.clone(),
+                epoch: self.epoch(),
                 own: own.to_owned(),
                 setup: setup.to_string(),
             });
@@ -84,6 +86,7 @@ impl Session {
         if let Some(journal) = &self.shared.journal {
             journal.record(Record::Afresh {
                 id: self.key.clone(),
+                epoch: self.epoch(),
             });
         }
     }
@@ -94,9 +97,31 @@ impl Session {
         if let Some(journal) = &self.shared.journal {
             journal.record(Record::Closed {
                 id: self.key.clone(),
+                epoch: self.epoch(),
                 with_parent,
             });
         }
+    }
+
+    /// The session ended here without being closed: the journal names no holder for it any
+    /// more, and the next claim of it (here or on another conductor) takes it.
+    pub(in crate::sessions) fn journal_released(&self) {
+        if let Some(journal) = &self.shared.journal {
+            journal.record(Record::Released {
+                id: self.key.clone(),
+                epoch: self.epoch(),
+            });
+        }
+    }
+
+    /// The epoch under which this conductor holds the session (see `journal::hold`).
+    pub(in crate::sessions) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// This conductor holds the session under `epoch` now (a claim took it).
+    pub(in crate::sessions) fn set_epoch(&self, epoch: u64) {
+        self.epoch.store(epoch, Ordering::Relaxed);
     }
 
     /// Fills the record with what the journal kept (not written again), then, if its last turn
