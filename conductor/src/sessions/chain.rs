@@ -269,6 +269,13 @@ impl ChainLink {
         }
     }
 
+    /// Its agent's answer to the first `initialize` (what the agent offers), if it gave one.
+    pub(super) fn agent_answer(&self) -> Option<RawJson> {
+        lock(&self.initialized)
+            .as_ref()
+            .map(|(_, answer)| answer.clone())
+    }
+
     /// Its answer to an `initialize` that asked what `asked` asks, if it gave one.
     pub(super) fn initialized_for(&self, asked: &serde_json::Value) -> Option<RawJson> {
         lock(&self.initialized)

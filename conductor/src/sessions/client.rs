@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::attach::{BUSY, OBSERVER};
 use super::chain::{ChainLink, answer_of, init_key};
+use super::offers::{self, Offers};
 use super::rewrite::{self, Place, session_of, with_session};
 use super::session::{Attachment, From, Session};
 use super::{CLOSED, Layer, split_id};
@@ -316,7 +317,7 @@ impl Layer {
             tracing::info!(client = %client.name, "initialize answered as a live chain answered it: no chain started yet");
             client.set_version(&answer);
             *lock(&client.deferred_init) = Some(params);
-            responder.answer_raw(Ok(answer));
+            responder.answer_raw(Ok(offers::served(answer)));
             return Ok(());
         }
         let link = self.own_chain(client);
@@ -331,7 +332,7 @@ impl Layer {
                 link.set_initialized(asked, answer);
                 client.set_version(answer);
             }
-            responder.answer_raw(result);
+            responder.answer_raw(result.map(offers::served));
         });
         Ok(())
     }
@@ -450,6 +451,16 @@ impl Layer {
             },
             None => (self.own_chain(client), id.clone()),
         };
+        // The layer's answer says it loads and resumes whatever the agent offers: an id it does
+        // not hold goes to an agent that can take it back, and is not here otherwise.
+        let offers = Offers::of(
+            link.agent_answer()
+                .or_else(|| client.initialized())
+                .as_ref(),
+        );
+        if !(if replay { offers.load } else { offers.resume }) {
+            return fail(responder, self.not_here(&id));
+        }
         let params = match with_session(params, &own) {
             Ok(params) => params,
             Err(e) => return fail(responder, e),
@@ -631,7 +642,9 @@ impl Layer {
     }
 
     /// `session/close` or `session/delete`: a turn in flight is cancelled, and ends
-    /// `cancelled` for every client; once the agent closed it, the session is gone.
+    /// `cancelled` for every client; once the agent closed it, the session is gone. An agent
+    /// that does not offer `session/close` is not asked: the layer ends the session itself
+    /// (the agent keeps its own copy until its chain ends).
     async fn close(
         self: &Arc<Self>,
         (session, att, link): To,
@@ -644,6 +657,15 @@ impl Layer {
             let _ = link
                 .notify("session/cancel", RawJson::to_raw(&cancel).ok())
                 .await;
+        }
+        if method == "session/close" && !Offers::of(link.agent_answer().as_ref()).close {
+            for asker in session.take_turns() {
+                let cancelled = RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"}));
+                session.turn_ended(Some(asker), cancelled);
+            }
+            session.answer(att.id, responder, RawJson::to_raw(&serde_json::json!({})));
+            self.remove(&session, &link, Some(CLOSED));
+            return Ok(());
         }
         let waiting = match link.request(method, params.own).await {
             Ok(waiting) => waiting,

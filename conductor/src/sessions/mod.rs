@@ -45,6 +45,7 @@ mod ask;
 mod attach;
 mod chain;
 mod client;
+mod offers;
 mod port;
 mod record;
 mod restore;

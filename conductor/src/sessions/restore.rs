@@ -22,35 +22,11 @@ use serde_json::{Map, Value, json};
 
 use super::chain::answer_of;
 use super::client::Client;
+use super::offers::Offers;
 use super::session::{From, Session, history_of};
 use super::{CLOSED, Layer, PARENT_CLOSED, split_id};
 use crate::journal::{Claim, Deposed, Journal, Kept, MAX_DEPTH, Record};
 use crate::lock::lock;
-
-/// What a chain's agent offers to take a session back.
-#[derive(Debug, Default)]
-struct Offers {
-    resume: bool,
-    load: bool,
-    close: bool,
-}
-
-impl Offers {
-    /// From the agent's answer to `initialize` (v1: `sessionCapabilities.resume`,
-    /// `loadSession`; v2: resume is baseline).
-    fn of(answer: Option<&RawJson>) -> Offers {
-        let Some(answer) = answer.and_then(|a| a.parse::<Value>().ok()) else {
-            return Offers::default();
-        };
-        let v1 = &answer["agentCapabilities"];
-        let v2 = &answer["capabilities"]["session"];
-        Offers {
-            resume: v1["sessionCapabilities"]["resume"].is_object() || v2.is_object(),
-            load: v1["loadSession"] == true,
-            close: v1["sessionCapabilities"]["close"].is_object() || v2.is_object(),
-        }
-    }
-}
 
 /// `{cwd, mcpServers, answer}`: how a session began, as the journal keeps it.
 pub(super) fn setup_of(params: Option<&RawJson>, answer: &RawJson) -> Value {

@@ -23,6 +23,7 @@ mod between_turns;
 mod chain;
 mod foreign_conductor;
 mod journal;
+mod offers;
 mod ownership;
 mod peers;
 mod remote;

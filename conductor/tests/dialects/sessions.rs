@@ -21,13 +21,13 @@ async fn conductor_listening(extra: &[&str], components: &[String]) -> Listening
 }
 
 /// What `reattach.mjs` printed, a JSON value a line, once it exited (with its exit signal).
-struct Run {
-    lines: Vec<Value>,
-    signal: Option<i32>,
+pub(crate) struct Run {
+    pub(crate) lines: Vec<Value>,
+    pub(crate) signal: Option<i32>,
 }
 
 /// Runs `reattach.mjs ARGS` with `env`, to its end.
-async fn reattach(script: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) async fn reattach(script: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut words = script.split_whitespace();
     let mut child = Command::new(words.next().unwrap())
         .args(words)
@@ -66,7 +66,7 @@ fn agents_of(conductor: &Listening) -> Vec<u32> {
 
 /// Starts a session whose editor vanishes during `prompt` (`env` says when): its id, and the
 /// agent processes running then.
-async fn cut_during(
+pub(crate) async fn cut_during(
     script: &str,
     profile: &str,
     url: &str,

@@ -1,6 +1,6 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--offers LIST] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--offers LIST] [--no-close] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
 //! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
@@ -10,6 +10,8 @@
 //!   resumes them;
 //! - `--offers resume,load|resume|load|none`: what it offers in `initialize` to take sessions
 //!   back (both by default);
+//! - `--no-close`: neither offers `session/close` in `initialize` nor serves it (an agent of
+//!   the many that cannot close a session);
 //! - `--history`: says in `initialize` that it takes a history with `session/new`
 //!   (`_meta.sacp.history`) and starts such a session with it;
 //! - `--max-prompt BYTES`: refuses a prompt with more text than that (invalid params), as an
@@ -67,6 +69,8 @@ struct Args {
     max_prompt: Option<usize>,
     /// What it offers to take sessions back (`--offers`): resume, load.
     offers: Option<(bool, bool)>,
+    /// It cannot close a session (`--no-close`).
+    no_close: bool,
 }
 
 impl Args {
@@ -92,6 +96,10 @@ impl Args {
         let agent = match self.offers {
             Some((resume, load)) => agent.offering(resume, load),
             None => agent,
+        };
+        let agent = match self.no_close {
+            true => agent.not_closing(),
+            false => agent,
         };
         match self.max_prompt {
             Some(bytes) => agent.refusing_prompts_over(bytes),
@@ -152,6 +160,7 @@ fn args() -> Result<Args, String> {
             "--sessions" => args.sessions = Some(value(&mut words, "--sessions", "a DIR")?.into()),
             "--ignore-eof" => args.ignore_eof = true,
             "--history" => args.history = true,
+            "--no-close" => args.no_close = true,
             "--offers" => {
                 let list = value(&mut words, "--offers", "resume,load, resume, load or none")?;
                 let words: Vec<&str> = list.split(',').collect();

@@ -99,6 +99,8 @@ pub struct TestAgent {
     max_prompt: Option<usize>,
     /// What it leaves out of its offer to take sessions back (`--offers`): `resume`, `load`.
     withheld: (bool, bool),
+    /// It neither offers nor serves `session/close` (`--no-close`).
+    no_close: bool,
 }
 
 /// Tells the turns of a session that it was closed.
@@ -204,6 +206,15 @@ impl TestAgent {
         }
     }
 
+    /// Neither offers `session/close` in `initialize` nor serves it (`test-agent --no-close`):
+    /// an agent of the many that cannot close a session.
+    pub fn not_closing(self) -> Self {
+        TestAgent {
+            no_close: true,
+            ..self
+        }
+    }
+
     /// The agent that declares `mcpCapabilities.http` (`test-agent --mcp-http`).
     pub fn with_mcp_over_http() -> Self {
         TestAgent {
@@ -226,8 +237,10 @@ impl TestAgent {
         }
         let mut sessions = SessionCapabilities::new()
             .list(SessionListCapabilities::new())
-            .close(SessionCloseCapabilities::new())
             .fork(SessionForkCapabilities::new());
+        if !self.no_close {
+            sessions = sessions.close(SessionCloseCapabilities::new());
+        }
         if !self.withheld.0 {
             sessions = sessions.resume(SessionResumeCapabilities::new());
         }
@@ -350,6 +363,9 @@ impl TestAgent {
         req: CloseSessionRequest,
         _cx: &Cx,
     ) -> sacp::Result<CloseSessionResponse> {
+        if self.no_close {
+            return Err(sacp::Error::method_not_found("session/close"));
+        }
         self.history.forget(&req.session_id.0);
         self.closing.close(&req.session_id.0);
         Ok(CloseSessionResponse::new())

@@ -14,7 +14,10 @@
 //     then waits for a turn to end; then, with NEXT_PROMPT, prompts once more and prints
 //     {"answer": STOP_REASON, "said": [...]}. With ACP_CHECK_STREAM=1 it prints no update but
 //     checks that the agent's `chunk N…` chunks come as 1, 2, 3, … and, once the turn ended,
-//     prints {"chunks": HOW_MANY, "wrong": [the first chunks out of place]}.
+//     prints {"chunks": HOW_MANY, "wrong": [the first chunks out of place]}. With
+//     ACP_LOAD_IF_OFFERED=1 it loads only if the `initialize` answer offers `loadSession`, as an
+//     editor that follows ACP does: it prints {"offered": true|false} first, and exits 4 when
+//     not offered.
 //
 // With ACP_TOKEN set it sends `Authorization: Bearer ACP_TOKEN`.
 import WebSocket from "ws";
@@ -77,7 +80,12 @@ await client()
     return { outcome: { outcome: "selected", optionId: allow.optionId } };
   })
   .connectWith(stream, async (cx) => {
-    await cx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+    const initialized = await cx.request(methods.agent.initialize, { protocolVersion: 1, clientCapabilities: {} });
+    if (mode === "load" && process.env.ACP_LOAD_IF_OFFERED === "1") {
+      const offered = initialized.agentCapabilities?.loadSession === true;
+      print({ offered });
+      if (!offered) process.exit(4);
+    }
     if (mode === "start") {
       const { sessionId } = await cx.request(methods.agent.session.new, { cwd: "/tmp", mcpServers: [] });
       print({ sessionId });
