@@ -26,8 +26,9 @@
 //!   Every other request of the agent's (a permission, an elicitation) goes to every attached
 //!   client; the first controller's answer goes to the agent and every other copy is
 //!   withdrawn with `$/cancel_request`.
-//! - A prompt while a turn of another attached client runs is refused with [`BUSY`] (cancel
-//!   it and wait for its end); `session/cancel` from any controller cancels the turn for all.
+//! - One turn at a time: a prompt while any turn of the session runs (whoever began it, a
+//!   client that left included) is refused with [`BUSY`] (cancel it and wait for its end);
+//!   `session/cancel` from any controller cancels the turn for all.
 
 use std::sync::Arc;
 
@@ -42,7 +43,7 @@ use super::{Layer, split_id};
 pub(crate) const UNKNOWN_SESSION: i64 = -32001;
 /// An observer asked for something only a controller may do.
 pub(crate) const OBSERVER: i64 = -32004;
-/// A prompt while another client's turn runs.
+/// A prompt while a turn of the session runs.
 pub(crate) const BUSY: i64 = -32005;
 
 /// What a client may do with a session.

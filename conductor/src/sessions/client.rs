@@ -601,10 +601,10 @@ impl Layer {
         let Some(link) = self.link_of(&session) else {
             return Err(self.not_here(id));
         };
-        if method == "session/prompt" && session.turn_of_another(att.id) {
+        if method == "session/prompt" && session.turns_in_flight() {
             return Err(Error::new(
                 BUSY,
-                format!("a turn of another client runs in the session {id}: cancel it first, or wait for its end"),
+                format!("a turn runs in the session {id}: cancel it first, or wait for its end"),
             )
             .with_data(serde_json::json!({"sessionId": id})));
         }
@@ -624,7 +624,7 @@ impl Layer {
         if let Some(prompt) = params.given {
             session.prompted(prompt, att.id).await;
         }
-        let turn = session.begin_turn(att.id, responder);
+        let turn = session.begin_turn(&att, responder);
         let ended = session.clone();
         let sent = link
             .request_then(method, params.own, move |result| {

@@ -157,6 +157,15 @@ struct State {
     closed: bool,
 }
 
+/// Who is owed a turn's end: the attachment whose prompt began it, on its connection.
+#[derive(Debug)]
+pub(super) struct Asker {
+    att: u64,
+    /// Its connection's id: the attachment the connection has when the turn ends gets it.
+    connection: String,
+    responder: Responder,
+}
+
 /// What the delivery task does for one entry, outside the lock.
 enum Action {
     Notify(Arc<str>, RawJson),
@@ -181,8 +190,9 @@ pub(crate) struct Session {
     /// The result that began it (`session/new`, `load`, `resume`, `fork`), for a client that
     /// takes it up with `session/load`.
     setup: Mutex<Option<RawJson>>,
-    /// The turns in flight: each its number, and the client that asked with its answer.
-    turns: Mutex<Vec<(u64, u64, Responder)>>,
+    /// The turns in flight: each its number, and who asked (at most one: a prompt while a
+    /// turn runs is refused).
+    turns: Mutex<Vec<(u64, Asker)>>,
     next_turn: std::sync::atomic::AtomicU64,
     /// The number its next entry gets in the journal.
     journaled: std::sync::atomic::AtomicU64,
@@ -219,44 +229,35 @@ impl Session {
         })
     }
 
-    /// A prompt of client `att` went to the agent: its turn's number.
-    pub(super) fn begin_turn(&self, att: u64, responder: Responder) -> u64 {
+    /// A prompt of attachment `att` went to the agent: its turn's number.
+    pub(super) fn begin_turn(&self, att: &Attachment, responder: Responder) -> u64 {
         let turn = self.next_turn.fetch_add(1, Ordering::Relaxed);
-        lock(&self.turns).push((turn, att, responder));
+        let asker = Asker {
+            att: att.id,
+            connection: att.who.connection.clone(),
+            responder,
+        };
+        lock(&self.turns).push((turn, asker));
         turn
     }
 
     /// The asker of turn `turn`, if the turn has not ended yet.
-    pub(super) fn take_turn(&self, turn: u64) -> Option<(u64, Responder)> {
+    pub(super) fn take_turn(&self, turn: u64) -> Option<Asker> {
         let mut turns = lock(&self.turns);
-        let i = turns.iter().position(|(t, _, _)| *t == turn)?;
-        let (_, att, responder) = turns.remove(i);
-        Some((att, responder))
+        let i = turns.iter().position(|(t, _)| *t == turn)?;
+        Some(turns.remove(i).1)
     }
 
     /// The askers of every turn in flight, which end now.
-    pub(super) fn take_turns(&self) -> Vec<(u64, Responder)> {
+    pub(super) fn take_turns(&self) -> Vec<Asker> {
         lock(&self.turns)
             .drain(..)
-            .map(|(_, att, responder)| (att, responder))
+            .map(|(_, asker)| asker)
             .collect()
     }
 
-    /// Whether a turn runs that another attached client began (a client that left competes
-    /// with nobody: its turn's end goes to whoever is attached).
-    pub(super) fn turn_of_another(&self, att: u64) -> bool {
-        let askers: Vec<u64> = lock(&self.turns)
-            .iter()
-            .map(|(_, asker, _)| *asker)
-            .filter(|asker| *asker != att)
-            .collect();
-        !askers.is_empty()
-            && lock(&self.state)
-                .attached
-                .iter()
-                .any(|a| askers.contains(&a.att.id))
-    }
-
+    /// Whether a turn runs, whoever began it (its client may have left: the turn is the
+    /// session's).
     pub(super) fn turns_in_flight(&self) -> bool {
         !lock(&self.turns).is_empty()
     }
@@ -513,21 +514,50 @@ impl Session {
         Some((only.att.clone(), sending))
     }
 
-    /// A turn ended with `result`: the asker (if it is still attached) gets it as the prompt's
-    /// answer, every other v1 client a `_sacp/turn_ended`, in the record's order.
-    pub(super) fn turn_ended(
-        &self,
-        asker: Option<(u64, Responder)>,
-        result: Result<RawJson, Error>,
-    ) {
+    /// A turn ended with `result`: the asker gets it as the prompt's answer — in the record's
+    /// order, through its attachment, or through its connection's attachment now (it detached
+    /// and attached again), or, its connection attached to the session no more, at once —
+    /// and every other v1 client a `_sacp/turn_ended`, in the record's order.
+    pub(super) fn turn_ended(&self, asker: Option<Asker>, result: Result<RawJson, Error>) {
         let mut state = lock(&self.state);
         if state.closed {
             // Nothing more is streamed: the asker's answer has nothing to wait for.
-            if let Some((_, responder)) = asker {
-                responder.answer_raw(result);
+            if let Some(asker) = asker {
+                asker.responder.answer_raw(result);
             }
             return;
         }
+        let asker = match asker {
+            Some(asker) => {
+                let now = state
+                    .attached
+                    .iter()
+                    .find(|a| a.att.id == asker.att)
+                    .or_else(|| {
+                        state
+                            .attached
+                            .iter()
+                            .find(|a| a.att.who.connection == asker.connection)
+                    })
+                    .map(|a| a.att.id);
+                match now {
+                    Some(id) => Some((id, asker.responder)),
+                    None => {
+                        // Not attached (it detached): answered on its connection now; the
+                        // other clients are told the turn ended.
+                        let entry = Entry::TurnEnded {
+                            result: result.clone(),
+                            asker: None,
+                        };
+                        self.push(&mut state, entry);
+                        drop(state);
+                        asker.responder.answer_raw(result);
+                        return;
+                    }
+                }
+            }
+            None => None,
+        };
         let asker_id = asker.as_ref().map(|(id, _)| *id);
         let entry = Entry::TurnEnded {
             result: result.clone(),
@@ -611,7 +641,7 @@ impl Session {
                 return;
             }
             if ask.for_one() {
-                let turn_asker = lock(&self.turns).first().map(|(_, att, _)| *att);
+                let turn_asker = lock(&self.turns).first().map(|(_, asker)| asker.att);
                 let controller = |id: u64| {
                     state
                         .attached

@@ -29,6 +29,7 @@ mod peers;
 mod remote;
 mod restart;
 mod sessions;
+mod turns;
 mod unstable;
 mod v2;
 mod wasm;
