@@ -51,6 +51,7 @@ impl Chain {
             in_process: Some(start),
             remote: None,
             wasm: None,
+            registry: None,
         });
         self
     }

@@ -46,6 +46,7 @@
 #![cfg(unix)]
 
 mod account;
+mod auth;
 mod bridge;
 mod chain;
 pub mod cli;
@@ -60,6 +61,7 @@ mod launch;
 mod listen;
 mod lock;
 mod process;
+pub mod registry;
 mod route;
 pub mod router;
 mod sessions;

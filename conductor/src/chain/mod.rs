@@ -34,6 +34,19 @@
 //! ca_files = ["/etc/devbox/ca.pem"]              # optional: CAs to trust besides the system's
 //! ```
 //!
+//! A component may also be an agent of an ACP registry (see [`crate::registry`]):
+//! `registry:ID` or `registry:ID@VERSION`, resolved before the chain starts into the command
+//! its distribution gives for this platform (`npx`, `uvx`, or an archive downloaded once into
+//! sacp's cache); the public registry unless `--registry URL|FILE` or, at the top of a chain
+//! file, `registry = "URL|FILE"` names another:
+//! ```toml
+//! registry = "https://registry.example.com/registry.json"
+//!
+//! [[component]]
+//! command = "registry:gemini@0.27.3 --debug"   # arguments after the registry's own
+//! env = { GEMINI_API_KEY = "…" }               # added over the registry's
+//! ```
+//!
 //! A chain file may also say, at its top, how the proxies' MCP servers reach an agent that does
 //! not speak MCP over ACP: `mcp_bridge = "stdio"`, `"http"` or `"auto"` (the default; see
 //! [`BridgeMode`]). `--mcp-bridge` on the command line wins over it.
@@ -187,6 +200,9 @@ pub struct Component {
     pub(crate) remote: Option<remote::Address>,
     /// Set for a WebAssembly component: then `program` is `wasm:PATH`.
     pub(crate) wasm: Option<wasm::Wasm>,
+    /// Set for a registry agent not resolved yet (`ID` or `ID@VERSION`): then `program` is
+    /// `registry:…` (see [`Chain::resolve_registry`]).
+    pub(crate) registry: Option<String>,
 }
 
 impl Component {
@@ -206,6 +222,9 @@ impl Component {
         if let Some(path) = program.strip_prefix(wasm::PREFIX) {
             return Some(Component::from_wasm(path, words.collect()));
         }
+        if let Some(spec) = program.strip_prefix(crate::registry::PREFIX) {
+            return Some(Component::from_registry(spec, words.collect()));
+        }
         Some(Component {
             name: default_name(&program, words.as_slice()),
             program,
@@ -216,6 +235,7 @@ impl Component {
             in_process: None,
             remote: None,
             wasm: None,
+            registry: None,
         })
     }
 
@@ -234,6 +254,7 @@ impl Component {
             in_process: None,
             remote: Some(address),
             wasm: None,
+            registry: None,
         }
     }
 
@@ -253,6 +274,26 @@ impl Component {
             in_process: None,
             remote: None,
             wasm: Some(wasm::Wasm::new(path)),
+            registry: None,
+        }
+    }
+
+    /// An agent of an ACP registry, `ID` or `ID@VERSION` (`spec`), with `args` after the
+    /// registry's own: resolved into a process before the chain starts (see
+    /// [`Chain::resolve_registry`]). Named after its id.
+    pub fn from_registry(spec: &str, args: Vec<String>) -> Component {
+        let (id, _) = crate::registry::resolve::wanted(spec);
+        Component {
+            name: id.to_owned(),
+            program: format!("{}{spec}", crate::registry::PREFIX),
+            args,
+            env: BTreeMap::new(),
+            cwd: None,
+            dialect: None,
+            in_process: None,
+            remote: None,
+            wasm: None,
+            registry: Some(spec.to_owned()),
         }
     }
 
@@ -397,6 +438,8 @@ pub struct Chain {
     pub components: Vec<Component>,
     /// How MCP servers over ACP are bridged for the agent, when the chain file says so.
     pub mcp_bridge: Option<BridgeMode>,
+    /// The registry its `registry:` components come from (the public one when `None`).
+    pub registry: Option<crate::registry::Source>,
 }
 
 impl Chain {
@@ -426,6 +469,7 @@ impl Chain {
         Chain {
             components,
             mcp_bridge: None,
+            registry: None,
         }
     }
 
@@ -528,9 +572,47 @@ impl Chain {
         if file.mcp_bridge.is_some() {
             self.mcp_bridge = file.mcp_bridge;
         }
+        if let Some(registry) = &file.registry {
+            self.registry = Some(crate::registry::Source::parse(registry));
+        }
         for entry in file.component {
             let position = self.components.len() + 1;
             self.components.push(entry.into_component(position)?);
+        }
+        Ok(())
+    }
+}
+
+impl Chain {
+    /// Whether a component is a registry agent not resolved yet.
+    pub fn needs_registry(&self) -> bool {
+        self.components.iter().any(|c| c.registry.is_some())
+    }
+
+    /// Makes each `registry:` component the process its registry says (see
+    /// [`crate::registry`]): the chain's registry is read once (through the cache), archives
+    /// downloaded as needed. Nothing to do for a chain without one.
+    pub async fn resolve_registry(&mut self) -> Result<(), crate::registry::Error> {
+        if !self.needs_registry() {
+            return Ok(());
+        }
+        let source = self.registry.clone().unwrap_or_default();
+        let registry = crate::registry::Registry::open(source).await?;
+        for component in &mut self.components {
+            let Some(spec) = component.registry.take() else {
+                continue;
+            };
+            let launch = crate::registry::resolve(&registry, &spec).await?;
+            tracing::info!(agent = %spec, program = %launch.program, how = %launch.how, "a registry agent");
+            component.program = launch.program;
+            component.args = launch
+                .args
+                .into_iter()
+                .chain(component.args.drain(..))
+                .collect();
+            let mut env = launch.env;
+            env.append(&mut component.env);
+            component.env = env;
         }
         Ok(())
     }
@@ -570,6 +652,7 @@ struct File {
     #[serde(default)]
     component: Vec<Entry>,
     mcp_bridge: Option<BridgeMode>,
+    registry: Option<String>,
 }
 
 /// A chain file's `[[component]]`.

@@ -40,6 +40,10 @@ pub enum Failure {
         /// What it said, or what the conductor says of its refusal.
         message: String,
     },
+    /// A registry agent of the chain (`registry:ID`) could not be resolved: the registry, the
+    /// agent, its archive.
+    #[error("{0}")]
+    Registry(Arc<crate::registry::Error>),
     /// The conductor could not listen for `SIGTERM` and `SIGINT`.
     #[error("cannot listen for signals: {0}")]
     Signals(Arc<std::io::Error>),

@@ -455,6 +455,12 @@ impl Conductor {
                 {
                     self.bridges.on_request_to_agent(request, mcp);
                 }
+                if conn == EDITOR
+                    && delivery.hop.answers.as_deref() == Some("initialize")
+                    && !self.core.table().proxy_mode()
+                {
+                    crate::auth::offer_terminal(&mut delivery.message);
+                }
                 if let (Some(trace), Some(t)) = (&mut self.trace, routed_at) {
                     trace.record(t, self.core.table(), &delivery.hop, &delivery.message);
                 }

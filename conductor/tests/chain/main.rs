@@ -20,6 +20,7 @@ mod in_process_agent;
 mod lossless;
 mod mcp;
 mod parity;
+mod registry;
 use sacp_test_support::processes;
 mod router;
 mod router_remote;

@@ -1,6 +1,6 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--offers LIST] [--no-close] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--offers LIST] [--no-close] [--auth] [--setup] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
 //! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
@@ -10,6 +10,9 @@
 //!   resumes them;
 //! - `--offers resume,load|resume|load|none`: what it offers in `initialize` to take sessions
 //!   back (both by default);
+//! - `--auth`: offers authentication in `initialize`: `login` (an `agent` method) and, to a
+//!   client that takes terminal methods, `setup` (`--setup`, with `TEST_AGENT_SETUP=1`);
+//! - `--setup`: the terminal authentication of `--auth`: says so on stdout and exits 0;
 //! - `--no-close`: neither offers `session/close` in `initialize` nor serves it (an agent of
 //!   the many that cannot close a session);
 //! - `--history`: says in `initialize` that it takes a history with `session/new`
@@ -71,6 +74,8 @@ struct Args {
     offers: Option<(bool, bool)>,
     /// It cannot close a session (`--no-close`).
     no_close: bool,
+    /// It offers authentication (`--auth`).
+    auth: bool,
 }
 
 impl Args {
@@ -99,6 +104,10 @@ impl Args {
         };
         let agent = match self.no_close {
             true => agent.not_closing(),
+            false => agent,
+        };
+        let agent = match self.auth {
+            true => agent.authenticating(),
             false => agent,
         };
         match self.max_prompt {
@@ -161,6 +170,17 @@ fn args() -> Result<Args, String> {
             "--ignore-eof" => args.ignore_eof = true,
             "--history" => args.history = true,
             "--no-close" => args.no_close = true,
+            "--auth" => args.auth = true,
+            "--setup" => {
+                // The terminal authentication a client runs: interactive in a real agent.
+                let set = std::env::var("TEST_AGENT_SETUP").unwrap_or_default();
+                // The terminal is this mode's whole interface, as it is a real agent's login.
+                #[allow(clippy::print_stdout)]
+                {
+                    println!("test-agent: set up (TEST_AGENT_SETUP={set})");
+                }
+                std::process::exit(0);
+            }
             "--offers" => {
                 let list = value(&mut words, "--offers", "resume,load, resume, load or none")?;
                 let words: Vec<&str> = list.split(',').collect();

@@ -56,7 +56,8 @@ mod v2;
 pub use self::v2::{FUTURE_V2, TestAgentV2};
 
 use sacp::acp::{
-    AgentCapabilities, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
+    AuthenticateResponse, CloseSessionRequest, CloseSessionResponse, ContentBlock, ContentChunk,
     CreateElicitationRequest, CreateElicitationResponseKind, ForkSessionRequest,
     ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
@@ -101,6 +102,8 @@ pub struct TestAgent {
     withheld: (bool, bool),
     /// It neither offers nor serves `session/close` (`--no-close`).
     no_close: bool,
+    /// It offers authentication methods (`--auth`).
+    auth: bool,
 }
 
 /// Tells the turns of a session that it was closed.
@@ -215,6 +218,13 @@ impl TestAgent {
         }
     }
 
+    /// Offers authentication in `initialize` (`test-agent --auth`), as a registry's agent must:
+    /// `login` (an `agent` method, which `authenticate` takes) and, to a client that takes
+    /// terminal methods, `setup` (run as `test-agent --setup` with `TEST_AGENT_SETUP=1`).
+    pub fn authenticating(self) -> Self {
+        TestAgent { auth: true, ..self }
+    }
+
     /// The agent that declares `mcpCapabilities.http` (`test-agent --mcp-http`).
     pub fn with_mcp_over_http() -> Self {
         TestAgent {
@@ -253,12 +263,33 @@ impl TestAgent {
         if self.takes_histories {
             sacp::protocol::history::History::offer(&mut capabilities);
         }
+        let terminal = req
+            .client_capabilities
+            .as_ref()
+            .and_then(|c| c.auth.as_ref())
+            .and_then(|a| a.terminal)
+            .unwrap_or(false);
         // ACP v1 is what it speaks, whatever the client asked for: the client decides whether
         // it can go on with that.
-        let _ = req;
-        let answer = InitializeResponse::new(ProtocolVersion::from(1))
+        let mut answer = InitializeResponse::new(ProtocolVersion::from(1))
             .agent_capabilities(capabilities)
             .agent_info(Implementation::new("test-agent", env!("CARGO_PKG_VERSION")));
+        if self.auth {
+            let mut methods = vec![AuthMethod::Agent(AuthMethodAgent::new(
+                "login".to_owned(),
+                "Log in",
+            ))];
+            if terminal {
+                let setup = AuthMethodTerminal::new("setup".to_owned(), "Set up in a terminal")
+                    .args(vec!["--setup".to_owned()])
+                    .env(indexmap::IndexMap::from([(
+                        "TEST_AGENT_SETUP".to_owned(),
+                        "1".to_owned(),
+                    )]));
+                methods.push(AuthMethod::Terminal(setup));
+            }
+            answer = answer.auth_methods(methods);
+        }
         if self.mcp.rfd {
             // `mcpCapabilities.acp` is the RFD's, newer than the pinned schema: written into
             // the answer's JSON, which a typed value keeps when read back (typed is lossless).
@@ -271,6 +302,23 @@ impl TestAgent {
         } else {
             answer
         })
+    }
+
+    /// `authenticate` with a method it offered: said on stderr (for the tests that watch it).
+    #[on_request]
+    async fn authenticate(
+        &self,
+        req: AuthenticateRequest,
+        _cx: &Cx,
+    ) -> sacp::Result<AuthenticateResponse> {
+        if !self.auth || req.method_id.0.as_str() != "login" {
+            return Err(sacp::Error::invalid_params(format!(
+                "no authentication method {:?}",
+                req.method_id.0
+            )));
+        }
+        eprintln!("test-agent: authenticated with login");
+        Ok(AuthenticateResponse::new())
     }
 
     #[on_request]

@@ -11,6 +11,8 @@ use crate::conductor::{Options, run_stdio};
 use crate::launch;
 use crate::listen::Listen;
 
+mod registry;
+
 const EXAMPLES: &str = "\
 Examples:
   conductor agent sparkle-proxy \"my-agent --acp\"
@@ -60,6 +62,10 @@ enum Command {
     /// Reads a trace file (`conductor agent --trace FILE`).
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// The ACP agent registry: what a registry offers, and a chain as a registry entry. A
+    /// component `registry:ID` (or `registry:ID@VERSION`) of `conductor agent` runs that agent.
+    #[command(subcommand)]
+    Registry(registry::RegistryCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -164,6 +170,17 @@ struct AgentArgs {
     /// the ones on the command line.
     #[arg(long, value_name = "FILE")]
     chain: Option<PathBuf>,
+
+    /// The ACP registry that `registry:ID` components come from: a URL or a file. Default: the
+    /// chain file's `registry`, else the public registry.
+    #[arg(long, value_name = "URL|FILE")]
+    registry: Option<String>,
+
+    /// Runs the chain's agent's terminal authentication method ID in this terminal instead of
+    /// serving the chain (what an editor does with a `terminal` auth method of the
+    /// conductor's `initialize` answer), and exits with its status.
+    #[arg(long, value_name = "ID")]
+    terminal_auth: Option<String>,
 
     /// Writes one JSON line per message per hop (time, from, to, direction, method, id).
     #[arg(long, value_name = "FILE")]
@@ -335,6 +352,9 @@ impl AgentArgs {
         chain
             .push_command_lines(&self.components)
             .map_err(|e| e.to_string())?;
+        if let Some(registry) = &self.registry {
+            chain.registry = Some(crate::registry::Source::parse(registry));
+        }
         chain.push_argv_groups(self.words);
         chain
             .declare_dialects(&self.dialect)
@@ -462,8 +482,13 @@ pub fn main() -> ExitCode {
             init_logging();
             return trace(command);
         }
+        Command::Registry(command) => {
+            init_logging();
+            return registry::run(command);
+        }
     };
     init_logging();
+    let terminal_auth = args.terminal_auth.clone();
     let (chain, options, listen) = match args.chain() {
         Ok(parsed) => parsed,
         Err(why) => {
@@ -472,6 +497,18 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(id) = terminal_auth {
+        let status = match on_runtime(crate::auth::terminal(chain, &id)) {
+            Ok(Ok(status)) => ExitCode::from(status),
+            Ok(Err(why)) => {
+                tracing::error!("--terminal-auth {id}: {why}");
+                ExitCode::FAILURE
+            }
+            Err(code) => code,
+        };
+        crate::stderr::finish(std::time::Duration::from_millis(500));
+        return status;
+    }
     let serving = async move {
         match listen {
             Some(listen) => crate::listen::serve(chain, options, listen).await,
@@ -590,7 +627,7 @@ fn route(args: RouteArgs) -> ExitCode {
 
 /// Runs `work` on a single-threaded runtime, which is then dropped without waiting for the
 /// tasks still blocked on our stdio (they must not hold the process up).
-fn on_runtime<T>(work: impl std::future::Future<Output = T>) -> Result<T, ExitCode> {
+pub(crate) fn on_runtime<T>(work: impl std::future::Future<Output = T>) -> Result<T, ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -649,7 +686,7 @@ mod tests {
         let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
         match cli.command {
             Command::Agent(args) => (*args).chain().map(|(chain, options, _)| (chain, options)),
-            Command::Mcp { .. } | Command::Route(_) | Command::Trace(_) => {
+            Command::Mcp { .. } | Command::Route(_) | Command::Trace(_) | Command::Registry(_) => {
                 Err("not an agent command line".to_owned())
             }
         }
