@@ -26,9 +26,10 @@
 //!   Every other request of the agent's (a permission, an elicitation) goes to every attached
 //!   client; the first controller's answer goes to the agent and every other copy is
 //!   withdrawn with `$/cancel_request`.
-//! - One turn at a time: a prompt while any turn of the session runs (whoever began it, a
-//!   client that left included) is refused with [`BUSY`] (cancel it and wait for its end);
-//!   `session/cancel` from any controller cancels the turn for all.
+//! - One turn at a time: a prompt while another attached client's turn runs is refused with
+//!   [`BUSY`] (cancel it and wait for its end); one while the client's own turn runs, or a
+//!   turn whose client left, waits for it (`turns.rs`). `session/cancel` from any controller
+//!   cancels the running turn for all, and withdraws the prompts its client queued.
 
 use std::sync::Arc;
 

@@ -19,6 +19,7 @@ use super::chain::{ChainLink, answer_of, init_key};
 use super::offers::{self, Offers};
 use super::rewrite::{self, Place, session_of, with_session};
 use super::session::{Attachment, From, Session};
+use super::turns::Admit;
 use super::{CLOSED, Layer, split_id};
 use crate::journal::Claim;
 use crate::lock::lock;
@@ -282,6 +283,7 @@ impl Layer {
                     && let Some(att) = &att
                 {
                     link.note(&id, "cancelled", &att.who, None);
+                    session.withdraw(att.id);
                 }
                 let params = with_session(params, &session.own)?;
                 link.notify(method, params).await
@@ -574,8 +576,8 @@ impl Layer {
     }
 
     /// The session `id`, the client's attachment to it and its chain, when the client may
-    /// send `method` about it: the session is here and open on this connection, the client is
-    /// a controller, and no other client's turn runs for a prompt.
+    /// send `method` about it: the session is here and open on this connection, and the client
+    /// is a controller.
     fn may_ask(&self, client: &Arc<Client>, method: &str, id: &str) -> Result<To, Error> {
         let Some(session) = self.session(id) else {
             return Err(match split_id(id) {
@@ -601,18 +603,11 @@ impl Layer {
         let Some(link) = self.link_of(&session) else {
             return Err(self.not_here(id));
         };
-        if method == "session/prompt" && session.turns_in_flight() {
-            return Err(Error::new(
-                BUSY,
-                format!("a turn runs in the session {id}: cancel it first, or wait for its end"),
-            )
-            .with_data(serde_json::json!({"sessionId": id})));
-        }
         Ok((session, att, link))
     }
 
-    /// A prompt: recorded as the other clients and a later replay see it, then a turn of the
-    /// client's, which ends with the agent's answer.
+    /// A prompt: a turn of the session's, now or once the running one ended (or refused, see
+    /// `turns.rs`).
     async fn prompt(
         &self,
         (session, att, link): To,
@@ -620,23 +615,27 @@ impl Layer {
         params: Asked,
         responder: Responder,
     ) -> Result<(), Unanswered> {
-        link.note(&session.id, "prompted", &att.who, None);
-        if let Some(prompt) = params.given {
-            session.prompted(prompt, att.id).await;
-        }
-        let turn = session.begin_turn(&att, responder);
-        let ended = session.clone();
-        let sent = link
-            .request_then(method, params.own, move |result| {
-                if let Some(asker) = ended.take_turn(turn) {
-                    ended.turn_ended(Some(asker), result);
-                }
-            })
-            .await;
-        if let Err(e) = sent
-            && let Some(asker) = session.take_turn(turn)
-        {
-            session.turn_ended(Some(asker), Err(e));
+        match session.admit(&att, responder) {
+            Admit::Now(turn) => run_turn((session, att, link), turn, method, params).await,
+            Admit::Busy(responder) => {
+                let id = &session.id;
+                let busy = Error::new(
+                    BUSY,
+                    format!("a turn of another client runs in the session {id}: cancel it first, or wait for its end"),
+                )
+                .with_data(serde_json::json!({"sessionId": id}));
+                return fail(responder, busy);
+            }
+            Admit::Queued(ticket, responder) => {
+                tokio::spawn(async move {
+                    match session.queued_turn(ticket, &att, responder).await {
+                        Ok(turn) => run_turn((session, att, link), turn, method, params).await,
+                        Err(responder) => responder.answer_raw(RawJson::to_raw(
+                            &serde_json::json!({"stopReason": "cancelled"}),
+                        )),
+                    }
+                });
+            }
         }
         Ok(())
     }
@@ -725,6 +724,28 @@ impl Layer {
 /// A session a client's request is about: the session, the client's attachment to it, and
 /// its chain.
 type To = (Arc<Session>, Arc<Attachment>, Arc<ChainLink>);
+
+/// Turn `turn` of a prompt: the prompt recorded as the other clients and a later replay see
+/// it, then sent to the chain; the turn ends with the agent's answer.
+async fn run_turn((session, att, link): To, turn: u64, method: String, params: Asked) {
+    link.note(&session.id, "prompted", &att.who, None);
+    if let Some(prompt) = params.given {
+        session.prompted(prompt, att.id).await;
+    }
+    let ended = session.clone();
+    let sent = link
+        .request_then(method, params.own, move |result| {
+            if let Some(asker) = ended.take_turn(turn) {
+                ended.turn_ended(Some(asker), result);
+            }
+        })
+        .await;
+    if let Err(e) = sent
+        && let Some(asker) = session.take_turn(turn)
+    {
+        session.turn_ended(Some(asker), Err(e));
+    }
+}
 
 /// A request's params: as the chain takes them (under the chain's id), and as the client gave
 /// them.

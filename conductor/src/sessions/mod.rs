@@ -52,6 +52,7 @@ mod restore;
 pub(crate) mod rewrite;
 mod session;
 pub(crate) mod table;
+mod turns;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -29,6 +29,7 @@ use super::ask::Ask;
 use super::attach::Who;
 use super::chain::update_method;
 use super::record::{Entry, LeftOut, Record};
+use super::turns::{Admit, Head, Turns};
 use crate::journal::Journal;
 use crate::lock::lock;
 
@@ -190,10 +191,11 @@ pub(crate) struct Session {
     /// The result that began it (`session/new`, `load`, `resume`, `fork`), for a client that
     /// takes it up with `session/load`.
     setup: Mutex<Option<RawJson>>,
-    /// The turns in flight: each its number, and who asked (at most one: a prompt while a
-    /// turn runs is refused).
-    turns: Mutex<Vec<(u64, Asker)>>,
-    next_turn: std::sync::atomic::AtomicU64,
+    /// The turn that runs and the prompts waiting behind it (see `turns.rs`).
+    turns: Mutex<Turns<Asker>>,
+    /// Bumped when a turn ends, a queued prompt is withdrawn or the session closes: what a
+    /// queued prompt waits on.
+    turn_changed: watch::Sender<u64>,
     /// The number its next entry gets in the journal.
     journaled: std::sync::atomic::AtomicU64,
     /// The epoch under which this conductor holds it in the journal: 1 for a session born
@@ -221,7 +223,7 @@ impl Session {
             attached: watch::channel(0).0,
             setup: Mutex::default(),
             turns: Mutex::default(),
-            next_turn: std::sync::atomic::AtomicU64::new(0),
+            turn_changed: watch::channel(0).0,
             journaled: std::sync::atomic::AtomicU64::new(0),
             epoch: std::sync::atomic::AtomicU64::new(1),
             place: Mutex::default(),
@@ -229,37 +231,89 @@ impl Session {
         })
     }
 
-    /// A prompt of attachment `att` went to the agent: its turn's number.
-    pub(super) fn begin_turn(&self, att: &Attachment, responder: Responder) -> u64 {
-        let turn = self.next_turn.fetch_add(1, Ordering::Relaxed);
+    /// A prompt of attachment `att`: its turn begins now, waits for the running one, or is
+    /// refused (see `turns.rs`).
+    pub(super) fn admit(&self, att: &Attachment, responder: Responder) -> Admit<Responder> {
+        let attached: Vec<u64> = lock(&self.state)
+            .attached
+            .iter()
+            .map(|a| a.att.id)
+            .collect();
         let asker = Asker {
             att: att.id,
             connection: att.who.connection.clone(),
             responder,
         };
-        lock(&self.turns).push((turn, asker));
-        turn
+        match lock(&self.turns).admit(att.id, asker, |a| attached.contains(&a)) {
+            Admit::Now(turn) => Admit::Now(turn),
+            Admit::Busy(asker) => Admit::Busy(asker.responder),
+            Admit::Queued(ticket, asker) => Admit::Queued(ticket, asker.responder),
+        }
+    }
+
+    /// Waits for the turn of the prompt queued with `ticket`: its number once it began, or
+    /// the responder back if the prompt was withdrawn (its client cancelled, the session
+    /// closed).
+    pub(super) async fn queued_turn(
+        &self,
+        ticket: u64,
+        att: &Attachment,
+        responder: Responder,
+    ) -> Result<u64, Responder> {
+        let mut changed = self.turn_changed.subscribe();
+        loop {
+            changed.borrow_and_update();
+            let closed = self.is_closed();
+            {
+                let mut turns = lock(&self.turns);
+                match turns.head(ticket, closed) {
+                    Head::Go => {
+                        let asker = Asker {
+                            att: att.id,
+                            connection: att.who.connection.clone(),
+                            responder,
+                        };
+                        return Ok(turns.begin(att.id, asker));
+                    }
+                    Head::Withdrawn => {
+                        drop(turns);
+                        self.turn_changed.send_modify(|n| *n += 1);
+                        return Err(responder);
+                    }
+                    Head::Wait => {}
+                }
+            }
+            if changed.changed().await.is_err() {
+                return Err(responder);
+            }
+        }
+    }
+
+    /// Withdraws the prompts attachment `att` queued (its `session/cancel`).
+    pub(super) fn withdraw(&self, att: u64) {
+        if lock(&self.turns).withdraw(att) {
+            self.turn_changed.send_modify(|n| *n += 1);
+        }
     }
 
     /// The asker of turn `turn`, if the turn has not ended yet.
     pub(super) fn take_turn(&self, turn: u64) -> Option<Asker> {
-        let mut turns = lock(&self.turns);
-        let i = turns.iter().position(|(t, _)| *t == turn)?;
-        Some(turns.remove(i).1)
+        let asker = lock(&self.turns).take(turn);
+        self.turn_changed.send_modify(|n| *n += 1);
+        asker
     }
 
     /// The askers of every turn in flight, which end now.
     pub(super) fn take_turns(&self) -> Vec<Asker> {
-        lock(&self.turns)
-            .drain(..)
-            .map(|(_, asker)| asker)
-            .collect()
+        let askers = lock(&self.turns).take_all();
+        self.turn_changed.send_modify(|n| *n += 1);
+        askers
     }
 
     /// Whether a turn runs, whoever began it (its client may have left: the turn is the
     /// session's).
     pub(super) fn turns_in_flight(&self) -> bool {
-        !lock(&self.turns).is_empty()
+        lock(&self.turns).running()
     }
 
     pub(super) fn set_setup(&self, result: &RawJson) {
@@ -641,7 +695,7 @@ impl Session {
                 return;
             }
             if ask.for_one() {
-                let turn_asker = lock(&self.turns).first().map(|(_, asker)| asker.att);
+                let turn_asker = lock(&self.turns).first_asker();
                 let controller = |id: u64| {
                     state
                         .attached
@@ -699,6 +753,7 @@ impl Session {
         }
         self.shared.room.notify_waiters();
         self.appended.send_modify(|_| {});
+        self.turn_changed.send_modify(|n| *n += 1);
     }
 
     pub(super) fn is_closed(&self) -> bool {

@@ -1,7 +1,8 @@
 //! A turn is the session's, whoever began it (`conductor agent --listen`): a prompt's answer
 //! goes to the connection that sent it while that connection lives, whatever it attached or
-//! detached meanwhile; a prompt while any turn of the session runs is refused (`-32005`), and
-//! `session/cancel` from any controller ends the running turn, orphaned or not.
+//! detached meanwhile; one turn runs at a time: a prompt while another attached client's turn
+//! runs is refused (`-32005`), one while the client's own or an orphaned turn runs waits for
+//! it, and `session/cancel` from any controller ends the running turn, orphaned or not.
 
 use sacp::jsonrpc::Message;
 use serde_json::{Value, json};
@@ -112,11 +113,19 @@ async fn a_prompters_answer_goes_to_its_connection_whatever_it_attached_or_detac
     );
 }
 
-/// A's turn runs on after A's connection was cut; B, who took the session back, is refused a
-/// prompt while it runs (`-32005`), and B's `session/cancel` ends it; then B's prompt runs.
+/// A's turn runs on after A's connection was cut; B, who took the session back, prompts: its
+/// prompt waits for A's turn rather than reaching the agent beside it, and C's
+/// `session/cancel` ends A's turn, orphaned as it is; then B's prompt runs. A client's own
+/// second prompt waits for its first turn too, and its cancel withdraws it.
 #[tokio::test]
-async fn a_prompt_while_an_orphaned_turn_runs_is_refused_and_any_controller_cancels_it() {
-    let server = listening().await;
+async fn a_prompt_while_an_orphaned_turn_runs_waits_for_it_and_any_controller_cancels_it() {
+    // Its log says when A's cut connection has left the session.
+    let server = crate::across_machines::conductor_listening_in(
+        &[],
+        &[agent()],
+        &[("RUST_LOG", "sacp_conductor=info")],
+    )
+    .await;
     let url = server.ws();
     let mut a = client("a", &url).await;
     let new = json!({"cwd": "/tmp", "mcpServers": []});
@@ -128,46 +137,69 @@ async fn a_prompt_while_an_orphaned_turn_runs_is_refused_and_any_controller_canc
         .await;
     waiting(&mut a).await;
     drop(a);
+    server.log.until("detached: no controller left").await;
 
-    let mut b = client("b", &url).await;
     let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
-    b.request("session/load", load).await.unwrap();
-    let busy = b
-        .request("session/prompt", prompt_params(&session, "stream 1"))
-        .await
-        .unwrap_err();
-    assert_eq!(busy["code"], -32005, "{busy}");
-    // Its own second prompt is refused too: one turn at a time.
-    b.notify("session/cancel", json!({"sessionId": session}))
-        .await;
-    assert_eq!(turn_ended(&mut b).await["stopReason"], "cancelled");
+    let mut b = client("b", &url).await;
+    b.request("session/load", load.clone()).await.unwrap();
+    let mut c = client("c", &url).await;
+    c.request("session/load", load).await.unwrap();
     b.clear();
-    let next = b
-        .request("session/prompt", prompt_params(&session, "stream 2"))
+    let queued = b
+        .ask("session/prompt", prompt_params(&session, "stream 2"))
         .await;
-    assert_eq!(next, Ok(json!({"stopReason": "end_turn"})));
+    c.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    // A's turn ends cancelled; only then does B's run, whole.
+    assert_eq!(turn_ended(&mut b).await["stopReason"], "cancelled");
+    assert_eq!(
+        b.answer_to(&queued).await,
+        Ok(json!({"stopReason": "end_turn"}))
+    );
     let said: Vec<String> = b
         .updates()
         .iter()
         .filter_map(|u| crate::attach::said(u).map(str::to_owned))
         .collect();
     assert_eq!(said, ["chunk 1", "chunk 2"]);
+
+    // One turn at a time for a client's own prompts too: the second waits, and the cancel
+    // ends the first and withdraws the second.
     let wait = b
         .ask("session/prompt", prompt_params(&session, "wait"))
         .await;
     waiting(&mut b).await;
-    let again = b
-        .request("session/prompt", prompt_params(&session, "stream 1"))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        again["code"], -32005,
-        "a client's own second prompt: {again}"
-    );
+    let second = b
+        .ask("session/prompt", prompt_params(&session, "stream 1"))
+        .await;
     b.notify("session/cancel", json!({"sessionId": session}))
         .await;
     assert_eq!(
         b.answer_to(&wait).await,
         Ok(json!({"stopReason": "cancelled"}))
     );
+    assert_eq!(
+        b.answer_to(&second).await,
+        Ok(json!({"stopReason": "cancelled"}))
+    );
+    // While B's turn runs, C (attached, another client) is refused.
+    let wait = b
+        .ask("session/prompt", prompt_params(&session, "wait"))
+        .await;
+    waiting(&mut b).await;
+    let busy = c
+        .request("session/prompt", prompt_params(&session, "stream 1"))
+        .await
+        .unwrap_err();
+    assert_eq!(busy["code"], -32005, "{busy}");
+    c.notify("session/cancel", json!({"sessionId": session}))
+        .await;
+    assert_eq!(
+        b.answer_to(&wait).await,
+        Ok(json!({"stopReason": "cancelled"}))
+    );
+    let next = c
+        .request("session/prompt", prompt_params(&session, "stream 1"))
+        .await;
+    assert_eq!(next, Ok(json!({"stopReason": "end_turn"})));
 }
