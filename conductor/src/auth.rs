@@ -56,7 +56,9 @@ pub(crate) fn offer_terminal(message: &mut Message) {
 /// Runs the terminal auth method `id` of `chain`'s agent here (see the module docs): its exit
 /// status.
 pub(crate) async fn terminal(mut chain: Chain, id: &str) -> Result<u8, String> {
-    chain.resolve_registry().await.map_err(|e| e.to_string())?;
+    crate::registry::resolve_chain(&mut chain)
+        .await
+        .map_err(|e| e.to_string())?;
     let agent = chain.components.last().ok_or("the chain has no agent")?;
     if agent.remote.is_some() || agent.wasm.is_some() || agent.in_process.is_some() {
         return Err(format!(

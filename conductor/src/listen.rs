@@ -182,7 +182,9 @@ pub async fn serve(chain: Chain, options: Options, listen: Listen) -> Exit {
 
 async fn start(mut chain: Chain, options: Options, listen: Listen) -> Result<(), String> {
     // Once, not for every connection's chain.
-    chain.resolve_registry().await.map_err(|e| e.to_string())?;
+    crate::registry::resolve_chain(&mut chain)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut builder = Server::builder();
     if let Some(file) = &listen.token_file {
         let token = std::fs::read_to_string(file)

@@ -84,12 +84,13 @@ pub(crate) const CHECKS: &[Check] = &[
         allowed_group: &[],
         leaves: &["chain"],
         roots: &["cli"],
-        // Descriptions and helpers; the session journal; the session layer; a chain's
+        // Descriptions and helpers; the session journal, the ACP registry and a terminal
+        // authentication; the session layer; a chain's
         // connections, processes, bridges and router; what records them and runs the router;
         // the chain's loop; serving it over the network; the command line.
         ranks: &[
             &["lock", "account", "launch", "stderr", "versions", "chain"],
-            &["journal"],
+            &["journal", "registry", "auth"],
             &["sessions"],
             &[
                 "endpoint",

@@ -57,6 +57,7 @@
 //! `npx -y @zed-industries/claude-code-acp` is `claude-code-acp`, `python3 -m my_agent` is
 //! `my_agent`.
 
+pub(crate) mod registry;
 pub(crate) mod remote;
 pub(crate) mod wasm;
 
@@ -201,7 +202,7 @@ pub struct Component {
     /// Set for a WebAssembly component: then `program` is `wasm:PATH`.
     pub(crate) wasm: Option<wasm::Wasm>,
     /// Set for a registry agent not resolved yet (`ID` or `ID@VERSION`): then `program` is
-    /// `registry:…` (see [`Chain::resolve_registry`]).
+    /// `registry:…` (see [`crate::registry::resolve_chain`]).
     pub(crate) registry: Option<String>,
 }
 
@@ -222,7 +223,7 @@ impl Component {
         if let Some(path) = program.strip_prefix(wasm::PREFIX) {
             return Some(Component::from_wasm(path, words.collect()));
         }
-        if let Some(spec) = program.strip_prefix(crate::registry::PREFIX) {
+        if let Some(spec) = program.strip_prefix(registry::PREFIX) {
             return Some(Component::from_registry(spec, words.collect()));
         }
         Some(Component {
@@ -280,12 +281,12 @@ impl Component {
 
     /// An agent of an ACP registry, `ID` or `ID@VERSION` (`spec`), with `args` after the
     /// registry's own: resolved into a process before the chain starts (see
-    /// [`Chain::resolve_registry`]). Named after its id.
+    /// [`crate::registry::resolve_chain`]). Named after its id.
     pub fn from_registry(spec: &str, args: Vec<String>) -> Component {
-        let (id, _) = crate::registry::resolve::wanted(spec);
+        let (id, _) = registry::wanted(spec);
         Component {
             name: id.to_owned(),
-            program: format!("{}{spec}", crate::registry::PREFIX),
+            program: format!("{}{spec}", registry::PREFIX),
             args,
             env: BTreeMap::new(),
             cwd: None,
@@ -439,7 +440,7 @@ pub struct Chain {
     /// How MCP servers over ACP are bridged for the agent, when the chain file says so.
     pub mcp_bridge: Option<BridgeMode>,
     /// The registry its `registry:` components come from (the public one when `None`).
-    pub registry: Option<crate::registry::Source>,
+    pub registry: Option<registry::Source>,
 }
 
 impl Chain {
@@ -573,7 +574,7 @@ impl Chain {
             self.mcp_bridge = file.mcp_bridge;
         }
         if let Some(registry) = &file.registry {
-            self.registry = Some(crate::registry::Source::parse(registry));
+            self.registry = Some(registry::Source::parse(registry));
         }
         for entry in file.component {
             let position = self.components.len() + 1;
@@ -587,34 +588,6 @@ impl Chain {
     /// Whether a component is a registry agent not resolved yet.
     pub fn needs_registry(&self) -> bool {
         self.components.iter().any(|c| c.registry.is_some())
-    }
-
-    /// Makes each `registry:` component the process its registry says (see
-    /// [`crate::registry`]): the chain's registry is read once (through the cache), archives
-    /// downloaded as needed. Nothing to do for a chain without one.
-    pub async fn resolve_registry(&mut self) -> Result<(), crate::registry::Error> {
-        if !self.needs_registry() {
-            return Ok(());
-        }
-        let source = self.registry.clone().unwrap_or_default();
-        let registry = crate::registry::Registry::open(source).await?;
-        for component in &mut self.components {
-            let Some(spec) = component.registry.take() else {
-                continue;
-            };
-            let launch = crate::registry::resolve(&registry, &spec).await?;
-            tracing::info!(agent = %spec, program = %launch.program, how = %launch.how, "a registry agent");
-            component.program = launch.program;
-            component.args = launch
-                .args
-                .into_iter()
-                .chain(component.args.drain(..))
-                .collect();
-            let mut env = launch.env;
-            env.append(&mut component.env);
-            component.env = env;
-        }
-        Ok(())
     }
 }
 

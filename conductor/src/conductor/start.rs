@@ -13,7 +13,7 @@ pub async fn run_stdio(chain: Chain, options: Options) -> Exit {
 /// Runs `chain` as one ACP agent, talking to the editor over `editor`, until the editor closes
 /// it or the chain fails.
 pub async fn run(mut chain: Chain, options: Options, editor: impl Transport) -> Exit {
-    if let Err(e) = chain.resolve_registry().await {
+    if let Err(e) = crate::registry::resolve_chain(&mut chain).await {
         let failure = Failure::Registry(Arc::new(e));
         tracing::error!("{failure}");
         return Exit::Failed(failure);

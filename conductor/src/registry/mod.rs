@@ -34,51 +34,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::chain::Chain;
+
 pub use self::resolve::{Launch, resolve};
 
-/// The public ACP registry.
-pub const PUBLIC: &str = "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
+pub use crate::chain::registry::{PREFIX, PUBLIC, Source};
 
 /// How long a registry's list is used before it is fetched again.
 pub const REFRESH: Duration = Duration::from_secs(3600);
-
-/// The prefix of a component that is a registry agent: `registry:ID` or `registry:ID@VERSION`.
-pub const PREFIX: &str = "registry:";
-
-/// Where a registry is: a URL (`http://`, `https://`) or a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// Fetched, and cached with its time.
-    Url(String),
-    /// Read as it is, every time.
-    File(PathBuf),
-}
-
-impl Source {
-    /// A URL (`http://`, `https://`, `file://`) or a file's path.
-    pub fn parse(text: &str) -> Source {
-        if text.starts_with("http://") || text.starts_with("https://") {
-            Source::Url(text.to_owned())
-        } else {
-            Source::File(PathBuf::from(text.strip_prefix("file://").unwrap_or(text)))
-        }
-    }
-}
-
-impl Default for Source {
-    fn default() -> Self {
-        Source::Url(PUBLIC.to_owned())
-    }
-}
-
-impl std::fmt::Display for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Source::Url(url) => f.write_str(url),
-            Source::File(path) => write!(f, "{}", path.display()),
-        }
-    }
-}
 
 /// A registry's document.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -438,6 +401,34 @@ pub(crate) fn kinds(agent: &Agent) -> String {
         ));
     }
     kinds.join(", ")
+}
+
+/// Makes each `registry:` component of `chain` the process its registry says: the chain's
+/// registry is read once (through the cache), archives downloaded as needed. Nothing to do
+/// for a chain without one.
+pub async fn resolve_chain(chain: &mut Chain) -> Result<(), Error> {
+    if !chain.needs_registry() {
+        return Ok(());
+    }
+    let source = chain.registry.clone().unwrap_or_default();
+    let registry = Registry::open(source).await?;
+    for component in &mut chain.components {
+        let Some(spec) = component.registry.take() else {
+            continue;
+        };
+        let launch = resolve(&registry, &spec).await?;
+        tracing::info!(agent = %spec, program = %launch.program, how = %launch.how, "a registry agent");
+        component.program = launch.program;
+        component.args = launch
+            .args
+            .into_iter()
+            .chain(component.args.drain(..))
+            .collect();
+        let mut env = launch.env;
+        env.append(&mut component.env);
+        component.env = env;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

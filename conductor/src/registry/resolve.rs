@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::{Agent, Error, Registry, platform};
+use crate::chain::registry::wanted;
 
 /// How a registry agent is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,15 +18,6 @@ pub struct Launch {
     pub env: BTreeMap<String, String>,
     /// What it is, in words (`npx`, `uvx`, `binary linux-x86_64`), for logs.
     pub how: String,
-}
-
-/// Splits `ID@VERSION` (or `ID`).
-pub(crate) fn wanted(spec: &str) -> (&str, Option<&str>) {
-    match spec.split_once('@') {
-        Some((id, version)) if !version.is_empty() => (id, Some(version)),
-        Some((id, _)) => (id, None),
-        None => (spec, None),
-    }
 }
 
 /// The command that runs the agent `spec` (`ID` or `ID@VERSION`) of `registry` here: its
