@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use super::attach::{BUSY, OBSERVER};
 use super::chain::{ChainLink, answer_of, init_key};
 use super::offers::{self, Offers};
+use super::position::{self, Cursor};
 use super::rewrite::{self, Place, session_of, with_session};
 use super::session::{Attachment, From, Session};
 use super::turns::Admit;
@@ -37,6 +38,8 @@ pub(crate) struct Client {
     chain: Mutex<Option<Arc<ChainLink>>>,
     /// Whether it speaks ACP v1 (until its `initialize` says otherwise).
     v1: AtomicBool,
+    /// Whether its `initialize` asked for positions (see `position.rs`).
+    positions: AtomicBool,
     /// Its attachments, by the session's id.
     attachments: Mutex<foldhash::HashMap<String, Held>>,
     /// The `clientInfo` of its `initialize`.
@@ -55,6 +58,7 @@ impl Client {
             conn: OnceLock::new(),
             chain: Mutex::default(),
             v1: AtomicBool::new(true),
+            positions: AtomicBool::new(false),
             attachments: Mutex::default(),
             info: Mutex::default(),
             answer: Mutex::default(),
@@ -142,6 +146,22 @@ impl Client {
             .and_then(|p| p.parse::<Map<String, Value>>().ok())
             .and_then(|mut p| p.remove("clientInfo").or_else(|| p.remove("info")));
         *lock(&self.info) = info;
+        // v1 names its capabilities `clientCapabilities`, v2 `capabilities`.
+        let positions = params
+            .and_then(|p| {
+                p.member("clientCapabilities")
+                    .or_else(|| p.member("capabilities"))
+            })
+            .and_then(|c| c.member("_meta"))
+            .and_then(|m| m.member("sacp"))
+            .and_then(|s| s.member("positions"))
+            .is_some_and(|p| p.as_str() == "true");
+        self.positions.store(positions, Ordering::Relaxed);
+    }
+
+    /// Whether its `initialize` asked for each notification's position.
+    pub(super) fn wants_positions(&self) -> bool {
+        self.positions.load(Ordering::Relaxed)
     }
 
     pub(super) fn take_attachments(&self) -> Vec<Held> {
@@ -200,6 +220,32 @@ impl Handler for ClientSide {
 
 /// A request not dealt with, and why.
 type Unanswered = Box<(Responder, Error)>;
+
+/// Where a client taking back `session` (live here) starts in its record: from its cursor,
+/// else all of it for a load (`replay`), nothing for a resume.
+fn replay_from(session: &Session, cursor: Option<Cursor>, replay: bool) -> Result<From, Error> {
+    Ok(match cursor {
+        None if replay => From::Oldest,
+        None => From::Now,
+        Some(Cursor::Start) => From::Oldest,
+        Some(Cursor::After { life, seq }) => {
+            if life != session.life || seq >= session.end() {
+                return Err(unknown_position(&session.id, life, seq));
+            }
+            From::At(seq + 1)
+        }
+    })
+}
+
+/// The `-32602` for a cursor whose position names no entry of the session's record now.
+fn unknown_position(id: &str, life: u64, seq: u64) -> Error {
+    let at = position::position(life, seq);
+    Error::invalid_params(format!(
+        "the session {id} has no position {at}: it is of another life of the session (a \
+         conductor before this one), or past its end; resume with {{\"type\": \"start\"}}"
+    ))
+    .with_data(serde_json::json!({"sessionId": id, "position": at}))
+}
 
 fn fail(responder: Responder, e: Error) -> Result<(), Unanswered> {
     Err(Box::new((responder, e)))
@@ -430,13 +476,26 @@ impl Layer {
             let e = Error::invalid_params(format!("{method} needs a sessionId"));
             return fail(responder, e);
         };
+        let cursor = match position::cursor_of(&method, params.as_ref()) {
+            Ok(cursor) => cursor,
+            Err(e) => return fail(responder, e),
+        };
         let replay = method == "session/load";
         if let Some(session) = self.session(&id) {
             let answer = load_answer(session.setup());
-            let from = if replay { From::Oldest } else { From::Now };
+            let from = match replay_from(&session, cursor, replay) {
+                Ok(from) => from,
+                Err(e) => return fail(responder, e),
+            };
             self.attach(client, &session, from, responder, answer, From::Now);
             return Ok(());
         }
+        // A position names an entry of a life of the session that is over (a conductor before
+        // this one, or this one's before the session ended): not one to replay from.
+        if let Some(Cursor::After { life, seq }) = cursor {
+            return fail(responder, unknown_position(&id, life, seq));
+        }
+        let replay = replay || cursor == Some(Cursor::Start);
         // A session that ended here (its chain gone, or no client took it back in time) comes
         // back from the journal, which numbers its entries on from where they were — even
         // while its chain lives: a load through the chain would start the session's record,

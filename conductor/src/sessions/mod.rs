@@ -47,6 +47,7 @@ mod chain;
 mod client;
 mod offers;
 mod port;
+mod position;
 mod record;
 mod restore;
 pub(crate) mod rewrite;
@@ -315,6 +316,7 @@ impl Layer {
             self.next_id(),
             conn.clone(),
             client.is_v1(),
+            client.wants_positions(),
             who,
         ))
     }

@@ -28,6 +28,7 @@ use super::Limits;
 use super::ask::Ask;
 use super::attach::Who;
 use super::chain::update_method;
+use super::position::positioned;
 use super::record::{Entry, LeftOut, Record};
 use super::turns::{Admit, Head, Turns};
 use crate::journal::Journal;
@@ -90,6 +91,8 @@ pub(crate) struct Attachment {
     /// Whether the client speaks ACP v1: it learns of a turn it did not start ending from the
     /// layer's `_sacp/turn_ended` (v2 agents say so themselves, with a `state_update`).
     pub(super) v1: bool,
+    /// Whether its client asked for each notification's position (see `position.rs`).
+    pub(super) positions: bool,
     /// Who it is to the other clients, and what it may do.
     pub(super) who: Who,
     poke: Notify,
@@ -105,11 +108,18 @@ impl Attachment {
         self.stop.is_cancelled()
     }
 
-    pub(super) fn new(id: u64, conn: Connection, v1: bool, who: Who) -> Arc<Attachment> {
+    pub(super) fn new(
+        id: u64,
+        conn: Connection,
+        v1: bool,
+        positions: bool,
+        who: Who,
+    ) -> Arc<Attachment> {
         Arc::new(Attachment {
             id,
             conn,
             v1,
+            positions,
             who,
             poke: Notify::new(),
             stop: CancellationToken::new(),
@@ -125,6 +135,9 @@ pub(super) enum From {
     Oldest,
     /// What comes next: the live stream only.
     Now,
+    /// The entry with this sequence number (or the oldest held, if it is older): a client's
+    /// cursor (see `position.rs`).
+    At(u64),
 }
 
 /// An answer a client is owed at a place in the record: once it has got every entry before
@@ -203,6 +216,8 @@ pub(crate) struct Session {
     epoch: std::sync::atomic::AtomicU64,
     /// Its id as the journal's records carry it (shared, not copied for each).
     key: Arc<str>,
+    /// This life of its record, in the positions its clients are told (see `position.rs`).
+    pub(super) life: u64,
     /// Where it began (`{cwd, mcpServers}`), kept while a journal writes it down: what its
     /// subagents' sessions began in too.
     place: Mutex<Option<serde_json::Value>>,
@@ -214,6 +229,7 @@ pub(crate) struct Session {
 impl Session {
     pub(super) fn new(id: String, own: String, shared: Arc<Shared>) -> Arc<Session> {
         Arc::new(Session {
+            life: new_life(),
             key: Arc::from(id.as_str()),
             id,
             own,
@@ -353,11 +369,12 @@ impl Session {
             let cursor = match from {
                 From::Oldest => state.record.first(),
                 From::Now => state.record.end(),
+                From::At(seq) => seq.clamp(state.record.first(), state.record.end()),
             };
             let mut owed = VecDeque::new();
             if let Some((responder, result, at)) = first {
                 let at = match at {
-                    From::Oldest => cursor,
+                    From::Oldest | From::At(_) => cursor,
                     From::Now => state.record.end(),
                 };
                 owed.push_back(Owed {
@@ -463,9 +480,9 @@ impl Session {
                     let entry = entry.take().expect("appended once");
                     match self.direct(&mut state, None) {
                         Some((att, sending)) => {
-                            self.push_quietly(&mut state, entry);
+                            let (seq, _) = self.push_quietly(&mut state, entry);
                             state.delivered = state.record.end();
-                            Some(Some((att, sending)))
+                            Some(Some((att, sending, seq)))
                         }
                         None => {
                             self.push(&mut state, entry);
@@ -478,8 +495,13 @@ impl Session {
             };
             match appended {
                 // The one client takes it now, from here: no task is woken for it.
-                Some(Some((att, sending))) => {
+                Some(Some((att, sending, seq))) => {
                     if echo != Some(att.id) {
+                        let params = if att.positions {
+                            positioned(&params, self.life, seq)
+                        } else {
+                            params
+                        };
                         let _ = perform(&att, Action::Notify(method, params)).await;
                     }
                     drop(sending);
@@ -756,6 +778,11 @@ impl Session {
         self.turn_changed.send_modify(|n| *n += 1);
     }
 
+    /// The sequence number the record's next entry gets.
+    pub(super) fn end(&self) -> u64 {
+        lock(&self.state).record.end()
+    }
+
     pub(super) fn is_closed(&self) -> bool {
         lock(&self.state).closed
     }
@@ -902,20 +929,33 @@ impl Session {
                     echo,
                 } => {
                     if *echo != Some(att.id) {
-                        actions.push(Action::Notify(method.clone(), params.clone()));
+                        let params = if att.positions {
+                            positioned(params, self.life, seq)
+                        } else {
+                            params.clone()
+                        };
+                        actions.push(Action::Notify(method.clone(), params));
                     }
                 }
                 // A v2 agent shows the prompt itself (its `user_message` update).
                 Entry::Prompt { params, echo } => {
                     if *echo != Some(att.id) && att.v1 {
                         for update in user_messages(&self.id, params) {
+                            let update = if att.positions {
+                                positioned(&update, self.life, seq)
+                            } else {
+                                update
+                            };
                             actions.push(Action::Notify(update_method(), update));
                         }
                     }
                 }
                 Entry::TurnEnded { result, asker } => {
                     if *asker != Some(att.id) && att.v1 {
-                        let params = turn_ended_params(&self.id, result);
+                        let mut params = turn_ended_params(&self.id, result);
+                        if att.positions {
+                            params = positioned(&params, self.life, seq);
+                        }
                         actions.push(Action::Notify(Arc::from(TURN_ENDED), params));
                     }
                 }
@@ -1087,4 +1127,19 @@ fn left_out_params(session: &str, left_out: LeftOut) -> RawJson {
         "entries": left_out.entries,
     });
     RawJson::to_raw(&value).unwrap_or_else(|_| RawJson::null())
+}
+
+/// A number for a new life of a session's record: random, so that a position of a life before
+/// (another conductor's, or this one's before a restore) names no entry of this one.
+fn new_life() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish()
 }

@@ -21,6 +21,7 @@ mod across_machines;
 mod attach;
 mod between_turns;
 mod chain;
+mod cursors;
 mod foreign_conductor;
 mod journal;
 mod offers;

@@ -42,6 +42,53 @@ pub(crate) fn value_span(text: &[u8], key: &str) -> Option<Range<usize>> {
     }
 }
 
+/// Where the member `key` of the top-level object `text` is, or where one would go.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Its value's byte range (the first one, if it is there twice).
+    Value(Range<usize>),
+    /// It is not there: the offset of the object's closing brace, and whether the object has
+    /// no member at all.
+    Absent { close: usize, empty: bool },
+}
+
+/// Where the member `key` of the top-level object `text` is (see [`Slot`]), if `text` is an
+/// object.
+pub(crate) fn slot(text: &[u8], key: &str) -> Option<Slot> {
+    let mut at = skip_space(text, 0);
+    if text.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    let mut empty = true;
+    loop {
+        at = skip_space(text, at);
+        match text.get(at)? {
+            b'}' => return Some(Slot::Absent { close: at, empty }),
+            b'"' => {}
+            _ => return None,
+        }
+        empty = false;
+        let name = string_end(text, at)?;
+        let named = &text[at + 1..name - 1] == key.as_bytes();
+        at = skip_space(text, name);
+        if text.get(at) != Some(&b':') {
+            return None;
+        }
+        at = skip_space(text, at + 1);
+        let end = value_end(text, at)?;
+        if named {
+            return Some(Slot::Value(at..end));
+        }
+        at = skip_space(text, end);
+        match text.get(at)? {
+            b',' => at += 1,
+            b'}' => return Some(Slot::Absent { close: at, empty }),
+            _ => return None,
+        }
+    }
+}
+
 /// The content (between the quotes) of the string value of `key`, when it is a string with no
 /// escape in it.
 pub(crate) fn plain_string(text: &[u8], key: &str) -> Option<Range<usize>> {
@@ -121,6 +168,28 @@ mod tests {
 
     fn value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
         value_span(text.as_bytes(), key).map(|span| &text[span])
+    }
+
+    #[test]
+    fn a_slot_is_a_members_value_or_where_a_new_one_goes() {
+        let text = br#" { "a" : [1,{"}":2}] , "b":"x" } "#;
+        assert_eq!(slot(text, "b"), Some(Slot::Value(27..30)));
+        assert_eq!(
+            slot(text, "c"),
+            Some(Slot::Absent {
+                close: 31,
+                empty: false
+            })
+        );
+        assert_eq!(
+            slot(b"{ }", "c"),
+            Some(Slot::Absent {
+                close: 2,
+                empty: true
+            })
+        );
+        assert_eq!(slot(b"[1]", "c"), None);
+        assert_eq!(slot(b"{\"a\":1 2}", "c"), None);
     }
 
     #[test]

@@ -288,6 +288,42 @@ impl RawJson {
         Some(RawJson::from_trusted(Bytes::from(out)))
     }
 
+    /// The value of the top-level member `key`, when this is an object that has it: found by
+    /// a scan of the text, shared with this payload (no copy).
+    pub fn member(&self, key: &str) -> Option<RawJson> {
+        match super::member::slot(self.as_bytes(), key)? {
+            super::member::Slot::Value(span) => Some(self.slice(span)),
+            super::member::Slot::Absent { .. } => None,
+        }
+    }
+
+    /// This object with its top-level member `key` set to `value`: its value replaced where
+    /// it has the member, the member added at its end where it has not — every other byte as
+    /// it was, nothing parsed. `None` where this is not an object.
+    pub fn with_member(&self, key: &str, value: &RawJson) -> Option<RawJson> {
+        let text = self.as_bytes();
+        let slot = super::member::slot(text, key)?;
+        let mut out = Vec::with_capacity(text.len() + key.len() + value.len() + 4);
+        match slot {
+            super::member::Slot::Value(span) => {
+                out.extend_from_slice(&text[..span.start]);
+                value.write_into(&mut out);
+                out.extend_from_slice(&text[span.end..]);
+            }
+            super::member::Slot::Absent { close, empty } => {
+                out.extend_from_slice(&text[..close]);
+                if !empty {
+                    out.push(b',');
+                }
+                super::id::write_json_string(key, &mut out);
+                out.push(b':');
+                value.write_into(&mut out);
+                out.extend_from_slice(&text[close..]);
+            }
+        }
+        Some(RawJson::from_trusted(Bytes::from(out)))
+    }
+
     /// Whether this is the JSON `null`.
     pub fn is_null(&self) -> bool {
         match &self.0 {
@@ -353,6 +389,21 @@ impl fmt::Display for RawJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_member_is_read_and_set_in_place() {
+        let raw = RawJson::from_string(r#"{"b": {"x":[1,"}"]}, "a":2.50}"#).unwrap();
+        assert_eq!(raw.member("b").unwrap().as_str(), r#"{"x":[1,"}"]}"#);
+        assert!(raw.member("c").is_none());
+        let one = RawJson::from_string("1").unwrap();
+        let set = raw.with_member("a", &one).unwrap();
+        assert_eq!(set.as_str(), r#"{"b": {"x":[1,"}"]}, "a":1}"#);
+        let added = raw.with_member("c\"", &one).unwrap();
+        assert_eq!(added.as_str(), r#"{"b": {"x":[1,"}"]}, "a":2.50,"c\"":1}"#);
+        let empty = RawJson::empty_object().with_member("c", &one).unwrap();
+        assert_eq!(empty.as_str(), r#"{"c":1}"#);
+        assert!(one.with_member("c", &one).is_none());
+    }
 
     #[test]
     fn from_string_validates_and_flattens_line_breaks() {
