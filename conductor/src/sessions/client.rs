@@ -149,12 +149,9 @@ impl Client {
         // v1 names its capabilities `clientCapabilities`, v2 `capabilities`.
         let positions = params
             .and_then(|p| {
-                p.member("clientCapabilities")
-                    .or_else(|| p.member("capabilities"))
+                p.member_at(&["clientCapabilities", "_meta", "sacp", "positions"])
+                    .or_else(|| p.member_at(&["capabilities", "_meta", "sacp", "positions"]))
             })
-            .and_then(|c| c.member("_meta"))
-            .and_then(|m| m.member("sacp"))
-            .and_then(|s| s.member("positions"))
             .is_some_and(|p| p.as_str() == "true");
         self.positions.store(positions, Ordering::Relaxed);
     }

@@ -41,21 +41,9 @@ pub(super) fn position(life: u64, seq: u64) -> String {
 /// `_meta.sacp.position` set, every other byte as it was. `params` as it is where it is not an
 /// object.
 pub(super) fn positioned(params: &RawJson, life: u64, seq: u64) -> RawJson {
-    let object = |raw: &RawJson| raw.as_bytes().first() == Some(&b'{');
-    let Ok(value) = RawJson::to_raw(&position(life, seq)) else {
-        return params.clone();
-    };
-    let meta = params
-        .member("_meta")
-        .filter(object)
-        .unwrap_or_else(RawJson::empty_object);
-    let sacp = meta
-        .member("sacp")
-        .filter(object)
-        .unwrap_or_else(RawJson::empty_object);
-    sacp.with_member("position", &value)
-        .and_then(|sacp| meta.with_member("sacp", &sacp))
-        .and_then(|meta| params.with_member("_meta", &meta))
+    RawJson::to_raw(&position(life, seq))
+        .ok()
+        .and_then(|value| params.with_member_at(&["_meta", "sacp", "position"], &value))
         .unwrap_or_else(|| params.clone())
 }
 
@@ -68,10 +56,7 @@ pub(super) fn cursor_of(method: &str, params: Option<&RawJson>) -> Result<Option
     let given = if method == "session/resume" {
         params.member("replayFrom")
     } else {
-        params
-            .member("_meta")
-            .and_then(|meta| meta.member("sacp"))
-            .and_then(|sacp| sacp.member("replayFrom"))
+        params.member_at(&["_meta", "sacp", "replayFrom"])
     };
     let Some(given) = given else {
         return Ok(None);

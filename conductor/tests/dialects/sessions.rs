@@ -763,9 +763,10 @@ async fn rejoining(url: &str) -> (sacp::testing::ScriptedEditor, sacp::testing::
 }
 
 /// `sacp`'s WebSocket client with `Remote::rejoin`: its socket cut while a turn waits, it
-/// connects again by itself and takes its session back. The caller's connection goes on: the
-/// prompt that was waiting fails with `-32603`, the session's history comes again, and the
-/// same session, in the same agent process, takes a cancel and the next prompt.
+/// connects again by itself and takes its session back from the last position it got. The
+/// caller's connection goes on: the prompt that was waiting fails with `-32603`, nothing it
+/// had comes again, and the same session, in the same agent process, takes a cancel and the
+/// next prompt.
 #[tokio::test]
 async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
     let server = conductor_listening(&[], &[agent()]).await;
@@ -787,19 +788,6 @@ async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
         .expect_err("its answer was lost with the socket");
     assert_eq!(lost.code, -32603, "{lost:?}");
     assert!(lost.message.contains("took its sessions back"), "{lost:?}");
-    // The history again: the first turn's chunks a second time.
-    within("the replay", async {
-        while session
-            .updates()
-            .iter()
-            .filter(|u| sacp::testing::line(u) == "message: chunk 1")
-            .count()
-            < 2
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await;
     assert_eq!(cutter.cuts.load(std::sync::atomic::Ordering::Relaxed), 1);
 
     within("the cancel", session.cancel()).await.unwrap();
@@ -807,10 +795,70 @@ async fn a_rejoining_websocket_takes_its_sessions_back_by_itself() {
         .await
         .unwrap();
     assert_eq!(next.text(), "chunk 1chunk 2");
+    // Taken back from the last position it got: nothing it had came again (the first turn's
+    // chunks and the `waiting` once each; the next turn's chunk 1 is the second chunk 1).
+    let count = |line: &str| {
+        session
+            .updates()
+            .iter()
+            .filter(|u| sacp::testing::line(u) == line)
+            .count()
+    };
+    assert_eq!(count("message: chunk 1"), 2, "{:?}", session.updates());
+    assert_eq!(count("message: chunk 3"), 1);
+    assert_eq!(count("message: waiting"), 1);
     // The same agent process, and no other: the connection that came back was answered
     // `initialize` as the first one was, and started no chain of its own.
     let now = agents_of(&server);
     assert_eq!(agents, now, "the same agent process, and no other");
+}
+
+/// With `Remote::rejoin`, a conductor killed and started again on the same address and
+/// journal: the position the caller last got names the session's life before the restart, so
+/// the new conductor refuses it (`-32602`), and the transport loads the session again whole —
+/// the session comes back from the journal with its history, and goes on.
+#[tokio::test]
+async fn a_rejoining_websocket_takes_a_session_back_whole_from_a_restarted_conductor() {
+    let base = std::env::temp_dir().join(format!("sacp-rejoin-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let db = base.join("journal.db");
+    let args = ["--journal", db.to_str().unwrap()];
+    let mut first = conductor_listening(&args, &[agent()]).await;
+    let addr = first
+        .url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_owned();
+    let (_editor, session) = rejoining(&first.ws()).await;
+    let turn = within("the first turn", session.prompt("stream 3"))
+        .await
+        .unwrap();
+    assert_eq!(turn.text(), "chunk 1chunk 2chunk 3");
+    crate::restart::until_journaled(db.to_str().unwrap(), &session.id().to_string(), "chunk 3")
+        .await;
+    first.kill().await;
+    let _second = crate::restart::conductor_on(&addr, &args, &[agent()]).await;
+    // The history again, from the journal: the first turn's chunks a second time.
+    within("the replay", async {
+        while session
+            .updates()
+            .iter()
+            .filter(|u| sacp::testing::line(u) == "message: chunk 3")
+            .count()
+            < 2
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let next = within("the next turn", session.prompt("stream 2"))
+        .await
+        .unwrap();
+    assert_eq!(next.text(), "chunk 1chunk 2");
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 /// With `Remote::rejoin`, a server gone for good ends the caller's connection once the tries

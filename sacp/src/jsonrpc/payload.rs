@@ -324,6 +324,32 @@ impl RawJson {
         Some(RawJson::from_trusted(Bytes::from(out)))
     }
 
+    /// The value at `path` (a member of a member of …), when every object on the way has it.
+    pub fn member_at(&self, path: &[&str]) -> Option<RawJson> {
+        let (first, rest) = path.split_first()?;
+        let value = self.member(first)?;
+        if rest.is_empty() {
+            Some(value)
+        } else {
+            value.member_at(rest)
+        }
+    }
+
+    /// This object with the value at `path` set to `value`: each object on the way kept as it
+    /// was but for the one member, made (`{}`) where it is missing or is not an object.
+    /// `None` where this is not an object, or `path` is empty.
+    pub fn with_member_at(&self, path: &[&str], value: &RawJson) -> Option<RawJson> {
+        let (first, rest) = path.split_first()?;
+        if rest.is_empty() {
+            return self.with_member(first, value);
+        }
+        let inner = self
+            .member(first)
+            .filter(|m| m.as_bytes().first() == Some(&b'{'))
+            .unwrap_or_else(RawJson::empty_object);
+        self.with_member(first, &inner.with_member_at(rest, value)?)
+    }
+
     /// Whether this is the JSON `null`.
     pub fn is_null(&self) -> bool {
         match &self.0 {
@@ -403,6 +429,15 @@ mod tests {
         let empty = RawJson::empty_object().with_member("c", &one).unwrap();
         assert_eq!(empty.as_str(), r#"{"c":1}"#);
         assert!(one.with_member("c", &one).is_none());
+        let deep = raw.with_member_at(&["b", "y", "z"], &one).unwrap();
+        assert_eq!(
+            deep.as_str(),
+            r#"{"b": {"x":[1,"}"],"y":{"z":1}}, "a":2.50}"#
+        );
+        assert_eq!(deep.member_at(&["b", "y", "z"]).unwrap().as_str(), "1");
+        let over = raw.with_member_at(&["a", "n"], &one).unwrap();
+        assert_eq!(over.as_str(), r#"{"b": {"x":[1,"}"]}, "a":{"n":1}}"#);
+        assert!(raw.member_at(&["b", "x", "y"]).is_none());
     }
 
     #[test]

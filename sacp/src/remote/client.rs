@@ -105,9 +105,11 @@ impl Remote {
     /// back (off by default): a new socket, the caller's `initialize` again, then a
     /// `session/load` of each session it opened — for a server whose sessions outlive their
     /// connection, as `sacp`'s conductor's do under `--listen` (every socket shares one
-    /// cookie jar, the one given or its own, so a load balancer's affinity holds). Each
-    /// session's history is replayed then (as any `session/load` does), and requests that
-    /// were waiting for an answer fail with `-32603`; see [`Rejoining`](super::Rejoining).
+    /// cookie jar, the one given or its own, so a load balancer's affinity holds). From
+    /// `sacp`'s conductor each session replays what followed the last notification the caller
+    /// got (its `initialize` asks for positions, and the load gives the last one as a
+    /// cursor); from another server, its whole history, as any `session/load` does. Requests
+    /// that were waiting for an answer fail with `-32603`; see [`Rejoining`](super::Rejoining).
     /// Streamable HTTP needs none of this: its broken streams resume by themselves.
     pub fn rejoin(mut self, yes: bool) -> Remote {
         self.rejoin = yes;

@@ -3,9 +3,17 @@
 //! transport opens a new one, sends the `initialize` the caller sent, then a `session/load` of
 //! every session the caller opened, and goes on — the caller's connection sees one transport.
 //!
+//! The `initialize` it sends asks for positions (`_meta.sacp.positions` in the client's
+//! capabilities; nothing else of it changes), which `sacp`'s conductor gives each session
+//! notification in `_meta.sacp.position`; the transport keeps each session's last one, and its
+//! `session/load` after a drop asks to replay from there (`_meta.sacp.replayFrom`
+//! `{"type": "_sacp/after", "position": …}`).
+//!
 //! What the caller sees of a drop:
-//! - each session's history again, as `session/load` replays it (a client that shows a
-//!   session starts its view over at the first replayed update), then the live stream;
+//! - from `sacp`'s conductor, what the session said after the last notification the caller
+//!   got, once, then the live stream; from a server that gives no positions, each session's
+//!   history again, as `session/load` replays it (a client that shows a session starts its
+//!   view over at the first replayed update), then the live stream;
 //! - its requests that were waiting for an answer when the socket broke fail with `-32603`
 //!   saying so (a prompt's turn goes on at the server; its end comes as the server tells a
 //!   client that did not send it: with `sacp`'s conductor, `_sacp/turn_ended`);
@@ -56,6 +64,13 @@ struct State {
     new_sessions: HashMap<Id, Option<RawJson>>,
     /// The caller's sessions (in the order it opened them), with the params to load them.
     sessions: Vec<(String, RawJson)>,
+    /// The last position the server gave in each session's notifications.
+    positions: HashMap<String, RawJson>,
+    /// The transport's loads that gave a position: refused (`-32602`, a position of the
+    /// session's life before the server restarted), the session is loaded again without.
+    cursored: HashSet<Id>,
+    /// Sessions to load again without a position.
+    retry: Vec<String>,
     /// The caller's requests not answered yet.
     in_flight: HashSet<Id>,
     /// The caller's `session/load`s and `session/resume`s not answered yet: the session each
@@ -139,7 +154,12 @@ impl MessageReader for RejoiningReader {
                     if self.seen(&response) {
                         return Ok(Some(Inbound::Message(Message::Response(response))));
                     }
+                    self.load_again().await;
                     continue;
+                }
+                Ok(Some(Inbound::Message(Message::Notification(notification)))) => {
+                    self.note_position(notification.params.as_ref());
+                    return Ok(Some(Inbound::Message(Message::Notification(notification))));
                 }
                 Ok(Some(inbound)) => return Ok(Some(inbound)),
                 ended => ended,
@@ -165,11 +185,36 @@ impl MessageReader for RejoiningReader {
 }
 
 impl RejoiningReader {
+    /// Keeps the position a session notification carries, if it carries one.
+    fn note_position(&self, params: Option<&RawJson>) {
+        let Some(params) = params else {
+            return;
+        };
+        if let Some(position) = params.member_at(&["_meta", "sacp", "position"])
+            && let Some(session) = params.str_member("sessionId")
+        {
+            lock(&self.shared.state)
+                .positions
+                .insert(session.into_owned(), position);
+        }
+    }
+
     /// Notes what a response answers; whether it is the caller's.
     fn seen(&self, response: &Response) -> bool {
         let mut state = lock(&self.shared.state);
         let failed = matches!(response.body, ResponseBody::Error(_));
         if let Some(session) = state.ours.remove(&response.id) {
+            let cursored = state.cursored.remove(&response.id);
+            if let ResponseBody::Error(error) = &response.body
+                && cursored
+                && error.member("code").is_some_and(|c| c.as_str() == "-32602")
+                && let Some(session) = session
+            {
+                tracing::info!(session = %session, error = %error, "the server took no position: loading the session whole");
+                state.positions.remove(&session);
+                state.retry.push(session);
+                return false;
+            }
             if let ResponseBody::Error(error) = &response.body {
                 tracing::warn!(session = ?session, error = %error, "taking a session back failed");
                 if let Some(session) = session {
@@ -240,23 +285,46 @@ impl RejoiningReader {
     fn takes_back(&self) -> Vec<Message> {
         let mut state = lock(&self.shared.state);
         let mut batch = Vec::new();
-        let mut ask = |state: &mut State, method: &str, params, session| {
-            state.sent += 1;
-            let id = Id::String(Arc::from(format!("sacp-rejoin-{}", state.sent)));
-            state.ours.insert(id.clone(), session);
-            batch.push(Message::Request(Request {
-                id,
-                method: method.to_owned(),
-                params,
-            }));
-        };
         if let Some(params) = state.initialize.clone() {
-            ask(&mut state, "initialize", params, None);
+            batch.push(ours(&mut state, "initialize", params, None));
         }
         for (session, load) in state.sessions.clone() {
-            ask(&mut state, "session/load", Some(load), Some(session));
+            let request = match state.positions.get(&session) {
+                Some(position) => {
+                    let load = from_position(&load, position);
+                    let request = ours(&mut state, "session/load", Some(load), Some(session));
+                    if let Message::Request(r) = &request {
+                        state.cursored.insert(r.id.clone());
+                    }
+                    request
+                }
+                None => ours(&mut state, "session/load", Some(load), Some(session)),
+            };
+            batch.push(request);
         }
         batch
+    }
+
+    /// Loads again, whole, the sessions whose position the server refused.
+    async fn load_again(&mut self) {
+        let mut batch = {
+            let mut state = lock(&self.shared.state);
+            let retry = std::mem::take(&mut state.retry);
+            let loads: Vec<(String, RawJson)> = state
+                .sessions
+                .iter()
+                .filter(|(session, _)| retry.contains(session))
+                .cloned()
+                .collect();
+            loads
+                .into_iter()
+                .map(|(session, load)| ours(&mut state, "session/load", Some(load), Some(session)))
+                .collect::<Vec<_>>()
+        };
+        if !batch.is_empty() {
+            // A write that fails shows as the socket's end on the next read.
+            let _ = self.shared.writer.lock().await.write(&mut batch).await;
+        }
     }
 }
 
@@ -281,8 +349,11 @@ impl MessageWriter for RejoiningWriter {
         // again goes on the new socket, and is not among those the drop lost.
         {
             let mut state = lock(&self.shared.state);
-            for message in batch.iter() {
+            for message in batch.iter_mut() {
                 if let Message::Request(request) = message {
+                    if request.method == "initialize" {
+                        request.params = Some(asking_positions(request.params.as_ref()));
+                    }
                     note(&mut state, request);
                 }
             }
@@ -339,6 +410,55 @@ fn note(state: &mut State, request: &Request) {
         }
         _ => {}
     }
+}
+
+/// A request of the transport's own (id `sacp-rejoin-N`), noted with the session it loads.
+fn ours(
+    state: &mut State,
+    method: &str,
+    params: Option<RawJson>,
+    session: Option<String>,
+) -> Message {
+    state.sent += 1;
+    let id = Id::String(Arc::from(format!("sacp-rejoin-{}", state.sent)));
+    state.ours.insert(id.clone(), session);
+    Message::Request(Request {
+        id,
+        method: method.to_owned(),
+        params,
+    })
+}
+
+/// `initialize` params that ask for positions: `_meta.sacp.positions` in the client's
+/// capabilities (`clientCapabilities`, v2's `capabilities`), every other byte as it was.
+fn asking_positions(params: Option<&RawJson>) -> RawJson {
+    let params = params.cloned().unwrap_or_else(RawJson::empty_object);
+    let v2 = params
+        .member("protocolVersion")
+        .and_then(|v| v.as_str().parse::<u64>().ok())
+        .is_some_and(|v| v >= 2);
+    let capabilities = if v2 {
+        "capabilities"
+    } else {
+        "clientCapabilities"
+    };
+    let yes = RawJson::from_string("true").unwrap_or_else(|_| RawJson::null());
+    params
+        .with_member_at(&[capabilities, "_meta", "sacp", "positions"], &yes)
+        .unwrap_or(params)
+}
+
+/// `session/load` params that replay from after `position` (the server's).
+fn from_position(load: &RawJson, position: &RawJson) -> RawJson {
+    let cursor = RawJson::empty_object()
+        .with_member(
+            "type",
+            &RawJson::to_raw("_sacp/after").unwrap_or_else(|_| RawJson::null()),
+        )
+        .and_then(|c| c.with_member("position", position));
+    cursor
+        .and_then(|cursor| load.with_member_at(&["_meta", "sacp", "replayFrom"], &cursor))
+        .unwrap_or_else(|| load.clone())
 }
 
 /// The top-level `sessionId` of params or a result.
