@@ -122,6 +122,17 @@ impl Record {
             .map(move |(i, (entry, _))| (from + i as u64, entry))
     }
 
+    /// The newest entry held that `pred` takes, searched from the end.
+    pub(super) fn newest(&self, pred: impl Fn(&Entry) -> bool) -> Option<&Entry> {
+        self.entries
+            .chunks
+            .iter()
+            .rev()
+            .flat_map(|chunk| chunk.iter().rev())
+            .map(|(entry, _)| entry)
+            .find(|entry| pred(entry))
+    }
+
     /// Forgets entries older than `below` until the record takes at most `limit` bytes: as
     /// few of the oldest as that needs, or, when `whole_turns`, only whole turns (through a
     /// turn's end). Stops at an ask still waiting. One pass over the entries it forgets (for

@@ -147,6 +147,9 @@ struct Owed {
     at: u64,
     responder: Responder,
     result: Result<RawJson, Error>,
+    /// A `session/update` it is sent just before the answer: a v2 client's current
+    /// `state_update` after a load's or resume's replay.
+    preface: Option<RawJson>,
 }
 
 #[derive(Debug)]
@@ -358,8 +361,12 @@ impl Session {
         from: From,
         first: Option<(Responder, Result<RawJson, Error>, From)>,
     ) -> bool {
+        // ACP v2: a load or resume is answered after the session's current state.
+        let v2_setup = !att.v1 && matches!(&first, Some((_, Ok(_), From::Now)));
+        let running = v2_setup && self.turns_in_flight();
         {
             let mut state = lock(&self.state);
+            let preface = v2_setup.then(|| current_state(&state.record, &self.id, running));
             if state.closed {
                 if let Some((responder, _, _)) = first {
                     responder.answer_error(self.gone());
@@ -381,6 +388,7 @@ impl Session {
                     at,
                     responder,
                     result,
+                    preface,
                 });
             }
             state.attached.push(Attached {
@@ -447,6 +455,7 @@ impl Session {
                     at,
                     responder,
                     result,
+                    preface: None,
                 });
                 attached.att.poke.notify_one();
             }
@@ -655,6 +664,7 @@ impl Session {
                     at: seq,
                     responder,
                     result,
+                    preface: None,
                 });
             }
             return;
@@ -1038,6 +1048,9 @@ fn controllers(attached: &[Attached]) -> usize {
 fn due(owed: &mut VecDeque<Owed>, seq: u64, actions: &mut Vec<Action>) {
     while owed.front().is_some_and(|o| o.at <= seq) {
         if let Some(o) = owed.pop_front() {
+            if let Some(preface) = o.preface {
+                actions.push(Action::Notify(update_method(), preface));
+            }
             actions.push(Action::Answer(o.responder, o.result));
         }
     }
@@ -1127,6 +1140,30 @@ fn left_out_params(session: &str, left_out: LeftOut) -> RawJson {
         "entries": left_out.entries,
     });
     RawJson::to_raw(&value).unwrap_or_else(|_| RawJson::null())
+}
+
+/// Session `id`'s current v2 state: the agent's last `state_update` the record holds, else
+/// `running` while a turn runs (`running`), else `idle`.
+fn current_state(record: &Record, id: &str, running: bool) -> RawJson {
+    let last = record.newest(|entry| {
+        matches!(entry, Entry::Notification { params, .. }
+            if memchr::memmem::find(params.as_bytes(), b"\"state_update\"").is_some()
+                && params.member_at(&["update", "sessionUpdate"]).is_some_and(|k| k.as_str() == "\"state_update\""))
+    });
+    match last {
+        Some(Entry::Notification { params, .. }) => params.clone(),
+        _ => state_update(id, running),
+    }
+}
+
+/// A v2 `state_update` of session `id`: `running` while a turn runs, else `idle`.
+fn state_update(id: &str, running: bool) -> RawJson {
+    let state = if running { "running" } else { "idle" };
+    RawJson::to_raw(&serde_json::json!({
+        "sessionId": id,
+        "update": {"sessionUpdate": "state_update", "state": state},
+    }))
+    .unwrap_or_else(|_| RawJson::null())
 }
 
 /// A number for a new life of a session's record: random, so that a position of a life before

@@ -203,6 +203,11 @@ impl Raw {
             .collect()
     }
 
+    /// Every message received that the test took or set aside, in arrival order.
+    pub(crate) fn messages(&self) -> &[Message] {
+        &self.log
+    }
+
     /// Forgets what it holds and has logged.
     pub(crate) fn clear(&mut self) {
         self.held.clear();

@@ -67,6 +67,7 @@ impl Session {
                     at: end,
                     responder,
                     result,
+                    preface: None,
                 }]
                 .into(),
                 told_left_out: true,
