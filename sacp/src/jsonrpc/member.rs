@@ -11,34 +11,9 @@ use std::ops::Range;
 /// The byte range of the value of `key` in the top-level object `text`, if `text` is an object
 /// that has the member (the first one, if it has it twice; its key written without escapes).
 pub(crate) fn value_span(text: &[u8], key: &str) -> Option<Range<usize>> {
-    let mut at = skip_space(text, 0);
-    if text.get(at) != Some(&b'{') {
-        return None;
-    }
-    at += 1;
-    loop {
-        at = skip_space(text, at);
-        match text.get(at)? {
-            b'}' => return None,
-            b'"' => {}
-            _ => return None,
-        }
-        let name = string_end(text, at)?;
-        let named = &text[at + 1..name - 1] == key.as_bytes();
-        at = skip_space(text, name);
-        if text.get(at) != Some(&b':') {
-            return None;
-        }
-        at = skip_space(text, at + 1);
-        let end = value_end(text, at)?;
-        if named {
-            return Some(at..end);
-        }
-        at = skip_space(text, end);
-        match text.get(at)? {
-            b',' => at += 1,
-            _ => return None,
-        }
+    match slot(text, key)? {
+        Slot::Value(span) => Some(span),
+        Slot::Absent { .. } => None,
     }
 }
 
