@@ -542,17 +542,7 @@ fn trace(command: TraceCommand) -> ExitCode {
             let summary = std::fs::read_to_string(&file)
                 .map_err(|e| format!("cannot read {}: {e}", file.display()))
                 .and_then(|text| crate::trace::summary::summarise(&text));
-            match summary {
-                Ok(summary) => {
-                    use std::io::Write as _;
-                    let _ = std::io::stdout().lock().write_all(summary.as_bytes());
-                    finish(ExitCode::SUCCESS)
-                }
-                Err(why) => {
-                    eprintln!("conductor trace summarise: {why}");
-                    finish(ExitCode::from(2))
-                }
-            }
+            printed(summary, "conductor trace summarise")
         }
         TraceCommand::View { file, addr } => {
             if let Err(e) = std::fs::metadata(&file) {
@@ -655,6 +645,24 @@ pub(crate) fn run_as_program(chain: Chain) -> ExitCode {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(code) => code,
     }
+}
+
+/// A subcommand's end: its text on stdout, or why not on stderr (exit status 2), once what the
+/// log still holds is written.
+fn printed(result: Result<String, String>, command: &str) -> ExitCode {
+    let code = match result {
+        Ok(text) => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("{command}: {why}");
+            ExitCode::from(2)
+        }
+    };
+    crate::stderr::finish(std::time::Duration::from_millis(500));
+    code
 }
 
 fn init_logging() {

@@ -86,10 +86,6 @@ pub(super) struct ManifestArgs {
 }
 
 pub(super) fn run(command: RegistryCommand) -> ExitCode {
-    let done = |code: ExitCode| {
-        crate::stderr::finish(std::time::Duration::from_millis(500));
-        code
-    };
     let result = match command {
         RegistryCommand::List { registry, json } => open(registry).map(|r| {
             if json {
@@ -147,17 +143,7 @@ pub(super) fn run(command: RegistryCommand) -> ExitCode {
                 })
         }
     };
-    match result {
-        Ok(text) => {
-            use std::io::Write as _;
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            done(ExitCode::SUCCESS)
-        }
-        Err(why) => {
-            eprintln!("conductor registry: {why}");
-            done(ExitCode::from(2))
-        }
-    }
+    super::printed(result, "conductor registry")
 }
 
 /// The registry `given`, or the public one.
