@@ -106,6 +106,27 @@ pub(crate) const CHECKS: &[Check] = &[
             &["cli"],
         ],
     },
+    Check {
+        krate: "conductor",
+        within: "sessions",
+        // The connections' adapters still call one another (a client's request reaches a
+        // chain, a chain's answer a client); the core, the session adapter around it and what
+        // they stand on import none of them.
+        allowed_group: &["attach", "chain", "client", "port", "restore"],
+        leaves: &["who", "position", "turns"],
+        roots: &[],
+        // What a client is, where it resumes, the turns; an agent's request; the record;
+        // what the layer says itself; the core; the session's adapter; the connections'.
+        ranks: &[
+            &["who", "position", "turns", "rewrite", "table", "offers"],
+            &["ask"],
+            &["record"],
+            &["notices"],
+            &["core"],
+            &["session"],
+            &["port", "attach", "chain", "client", "restore"],
+        ],
+    },
 ];
 
 /// The edges between the units of one check, with a place each comes from.

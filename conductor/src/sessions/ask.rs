@@ -15,9 +15,16 @@ use std::sync::{Mutex, Weak};
 use sacp::jsonrpc::{Error, Id, RawJson};
 use tokio::sync::Notify;
 
-use super::attach::Who;
-use super::chain::ChainLink;
+use super::who::Who;
 use crate::lock::lock;
+
+/// Where a request came from and its answer goes: the chain whose agent asked.
+pub(super) trait Requester: Send + Sync + std::fmt::Debug {
+    /// The answer to its request `id`.
+    fn answer(&self, id: Id, result: Result<RawJson, Error>);
+    /// What a client did about a session, for the chain's trace.
+    fn note(&self, session: &str, event: &'static str, who: &Who, method: Option<&str>);
+}
 
 /// One request of the agent's, waiting for an editor.
 #[derive(Debug)]
@@ -26,7 +33,7 @@ pub(crate) struct Ask {
     /// With the editor's session ids.
     pub(super) params: RawJson,
     /// Its id in the chain, and the chain, until the first answer (or the chain gives it up).
-    asker: Mutex<Option<(Id, Weak<ChainLink>)>>,
+    asker: Mutex<Option<(Id, Weak<dyn Requester>)>>,
     /// Woken by the answer.
     done: Notify,
     /// For a request one client only is to answer ([`Ask::for_one`]): that client's
@@ -35,7 +42,7 @@ pub(crate) struct Ask {
 }
 
 impl Ask {
-    pub(super) fn new(method: String, params: RawJson, id: Id, chain: Weak<ChainLink>) -> Ask {
+    pub(super) fn new(method: String, params: RawJson, id: Id, chain: Weak<dyn Requester>) -> Ask {
         Ask {
             method,
             params,

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use sacp::jsonrpc::{
     CANCEL_REQUEST_METHOD, Error, Id, Message, Notification, RawJson, Request, Response,
@@ -16,10 +16,11 @@ use sacp::jsonrpc::{
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::ask::Ask;
+use super::ask::{Ask, Requester};
 use super::attach::Who;
 use super::client::Client;
 use super::port::{Port, QUEUE};
+use super::record::{UPDATE, update_method};
 use super::{Layer, Note};
 use crate::lock::lock;
 
@@ -369,13 +370,14 @@ pub(super) fn init_key(params: Option<&RawJson>) -> serde_json::Value {
     asked
 }
 
-/// The method nearly every notification of a session has, shared rather than made again.
-const UPDATE: &str = "session/update";
-static UPDATE_METHOD: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from(UPDATE));
+impl Requester for ChainLink {
+    fn answer(&self, id: Id, result: Result<RawJson, Error>) {
+        ChainLink::answer(self, id, result);
+    }
 
-/// The method of a session's updates, shared.
-pub(super) fn update_method() -> Arc<str> {
-    UPDATE_METHOD.clone()
+    fn note(&self, session: &str, event: &'static str, who: &Who, method: Option<&str>) {
+        ChainLink::note(self, session, event, who, method);
+    }
 }
 
 impl Layer {
@@ -411,7 +413,7 @@ impl Layer {
             Ok((Some(session), params)) => {
                 let params = params.unwrap_or_else(RawJson::null);
                 let method = if notification.method == UPDATE {
-                    UPDATE_METHOD.clone()
+                    update_method()
                 } else {
                     Arc::from(notification.method)
                 };
@@ -432,7 +434,8 @@ impl Layer {
         match self.chain_to_editor(link, params) {
             Ok((Some(session), params)) => {
                 let params = params.unwrap_or_else(RawJson::null);
-                let ask = Arc::new(Ask::new(method, params, id.clone(), Arc::downgrade(link)));
+                let requester: Weak<dyn Requester> = Arc::downgrade(link) as Weak<ChainLink>;
+                let ask = Arc::new(Ask::new(method, params, id.clone(), requester));
                 lock(&link.asks).insert(id, Arc::downgrade(&ask));
                 session.ask(ask);
             }

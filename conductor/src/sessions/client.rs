@@ -843,7 +843,7 @@ async fn record_history(session: &Session, history: &[Value], echo: u64) {
         match RawJson::to_raw(&params) {
             Ok(params) => {
                 session
-                    .append(super::chain::update_method(), params, Some(echo))
+                    .append(super::record::update_method(), params, Some(echo))
                     .await
             }
             Err(e) => tracing::error!("cannot record a session's history: {e}"),

@@ -9,8 +9,13 @@
 //! answer is the client's and its own chain starts only once it asks for something a session
 //! of another chain cannot give (a new session, say). What a connection
 //! owns stays with it — its JSON-RPC ids, its requests in flight — and what a session owns is
-//! the layer's ([`session::Session`]): its record of what the editor side saw, the clients
-//! attached to it, the answers they are owed, the agent's requests waiting for an editor.
+//! the layer's: its record of what the editor side saw, the clients attached to it, the
+//! answers they are owed, its turns, the agent's requests waiting for an editor. Every
+//! decision about those is one state machine's, with no I/O ([`core::SessionCore`]); the
+//! session's adapter ([`session::Session`]) holds it behind one lock and does what it hands
+//! back, and the modules are layered so (`cargo xtask layers`): what a client is ([`who`]),
+//! positions, turns, an agent's request ([`ask`]), the record, what the layer says itself
+//! ([`notices`]), the core, the session's adapter, then the connections' adapters.
 //!
 //! - **Ids.** The editor knows a session as `own@tag`: the chain's own id, and the chain's
 //!   tag, twelve random hex digits — so that two chains' agents that number their sessions
@@ -45,6 +50,8 @@ mod ask;
 mod attach;
 mod chain;
 mod client;
+mod core;
+mod notices;
 mod offers;
 mod port;
 mod position;
@@ -54,6 +61,7 @@ pub(crate) mod rewrite;
 mod session;
 pub(crate) mod table;
 mod turns;
+mod who;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -10,11 +10,20 @@
 //! bound, the session's producer waits (see `session.rs`).
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use sacp::jsonrpc::RawJson;
 
 use super::ask::Ask;
+
+/// The method nearly every notification of a session has, shared rather than made again.
+pub(super) const UPDATE: &str = "session/update";
+static UPDATE_METHOD: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from(UPDATE));
+
+/// The method of a session's updates, shared.
+pub(super) fn update_method() -> Arc<str> {
+    UPDATE_METHOD.clone()
+}
 
 /// What an entry costs besides its payload (its place in the queue, its method's name).
 const ENTRY_OVERHEAD: usize = 64;

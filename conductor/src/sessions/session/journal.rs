@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use sacp::jsonrpc::{Error, RawJson};
 use serde_json::Value;
 
-use super::super::chain::update_method;
-use super::{Entry, Session};
+use super::super::record::{Entry, update_method};
+use super::Session;
 use crate::journal::{Body, Kept, Kind, Record};
 use crate::lock::lock;
 
@@ -130,75 +130,66 @@ impl Session {
     pub(in crate::sessions) fn restore(self: &Arc<Self>, kept: &Kept) {
         self.remember_place(&kept.setup);
         let mut open_turn = false;
-        {
-            let mut state = lock(&self.state);
-            for (kind, body) in &kept.entries {
-                let entry = match kind {
-                    Kind::Notification => {
-                        let method = body["method"].as_str().unwrap_or("session/update");
-                        let method = if method == "session/update" {
-                            update_method()
-                        } else {
-                            Arc::from(method)
-                        };
-                        match RawJson::to_raw(&body["params"]) {
-                            Ok(params) => Entry::Notification {
-                                method,
-                                params,
-                                echo: None,
-                            },
-                            Err(_) => continue,
-                        }
-                    }
-                    Kind::Prompt => match RawJson::to_raw(body) {
-                        Ok(params) => {
-                            open_turn = true;
-                            Entry::Prompt { params, echo: None }
-                        }
-                        Err(_) => continue,
-                    },
-                    Kind::TurnEnded => {
-                        open_turn = false;
-                        Entry::TurnEnded {
-                            result: turn_end_of(body),
-                            asker: None,
-                        }
-                    }
-                };
-                let (_, size) = state.record.push(entry);
-                self.shared.total.fetch_add(size, Ordering::Relaxed);
-            }
-            self.journaled.store(kept.next, Ordering::Relaxed);
-            if open_turn {
-                let said = serde_json::json!({
-                    "sessionId": self.id,
-                    "update": {
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {"type": "text", "text": INTERRUPTED},
-                    },
-                });
-                if let Ok(params) = RawJson::to_raw(&said) {
-                    self.push_quietly(
-                        &mut state,
-                        Entry::Notification {
-                            method: update_method(),
+        let mut entries = Vec::with_capacity(kept.entries.len());
+        for (kind, body) in &kept.entries {
+            let entry = match kind {
+                Kind::Notification => {
+                    let method = body["method"].as_str().unwrap_or("session/update");
+                    let method = if method == "session/update" {
+                        update_method()
+                    } else {
+                        Arc::from(method)
+                    };
+                    match RawJson::to_raw(&body["params"]) {
+                        Ok(params) => Entry::Notification {
+                            method,
                             params,
                             echo: None,
                         },
-                    );
+                        Err(_) => continue,
+                    }
                 }
-                let stop = RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"}));
-                self.push_quietly(
-                    &mut state,
+                Kind::Prompt => match RawJson::to_raw(body) {
+                    Ok(params) => {
+                        open_turn = true;
+                        Entry::Prompt { params, echo: None }
+                    }
+                    Err(_) => continue,
+                },
+                Kind::TurnEnded => {
+                    open_turn = false;
                     Entry::TurnEnded {
-                        result: stop,
+                        result: turn_end_of(body),
                         asker: None,
-                    },
-                );
-            }
-            state.delivered = state.record.end();
+                    }
+                }
+            };
+            entries.push(entry);
         }
-        self.appended.send_replace(lock(&self.state).record.end());
+        self.journaled.store(kept.next, Ordering::Relaxed);
+        let mut then = Vec::new();
+        if open_turn {
+            let said = serde_json::json!({
+                "sessionId": self.id,
+                "update": {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": INTERRUPTED},
+                },
+            });
+            if let Ok(params) = RawJson::to_raw(&said) {
+                then.push(Entry::Notification {
+                    method: update_method(),
+                    params,
+                    echo: None,
+                });
+            }
+            let stop = RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"}));
+            then.push(Entry::TurnEnded {
+                result: stop,
+                asker: None,
+            });
+        }
+        self.with(|core, _| core.restore(entries, then));
     }
 }
 
