@@ -112,7 +112,7 @@ pub(crate) const CHECKS: &[Check] = &[
         // The connections' adapters still call one another (a client's request reaches a
         // chain, a chain's answer a client); the core, the session adapter around it and what
         // they stand on import none of them.
-        allowed_group: &["attach", "chain", "client", "port", "restore"],
+        allowed_group: &["attach", "chain", "client", "port", "requests", "restore"],
         leaves: &["who", "position", "turns"],
         roots: &[],
         // What a client is, where it resumes, the turns; an agent's request; the record;
@@ -124,7 +124,7 @@ pub(crate) const CHECKS: &[Check] = &[
             &["notices"],
             &["core"],
             &["session"],
-            &["port", "attach", "chain", "client", "restore"],
+            &["port", "attach", "chain", "client", "requests", "restore"],
         ],
     },
 ];

@@ -56,6 +56,7 @@ mod offers;
 mod port;
 mod position;
 mod record;
+mod requests;
 mod restore;
 pub(crate) mod rewrite;
 mod session;

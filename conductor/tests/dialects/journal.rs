@@ -81,6 +81,48 @@ fn rows(db: &Path, session: &str) -> (i64, Option<(bool, String)>) {
     (chunks, row)
 }
 
+/// Moves what the journal wrote of `session` `secs` seconds into the past: a test told the
+/// time rather than one that waits for it.
+fn age(db: &Path, session: &str, secs: i64) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    let sessions = conn
+        .execute(
+            "UPDATE sessions SET at = at - ?2 WHERE id = ?1",
+            rusqlite::params![session, secs],
+        )
+        .unwrap();
+    assert_eq!(sessions, 1, "{session} is in the journal");
+    conn.execute(
+        "UPDATE chunks SET at = at - ?2 WHERE session = ?1",
+        rusqlite::params![session, secs],
+    )
+    .unwrap();
+}
+
+/// Waits until the journal names no conductor holding `session`: it ended here without
+/// being closed (its detached timeout), and the next claim takes it.
+async fn until_released(db: &Path, session: &str) {
+    until("the session released in the journal", PATIENCE, || {
+        let conn =
+            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(|_| "no journal yet")?;
+        let _ = conn.busy_timeout(Duration::from_secs(5));
+        let holder: Option<i64> = conn
+            .query_row(
+                "SELECT holder FROM sessions WHERE id = ?1",
+                [session],
+                |r| r.get(0),
+            )
+            .map_err(|_| "not in the journal")?;
+        match holder {
+            None => Ok(()),
+            Some(_) => Err("still held"),
+        }
+    })
+    .await;
+}
+
 /// Waits until `rows` of `session` satisfy `pred`.
 async fn until_rows(
     what: &str,
@@ -263,9 +305,6 @@ async fn sessions_past_the_retention_are_deleted_and_younger_ones_restored() {
         prompt(&mut ed, &old, "stream 1").await["stopReason"],
         "end_turn"
     );
-    // Past a retention of 4 s (the journal counts whole seconds) when the next conductor
-    // starts; the young one well within it.
-    tokio::time::sleep(Duration::from_millis(5200)).await;
     let young = new_session(&mut ed).await;
     assert_eq!(
         prompt(&mut ed, &young, "stream 2").await["stopReason"],
@@ -280,12 +319,15 @@ async fn sessions_past_the_retention_are_deleted_and_younger_ones_restored() {
     .await;
     first.kill().await;
     drop(ed);
+    // The old session was last written two hours ago, as the journal's times say: past a
+    // retention of an hour when the next conductor starts; the young one well within it.
+    age(&db, &old, 2 * 3600);
 
     let args = [
         "--journal",
         db.to_str().unwrap(),
         "--journal-retention",
-        "4s",
+        "1h",
     ];
     let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&second.ws()).await;
@@ -508,8 +550,9 @@ async fn a_session_timed_out_beside_a_live_one_is_taken_back_whole_after_a_resta
     ed.request("session/detach", json!({"sessionId": left}))
         .await
         .unwrap();
-    // The detached timeout, and a margin: the session ends, its chain (serving `kept`) not.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The detached timeout: the session ends (released in the journal), its chain (serving
+    // `kept`) not.
+    until_released(&db, &left).await;
     let agents = crate::restart::agents_of(&first);
     assert_eq!(agents.len(), 1, "the chain lives: {agents:?}");
     ed.clear();
@@ -599,7 +642,8 @@ async fn an_agents_session_loaded_through_two_conductors_in_turn_is_journaled_on
     ed.request("session/detach", json!({"sessionId": own}))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Its detached timeout: the session ends here (released in the journal).
+    until_released(&db, &own).await;
     ed.clear();
     load_replayed(&mut ed, &own).await;
     assert_eq!(transcript(&ed), [want, turn(4)].concat());
