@@ -83,3 +83,15 @@ pub(crate) fn describe(e: &postgres::Error) -> String {
         (None, None) => e.to_string(),
     }
 }
+
+/// Why a chunk of a session's entries cannot be read back (it is left out of the restore, and
+/// the log says why): its lines are not the text or the LZ4 frame a conductor writes.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unreadable {
+    #[error("are not UTF-8: {0}")]
+    Text(#[from] std::string::FromUtf8Error),
+    #[error("are not a whole LZ4 frame of UTF-8: {0}")]
+    Frame(#[source] std::io::Error),
+    #[error("are of type {0}")]
+    Type(&'static str),
+}

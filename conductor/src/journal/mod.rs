@@ -366,7 +366,13 @@ struct Reading {
 
 impl Reading {
     /// The chunk of entries `first..=last`, its lines (or why they cannot be read).
-    fn chunk(&mut self, session: &str, first: u64, last: u64, lines: Result<&str, String>) {
+    fn chunk(
+        &mut self,
+        session: &str,
+        first: u64,
+        last: u64,
+        lines: Result<&str, &error::Unreadable>,
+    ) {
         if last < self.next {
             return;
         }
@@ -375,7 +381,7 @@ impl Reading {
             Err(e) => {
                 tracing::warn!(
                     session,
-                    "a journal chunk that cannot be read is left out: {e}"
+                    "a journal chunk that cannot be read is left out: its lines {e}"
                 );
                 self.unread += last + 1 - first.max(self.next);
                 self.gaps += first.saturating_sub(self.next);

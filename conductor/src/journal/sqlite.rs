@@ -22,6 +22,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::error::Unreadable;
 use super::hold::{self, Claim, Decision, Instance, Row};
 use super::{Deposed, Error, Kept, Reading, Record, now};
 
@@ -270,20 +271,20 @@ fn compress(
 }
 
 /// A chunk's lines as stored: an LZ4 frame, or (a row of version 3) text.
-fn decompress(lines: rusqlite::types::ValueRef<'_>) -> Result<String, String> {
+fn decompress(lines: rusqlite::types::ValueRef<'_>) -> Result<String, Unreadable> {
     use std::io::Read as _;
     match lines {
-        rusqlite::types::ValueRef::Text(text) => {
-            String::from_utf8(text.to_vec()).map_err(|e| e.to_string())
-        }
+        rusqlite::types::ValueRef::Text(text) => Ok(String::from_utf8(text.to_vec())?),
         rusqlite::types::ValueRef::Blob(frame) => {
             let mut text = String::new();
             lz4_flex::frame::FrameDecoder::new(frame)
                 .read_to_string(&mut text)
-                .map_err(|e| e.to_string())?;
+                .map_err(Unreadable::Frame)?;
             Ok(text)
         }
-        other => Err(format!("lines of type {:?}", other.data_type())),
+        rusqlite::types::ValueRef::Null => Err(Unreadable::Type("null")),
+        rusqlite::types::ValueRef::Integer(_) => Err(Unreadable::Type("integer")),
+        rusqlite::types::ValueRef::Real(_) => Err(Unreadable::Type("real")),
     }
 }
 
@@ -501,12 +502,7 @@ fn read_in(conn: &Connection, id: &str, with_entries: bool) -> rusqlite::Result<
     while with_entries && let Some(row) = rows.next()? {
         let (first, last): (i64, i64) = (row.get(0)?, row.get(1)?);
         let lines = decompress(row.get_ref(2)?);
-        reading.chunk(
-            id,
-            first as u64,
-            last as u64,
-            lines.as_deref().map_err(Clone::clone),
-        );
+        reading.chunk(id, first as u64, last as u64, lines.as_deref());
     }
     Ok(Some(reading.kept(own, &setup, closed != 0, lost as u64)))
 }
