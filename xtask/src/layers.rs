@@ -614,6 +614,41 @@ mod tests {
         assert!(named.is_empty(), "{named:#?}");
     }
 
+    /// The session core decides and does nothing: outside its tests, no file of it names a
+    /// lock, a task, a clock, a thread or a connection (its adapter, `session.rs`, does).
+    #[test]
+    fn the_session_core_holds_no_lock_task_or_clock() {
+        const DOING: [&str; 9] = [
+            "Mutex",
+            "RwLock",
+            "tokio",
+            "Instant",
+            "SystemTime",
+            "spawn",
+            "crate::lock",
+            "std::thread",
+            "Connection",
+        ];
+        let sessions = workspace().join("conductor/src/sessions");
+        let mut files = vec![sessions.join("core.rs")];
+        for entry in std::fs::read_dir(sessions.join("core")).unwrap().flatten() {
+            // The model test drives the core; it is a test as a whole.
+            if entry.file_name() != "model.rs" {
+                files.push(entry.path());
+            }
+        }
+        let mut named = Vec::new();
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            // Tests sit at the end of a file, from their `#[cfg(test)]` on.
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for word in DOING.iter().filter(|w| code.contains(**w)) {
+                named.push(format!("{}: {word}", path.display()));
+            }
+        }
+        assert!(named.is_empty(), "{named:#?}");
+    }
+
     /// Adds the edge `a -> b` (from `a.rs:1`) to `g`.
     fn edge(g: &mut Graph, a: &str, b: &str) {
         g.entry(a.into())

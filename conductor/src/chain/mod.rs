@@ -226,10 +226,16 @@ impl Component {
         if let Some(spec) = program.strip_prefix(registry::PREFIX) {
             return Some(Component::from_registry(spec, words.collect()));
         }
-        Some(Component {
-            name: default_name(&program, words.as_slice()),
+        let name = default_name(&program, words.as_slice());
+        Some(Component::plain(name, program, words.collect()))
+    }
+
+    /// A process component `program` with `args`, named `name`, and nothing else set.
+    fn plain(name: String, program: String, args: Vec<String>) -> Component {
+        Component {
+            name,
             program,
-            args: words.collect(),
+            args,
             env: BTreeMap::new(),
             cwd: None,
             dialect: None,
@@ -237,7 +243,7 @@ impl Component {
             remote: None,
             wasm: None,
             registry: None,
-        })
+        }
     }
 
     /// A component reached over the network with ACP's remote transport instead of spawned:
@@ -245,17 +251,10 @@ impl Component {
     /// for Streamable HTTP; by convention its path is `/acp`). Named after the URL's host.
     pub fn from_url(url: &str) -> Component {
         let address = remote::Address::new(url);
+        let name = address.default_name();
         Component {
-            name: address.default_name(),
-            program: url.to_owned(),
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            cwd: None,
-            dialect: None,
-            in_process: None,
             remote: Some(address),
-            wasm: None,
-            registry: None,
+            ..Component::plain(name, url.to_owned(), Vec::new())
         }
     }
 
@@ -265,17 +264,10 @@ impl Component {
     /// until a chain file says otherwise. Named after its file, without `.wasm`.
     pub fn from_wasm(path: &str, args: Vec<String>) -> Component {
         let name = file_name(path);
+        let name = name.strip_suffix(".wasm").unwrap_or(&name).to_owned();
         Component {
-            name: name.strip_suffix(".wasm").unwrap_or(&name).to_owned(),
-            program: format!("{}{path}", wasm::PREFIX),
-            args,
-            env: BTreeMap::new(),
-            cwd: None,
-            dialect: None,
-            in_process: None,
-            remote: None,
             wasm: Some(wasm::Wasm::new(path)),
-            registry: None,
+            ..Component::plain(name, format!("{}{path}", wasm::PREFIX), args)
         }
     }
 
@@ -285,16 +277,8 @@ impl Component {
     pub fn from_registry(spec: &str, args: Vec<String>) -> Component {
         let (id, _) = registry::wanted(spec);
         Component {
-            name: id.to_owned(),
-            program: format!("{}{spec}", registry::PREFIX),
-            args,
-            env: BTreeMap::new(),
-            cwd: None,
-            dialect: None,
-            in_process: None,
-            remote: None,
-            wasm: None,
             registry: Some(spec.to_owned()),
+            ..Component::plain(id.to_owned(), format!("{}{spec}", registry::PREFIX), args)
         }
     }
 

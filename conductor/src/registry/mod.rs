@@ -432,10 +432,9 @@ pub async fn resolve_chain(chain: &mut Chain) -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn agent(id: &str) -> Agent {
+impl Agent {
+    /// An agent `id` at version 1.0.0 with no way to run it, for tests to fill in.
+    pub(crate) fn sample(id: &str) -> Agent {
         Agent {
             id: id.into(),
             name: id.into(),
@@ -447,6 +446,15 @@ mod tests {
             icon: None,
             distribution: Distribution::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(id: &str) -> Agent {
+        Agent::sample(id)
     }
 
     #[test]

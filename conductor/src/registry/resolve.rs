@@ -55,25 +55,23 @@ pub async fn resolve(registry: &Registry, spec: &str) -> Result<Launch, Error> {
             how: format!("binary {platform}, {version}"),
         });
     }
-    if let Some(npx) = &agent.distribution.npx {
-        let mut args = vec!["-y".to_owned(), pinned(&npx.package, agent, version)];
-        args.extend(npx.args.iter().cloned());
-        return Ok(Launch {
-            program: "npx".to_owned(),
-            args,
-            env: npx.env.clone(),
-            how: "npx".to_owned(),
-        });
-    }
-    if let Some(uvx) = &agent.distribution.uvx {
-        let mut args = vec![pinned(&uvx.package, agent, version)];
-        args.extend(uvx.args.iter().cloned());
-        return Ok(Launch {
-            program: "uvx".to_owned(),
-            args,
-            env: uvx.env.clone(),
-            how: "uvx".to_owned(),
-        });
+    // npx's `-y`: install without asking (there is nobody to ask).
+    let runners = [
+        ("npx", &agent.distribution.npx, Some("-y")),
+        ("uvx", &agent.distribution.uvx, None),
+    ];
+    for (runner, package, flag) in runners {
+        if let Some(package) = package {
+            let mut args: Vec<String> = flag.map(str::to_owned).into_iter().collect();
+            args.push(pinned(&package.package, agent, version));
+            args.extend(package.args.iter().cloned());
+            return Ok(Launch {
+                program: runner.to_owned(),
+                args,
+                env: package.env.clone(),
+                how: runner.to_owned(),
+            });
+        }
     }
     Err(Error::MissingPlatform {
         id: id.to_owned(),
@@ -112,14 +110,6 @@ mod tests {
     #[test]
     fn a_version_asked_for_pins_the_package() {
         let agent = Agent {
-            id: "a".into(),
-            name: "A".into(),
-            version: "1.0.0".into(),
-            description: "d".into(),
-            repository: None,
-            authors: Vec::new(),
-            license: None,
-            icon: None,
             distribution: Distribution {
                 npx: Some(Package {
                     package: "@acme/a@1.0.0".into(),
@@ -128,6 +118,7 @@ mod tests {
                 }),
                 ..Distribution::default()
             },
+            ..Agent::sample("a")
         };
         assert_eq!(pinned("@acme/a@1.0.0", &agent, None), "@acme/a@1.0.0");
         assert_eq!(

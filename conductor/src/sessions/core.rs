@@ -31,8 +31,6 @@
 //! is the turn going on while no client is attached, and [`SessionCore::append`] says
 //! [`Appended::Full`] instead — which is how a session streaming to nobody slows its agent.
 
-#[cfg(test)]
-mod model;
 mod terms;
 
 use std::collections::VecDeque;
@@ -445,43 +443,52 @@ impl<C: Client, R> SessionCore<C, R> {
             return Appended::Closed;
         }
         if !self.fits(room, 64 + params.len()) {
-            return Appended::Full;
+            return Appended::Full(method, params);
         }
-        let entry = Entry::Notification {
-            method: method.clone(),
-            params: params.clone(),
-            echo,
-        };
         match self.direct(None, claim) {
             Some((client, guard)) => {
-                let seq = self.push_quietly(entry);
-                self.delivered = self.record.end();
+                let seq = self.record.end();
                 let out = (echo != Some(client.id())).then(|| {
-                    let params = if client.positions() {
+                    let sent = if client.positions() {
                         positioned(&params, self.life, seq)
                     } else {
-                        params
+                        params.clone()
                     };
-                    (method, params)
+                    (method.clone(), sent)
                 });
+                self.push_quietly(Entry::Notification {
+                    method,
+                    params,
+                    echo,
+                });
+                self.delivered = self.record.end();
                 Appended::Direct(client, guard, out)
             }
             None => {
-                self.push(entry);
+                self.push(Entry::Notification {
+                    method,
+                    params,
+                    echo,
+                });
                 Appended::Queued
             }
         }
     }
 
     /// Client `echo`'s prompt (`params`, with the editor's ids), for the other clients and a
-    /// later replay: whether it was recorded (or the session is closed); `false` while the
-    /// record has no room.
-    pub(super) fn prompted(&mut self, params: RawJson, echo: u64, room: Room) -> bool {
+    /// later replay: recorded (or dropped, the session closed), or back while the record has no
+    /// room.
+    pub(super) fn prompted(
+        &mut self,
+        params: RawJson,
+        echo: u64,
+        room: Room,
+    ) -> Result<(), RawJson> {
         if self.closed {
-            return true;
+            return Ok(());
         }
         if !self.fits(room, 64 + params.len()) {
-            return false;
+            return Err(params);
         }
         let entry = Entry::Prompt {
             params,
@@ -499,7 +506,7 @@ impl<C: Client, R> SessionCore<C, R> {
                 self.push(entry);
             }
         }
-        true
+        Ok(())
     }
 
     /// A turn ended with `result`: the asker gets it as the prompt's answer — in the record's
@@ -794,3 +801,6 @@ impl<C: Client, R> SessionCore<C, R> {
         seq
     }
 }
+
+#[cfg(test)]
+mod model;

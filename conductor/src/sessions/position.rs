@@ -37,6 +37,12 @@ pub(super) fn position(life: u64, seq: u64) -> String {
     format!("{life:x}.{seq}")
 }
 
+/// The life and the sequence number a position's text names, if it is one [`position`] made.
+pub(super) fn parse(position: &str) -> Option<(u64, u64)> {
+    let (life, seq) = position.split_once('.')?;
+    Some((u64::from_str_radix(life, 16).ok()?, seq.parse().ok()?))
+}
+
 /// `params` (a notification's) with the position of entry `seq` of life `life` in its `_meta`:
 /// `_meta.sacp.position` set, every other byte as it was. `params` as it is where it is not an
 /// object.
@@ -75,10 +81,7 @@ pub(super) fn cursor_of(method: &str, params: Option<&RawJson>) -> Result<Option
             let parsed = value
                 .get("position")
                 .and_then(Value::as_str)
-                .and_then(|p| p.split_once('.'))
-                .and_then(|(life, seq)| {
-                    Some((u64::from_str_radix(life, 16).ok()?, seq.parse().ok()?))
-                });
+                .and_then(parse);
             match parsed {
                 Some((life, seq)) => Ok(Some(Cursor::After { life, seq })),
                 None => Err(invalid(

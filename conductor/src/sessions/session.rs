@@ -381,6 +381,7 @@ impl Session {
     /// Appends a notification about the session, waiting while the record has no room for it
     /// (see the module docs). Dropped if the session is closed.
     pub(super) async fn append(&self, method: Arc<str>, params: RawJson, echo: Option<u64>) {
+        let mut update = (method, params);
         // Waiting for room is armed only once there was none (arming costs on every update).
         let mut room = None;
         loop {
@@ -388,9 +389,8 @@ impl Session {
                 let room: &mut std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>> = room;
                 room.as_mut().enable();
             }
-            let appended = self
-                .with(|core, room| core.append(method.clone(), params.clone(), echo, room, claim));
-            match appended {
+            let (method, params) = update;
+            match self.with(|core, room| core.append(method, params, echo, room, claim)) {
                 Appended::Closed | Appended::Queued => return,
                 // The one client takes it now, from here: no task is woken for it.
                 Appended::Direct(att, sending, out) => {
@@ -400,16 +400,19 @@ impl Session {
                     drop(sending);
                     return;
                 }
-                Appended::Full => match room.take() {
-                    Some(armed) => {
-                        // No room freed for a while: a client that takes nothing holds it.
-                        let stall = self.shared.limits.stall;
-                        if tokio::time::timeout(stall, armed).await.is_err() {
-                            self.shed_stalled();
+                Appended::Full(method, params) => {
+                    update = (method, params);
+                    match room.take() {
+                        Some(armed) => {
+                            // No room freed for a while: a client that takes nothing holds it.
+                            let stall = self.shared.limits.stall;
+                            if tokio::time::timeout(stall, armed).await.is_err() {
+                                self.shed_stalled();
+                            }
                         }
+                        None => room = Some(Box::pin(self.shared.room.notified())),
                     }
-                    None => room = Some(Box::pin(self.shared.room.notified())),
-                },
+                }
             }
         }
     }
@@ -450,13 +453,14 @@ impl Session {
 
     /// Records client `echo`'s prompt (`params`, with the editor's ids) for the other clients
     /// and a later replay, waiting while the record has no room.
-    pub(super) async fn prompted(&self, params: RawJson, echo: u64) {
+    pub(super) async fn prompted(&self, mut params: RawJson, echo: u64) {
         loop {
             let room = self.shared.room.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            if self.with(|core, room| core.prompted(params.clone(), echo, room)) {
-                return;
+            match self.with(|core, room| core.prompted(params, echo, room)) {
+                Ok(()) => return,
+                Err(back) => params = back,
             }
             room.await;
         }

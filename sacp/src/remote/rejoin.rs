@@ -193,9 +193,14 @@ impl RejoiningReader {
         if let Some(position) = params.member_at(&["_meta", "sacp", "position"])
             && let Some(session) = params.str_member("sessionId")
         {
-            lock(&self.shared.state)
-                .positions
-                .insert(session.into_owned(), position);
+            let positions = &mut lock(&self.shared.state).positions;
+            // The session's id is copied once, not with each of its notifications.
+            match positions.get_mut(session.as_ref()) {
+                Some(last) => *last = position,
+                None => {
+                    positions.insert(session.into_owned(), position);
+                }
+            }
         }
     }
 

@@ -21,6 +21,7 @@ use proptest::prelude::*;
 use sacp::jsonrpc::{Error, Id, RawJson};
 
 use super::super::ask::{Ask, Requester};
+use super::super::position::parse;
 use super::super::record::Entry;
 use super::super::turns::Admit;
 use super::super::who::{HistoryPolicy, Role, Who};
@@ -283,7 +284,7 @@ impl Model {
             );
         }
         match appended {
-            Appended::Closed | Appended::Full => {}
+            Appended::Closed | Appended::Full(..) => {}
             Appended::Queued => {
                 self.updates.insert(seq, echo);
             }
@@ -317,7 +318,7 @@ impl Model {
                     "prompt": [{"type": "text", "text": "hi"}],
                 }))
                 .expect("json");
-                self.core.prompted(prompt, seat.id, self.room());
+                let _ = self.core.prompted(prompt, seat.id, self.room());
             }
             Admit::Busy(token) => self.answered(token, Some(client)),
             Admit::Queued(ticket, token) => self.queued.push((ticket, client, token)),
@@ -506,9 +507,8 @@ impl Model {
                     return;
                 };
                 let position: String = position.parse().expect("a string");
-                let (l, seq) = position.split_once('.').expect("LIFE.SEQ");
-                assert_eq!(u64::from_str_radix(l, 16).ok(), Some(life), "{position}");
-                let seq: u64 = seq.parse().expect("a number");
+                let (l, seq) = parse(&position).expect("LIFE.SEQ");
+                assert_eq!(l, life, "{position}");
                 if &*method != "session/update" || !self.updates.contains_key(&seq) {
                     // A turn's end or a prompt shown to a v1 client: in order all the same.
                     assert!(

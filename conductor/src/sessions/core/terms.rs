@@ -105,8 +105,9 @@ pub(in crate::sessions) struct Taken<R> {
 pub(in crate::sessions) enum Appended<C, G> {
     /// The session is closed: dropped.
     Closed,
-    /// No room for it (the record holds what its clients did not take): nothing appended.
-    Full,
+    /// No room for it (the record holds what its clients did not take): nothing appended, the
+    /// update back.
+    Full(Arc<str>, RawJson),
     /// Appended; the deliveries take it.
     Queued,
     /// Appended and passed by its one client, which the caller sends it straight away
