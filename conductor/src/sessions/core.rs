@@ -15,7 +15,8 @@
 //! ([`SessionCore::withdraw`]) or took what it was sent ([`SessionCore::delivered`]); the
 //! chain sent an update ([`SessionCore::append`]), a request for an editor
 //! ([`SessionCore::ask`]) or a turn's end ([`SessionCore::turn_ended`]); the journal gave the
-//! session back ([`SessionCore::restore`]); the session closed or moved to another conductor.
+//! session back ([`SessionCore::restore`]); the session closed or moved to another conductor;
+//! and the time, [`SessionCore::tick`] (see `clock.rs`): its one input of time.
 //!
 //! **What it hands out**: each client's next batch in the record's order ([`Out`]: a
 //! notification, an answer it is owed, a request of the agent's, from
@@ -23,7 +24,8 @@
 //! ([`Appended::Direct`]); the clients to wake or to drop; and, drained after every event,
 //! what to write to the journal ([`SessionCore::unjournaled`]), the bytes its record took
 //! and freed ([`SessionCore::bytes_moved`]) and whether the deliveries have something new
-//! ([`SessionCore::woken`]). `C` is the adapter's handle of a client, `R` what an answer is
+//! ([`SessionCore::woken`]); and from a tick, the requests nobody was there to answer and
+//! whether the session expired (`Ticked`). `C` is the adapter's handle of a client, `R` what an answer is
 //! given through: a `Responder` in the conductor, plain numbers in the model test.
 //!
 //! Memory is bounded in bytes per session and for all sessions ([`Room`]): delivered entries
@@ -31,26 +33,29 @@
 //! is the turn going on while no client is attached, and [`SessionCore::append`] says
 //! [`Appended::Full`] instead — which is how a session streaming to nobody slows its agent.
 
+mod clock;
 mod terms;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sacp::jsonrpc::{Error, RawJson};
 use serde_json::Value;
 
 use super::ask::Ask;
 use super::notices::{
-    HISTORY_LEFT_OUT, SESSION_MOVED, TURN_ENDED, current_state, history, item, left_out_params,
-    moved_params, turn_ended_params, user_messages,
+    HISTORY_LEFT_OUT, SESSION_MOVED, current_state, history, item, left_out_params, moved_params,
 };
 use super::position::positioned;
-use super::record::{Entry, Record, update_method};
+use super::record::{Entry, Record};
 use super::turns::{Admit, Head, Turns};
 use super::who::HistoryPolicy;
 
+use self::clock::Clock;
+pub(super) use self::clock::{Deadlines, Ticked};
 pub(super) use self::terms::{Appended, Asker, Client, Detached, From, Out, Queue, Room, Taken};
-use self::terms::{Attached, Owed, due};
+use self::terms::{Attached, Owed, due, render};
 
 /// At most this many entries are taken for a client at once.
 const BATCH: usize = 512;
@@ -78,10 +83,12 @@ pub(super) struct SessionCore<C, R> {
     freed: usize,
     /// The record's end, when it grew for the deliveries since the adapter last asked.
     woken: Option<u64>,
+    deadlines: Deadlines,
+    clock: Clock,
 }
 
 impl<C: Client, R> SessionCore<C, R> {
-    pub(super) fn new(id: Arc<str>, life: u64) -> Self {
+    pub(super) fn new(id: Arc<str>, life: u64, deadlines: Deadlines) -> Self {
         SessionCore {
             id,
             life,
@@ -95,6 +102,8 @@ impl<C: Client, R> SessionCore<C, R> {
             grew: 0,
             freed: 0,
             woken: None,
+            deadlines,
+            clock: Clock::default(),
         }
     }
 
@@ -599,6 +608,7 @@ impl<C: Client, R> SessionCore<C, R> {
                 });
             ask.set_target(target);
         }
+        self.clock.asked(ask.clone());
         self.push(Entry::Ask(ask));
         true
     }
@@ -619,6 +629,7 @@ impl<C: Client, R> SessionCore<C, R> {
     /// comes. The requests it held come back, to refuse.
     pub(super) fn close(&mut self) -> Vec<Arc<Ask>> {
         self.closed = true;
+        self.clock.stop();
         self.woken = Some(self.record.end());
         self.record
             .since(0)
@@ -627,6 +638,17 @@ impl<C: Client, R> SessionCore<C, R> {
                 _ => None,
             })
             .collect()
+    }
+
+    /// It is `now` (see `clock.rs`): the requests to refuse, whether the session expired,
+    /// when to tick next.
+    pub(super) fn tick(&mut self, now: Duration) -> Ticked {
+        if self.closed {
+            return Ticked::default();
+        }
+        let alone = self.controllers() == 0;
+        self.clock
+            .tick(now, self.deadlines, alone, self.record.end())
     }
 
     // --- The journal.
@@ -655,14 +677,6 @@ impl<C: Client, R> SessionCore<C, R> {
         let (id, life) = (&self.id, self.life);
         let record = &self.record;
         let me = self.attached.iter_mut().find(|a| a.client.id() == att)?;
-        let (v1, positions) = (me.client.v1(), me.client.positions());
-        let place = |params: RawJson, seq: u64| {
-            if positions {
-                positioned(&params, life, seq)
-            } else {
-                params
-            }
-        };
         let mut outs = Vec::new();
         if !me.told_left_out {
             me.told_left_out = true;
@@ -685,36 +699,7 @@ impl<C: Client, R> SessionCore<C, R> {
         let mut upto = me.cursor.max(record.first());
         for (seq, entry) in record.since(me.cursor).take(BATCH) {
             due(&mut me.owed, seq, &mut outs);
-            match entry {
-                Entry::Notification {
-                    method,
-                    params,
-                    echo,
-                } => {
-                    if *echo != Some(att) {
-                        outs.push(Out::Notify(method.clone(), place(params.clone(), seq)));
-                    }
-                }
-                // A v2 agent shows the prompt itself (its `user_message` update).
-                Entry::Prompt { params, echo } => {
-                    if *echo != Some(att) && v1 {
-                        for update in user_messages(id, params) {
-                            outs.push(Out::Notify(update_method(), place(update, seq)));
-                        }
-                    }
-                }
-                Entry::TurnEnded { result, asker } => {
-                    if *asker != Some(att) && v1 {
-                        let params = place(turn_ended_params(id, result), seq);
-                        outs.push(Out::Notify(Arc::from(TURN_ENDED), params));
-                    }
-                }
-                Entry::Ask(ask) => {
-                    if !ask.is_answered() && ask.is_for(me.client.who(), att) {
-                        outs.push(Out::Ask(ask.clone()));
-                    }
-                }
-            }
+            render(entry, seq, &me.client, (id, life), &mut outs);
             upto = seq + 1;
         }
         if upto == record.end() {

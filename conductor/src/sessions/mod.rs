@@ -252,14 +252,22 @@ impl Layer {
         journal: Option<Journal>,
         starter: impl Starter,
     ) -> Arc<Layer> {
-        let layer = Arc::new(Layer {
-            shared: Arc::new(Shared::new(limits, journal)),
-            starter: Box::new(starter),
-            sessions: Mutex::default(),
-            chains: Mutex::default(),
-            next: AtomicU64::new(1),
-            lives: tokio_util::task::TaskTracker::new(),
-            ended: Mutex::default(),
+        let layer = Arc::new_cyclic(|me: &std::sync::Weak<Layer>| {
+            let me = me.clone();
+            let on_idle = Box::new(move |session: Arc<Session>| {
+                if let Some(layer) = me.upgrade() {
+                    layer.expired(&session);
+                }
+            });
+            Layer {
+                shared: Arc::new(Shared::new(limits, journal, on_idle)),
+                starter: Box::new(starter),
+                sessions: Mutex::default(),
+                chains: Mutex::default(),
+                next: AtomicU64::new(1),
+                lives: tokio_util::task::TaskTracker::new(),
+                ended: Mutex::default(),
+            }
         });
         layer.watch_deposed();
         layer
@@ -565,24 +573,15 @@ impl Layer {
         }
         if session.detach(att.id) && !session.is_closed() {
             tracing::info!(session = %session.id, "detached: no controller left");
-            self.expire_when_idle(session.clone());
         }
     }
 
-    fn expire_when_idle(self: &Arc<Self>, session: Arc<Session>) {
-        let layer = Arc::downgrade(self);
-        let timeout = self.shared.limits.detached_timeout;
-        tokio::spawn(async move {
-            if session.idle_for(timeout).await
-                && let Some(layer) = layer.upgrade()
-            {
-                tracing::info!(session = %session.id, "no client for {}: ending it", humantime::format_duration(timeout));
-                match layer.link_of(&session) {
-                    Some(link) => layer.remove(&session, &link, Some(IDLE)),
-                    None => session.close(),
-                }
-            }
-        });
+    /// `session` had no controller and nothing new for the detached timeout: it ends.
+    fn expired(&self, session: &Arc<Session>) {
+        match self.link_of(session) {
+            Some(link) => self.remove(session, &link, Some(IDLE)),
+            None => session.close(),
+        }
     }
 
     /// A chain ended: its sessions with it.

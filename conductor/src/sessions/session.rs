@@ -1,8 +1,8 @@
 //! One session of the layer: the adapter around its [`SessionCore`] (`core.rs`), which
 //! decides everything about it — this file does the I/O the core hands back: a task per
-//! attachment sends a client its batches, the producer waits for room, timers refuse a
-//! request nobody is there to answer and end a session nobody came back to, and the journal is
-//! written what the core appended.
+//! attachment sends a client its batches, the producer waits for room, one timekeeper task
+//! tells the core the time ([`keep_time`]) and refuses the requests and ends the session it
+//! says to, and the journal is written what the core appended.
 //!
 //! Everything a client gets of a session goes through its attachment's task, in the record's
 //! order: notifications, the answers to its own requests about the session (each placed in the
@@ -19,7 +19,6 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use sacp::jsonrpc::{Connection, Error, RawJson, Responder};
 use serde_json::Value;
@@ -29,7 +28,9 @@ use tokio_util::sync::CancellationToken;
 use super::Limits;
 use super::ask::Ask;
 pub(super) use super::core::From;
-use super::core::{Appended, Asker, Client, Detached, Out, Queue, Room, SessionCore};
+use super::core::{
+    Appended, Asker, Client, Deadlines, Detached, Out, Queue, Room, SessionCore, Ticked,
+};
 use super::notices::{DETACHED, detached_params};
 use super::turns::Admit;
 use super::who::{HistoryPolicy, Who};
@@ -40,8 +41,12 @@ mod journal;
 
 pub(crate) use self::journal::history_of;
 
-/// What every session of a layer shares: the limits, and the bytes all records hold.
-#[derive(Debug)]
+/// What the layer does with a session that had no controller and nothing new for the
+/// detached timeout: ends it.
+pub(crate) type OnIdle = Box<dyn Fn(Arc<Session>) + Send + Sync>;
+
+/// What every session of a layer shares: the limits, the bytes all records hold, the clock
+/// their deadlines are told, and what ends a session that expired.
 pub(crate) struct Shared {
     pub(super) limits: Limits,
     /// Where every session's entries are written as they come, if anywhere.
@@ -49,15 +54,29 @@ pub(crate) struct Shared {
     total: AtomicUsize,
     /// Woken whenever a record frees bytes or a client takes entries.
     room: Notify,
+    /// What the sessions' deadlines count from (tokio's clock: paused in a test, it stands).
+    epoch: tokio::time::Instant,
+    on_idle: OnIdle,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("limits", &self.limits)
+            .field("held", &self.held())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shared {
-    pub(super) fn new(limits: Limits, journal: Option<Journal>) -> Shared {
+    pub(super) fn new(limits: Limits, journal: Option<Journal>, on_idle: OnIdle) -> Shared {
         Shared {
             limits,
             journal,
             total: AtomicUsize::new(0),
             room: Notify::new(),
+            epoch: tokio::time::Instant::now(),
+            on_idle,
         }
     }
 
@@ -71,6 +90,13 @@ impl Shared {
             record: self.limits.record,
             records: self.limits.records,
             held: self.held(),
+        }
+    }
+
+    fn deadlines(&self) -> Deadlines {
+        Deadlines {
+            ask: self.limits.ask_timeout,
+            detached: self.limits.detached_timeout,
         }
     }
 }
@@ -157,7 +183,7 @@ pub(crate) struct Session {
     core: Mutex<Core>,
     /// The record's end, sent whenever it grows for the deliveries.
     appended: watch::Sender<u64>,
-    /// How many controllers are attached.
+    /// How many controllers are attached (what its timekeeper watches).
     attached: watch::Sender<usize>,
     /// Bumped when a turn ends, a queued prompt is withdrawn or the session closes: what a
     /// queued prompt waits on.
@@ -183,9 +209,10 @@ impl Session {
     pub(super) fn new(id: String, own: String, shared: Arc<Shared>) -> Arc<Session> {
         let life = new_life();
         let key: Arc<str> = Arc::from(id.as_str());
-        Arc::new(Session {
+        let deadlines = shared.deadlines();
+        let session = Arc::new(Session {
             life,
-            core: Mutex::new(SessionCore::new(key.clone(), life)),
+            core: Mutex::new(SessionCore::new(key.clone(), life, deadlines)),
             key,
             id,
             own,
@@ -197,7 +224,13 @@ impl Session {
             epoch: AtomicU64::new(1),
             place: Mutex::default(),
             close_with_parent: AtomicBool::new(false),
-        })
+        });
+        tokio::spawn(keep_time(
+            Arc::downgrade(&session),
+            session.appended.subscribe(),
+            session.attached.subscribe(),
+        ));
+        session
     }
 
     /// Tells the core an event, then does what it leaves to do after every event: the
@@ -292,11 +325,6 @@ impl Session {
 
     pub(super) fn setup(&self) -> Option<RawJson> {
         lock(&self.core).setup()
-    }
-
-    /// How many controllers are attached.
-    pub(crate) fn attached(&self) -> usize {
-        *self.attached.borrow()
     }
 
     /// Attaches a client from `from` on, and starts its delivery (see
@@ -467,11 +495,9 @@ impl Session {
     }
 
     /// Holds a request of the agent's until a client answers it, or the deadline passes with
-    /// no client attached.
-    pub(super) fn ask(self: &Arc<Self>, ask: Arc<Ask>) {
-        if self.with(|core, _| core.ask(ask.clone())) {
-            tokio::spawn(self.clone().watch_ask(ask));
-        } else {
+    /// no controller attached (see [`keep_time`]).
+    pub(super) fn ask(&self, ask: Arc<Ask>) {
+        if !self.with(|core, _| core.ask(ask.clone())) {
             ask.refuse(&format!("the session {} is closed", self.id));
         }
     }
@@ -499,30 +525,6 @@ impl Session {
 
     pub(super) fn is_closed(&self) -> bool {
         lock(&self.core).is_closed()
-    }
-
-    /// Completes `true` once the session has had no client and nothing new for `timeout`;
-    /// `false` if it is closed first.
-    pub(super) async fn idle_for(&self, timeout: Duration) -> bool {
-        let mut attached = self.attached.subscribe();
-        let mut appended = self.appended.subscribe();
-        loop {
-            if self.is_closed() {
-                return false;
-            }
-            if *attached.borrow_and_update() > 0 {
-                if attached.changed().await.is_err() {
-                    return false;
-                }
-                continue;
-            }
-            appended.borrow_and_update();
-            tokio::select! {
-                () = tokio::time::sleep(timeout) => return !self.is_closed() && self.attached() == 0,
-                _ = attached.changed() => {}
-                _ = appended.changed() => {}
-            }
-        }
     }
 
     fn gone(&self) -> Error {
@@ -566,40 +568,6 @@ impl Session {
             self.shared.room.notify_waiters();
         }
     }
-
-    /// Refuses `ask` once it has waited the deadline with no client attached.
-    async fn watch_ask(self: Arc<Self>, ask: Arc<Ask>) {
-        let deadline = self.shared.limits.ask_timeout;
-        let mut attached = self.attached.subscribe();
-        loop {
-            if ask.is_answered() || self.is_closed() {
-                return;
-            }
-            if *attached.borrow_and_update() > 0 {
-                tokio::select! {
-                    _ = attached.changed() => {}
-                    () = ask.answered() => return,
-                }
-                continue;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(deadline) => {
-                    let why = format!(
-                        "no editor was attached to session {} for {} to answer its {}",
-                        self.id,
-                        humantime::format_duration(deadline),
-                        ask.method
-                    );
-                    if ask.refuse(&why) {
-                        tracing::info!(session = %self.id, method = %ask.method, "{why}: refused");
-                    }
-                    return;
-                }
-                _ = attached.changed() => {}
-                () = ask.answered() => return,
-            }
-        }
-    }
 }
 
 /// What its record still holds leaves the layer's count with it.
@@ -608,6 +576,64 @@ impl Drop for Session {
         let held = lock(&self.core).bytes();
         self.shared.total.fetch_sub(held, Ordering::Relaxed);
         self.shared.room.notify_waiters();
+    }
+}
+
+/// A session's timekeeper: it tells the core the time when something its deadlines run from
+/// may have changed — a client came or left; while no controller is attached, the record grew
+/// (a request of the agent's with it) — and when the next deadline falls, then refuses the
+/// requests nobody was there to answer and hands the layer the session that expired. Ends
+/// with the session (closed, or gone).
+async fn keep_time(
+    session: std::sync::Weak<Session>,
+    mut appended: watch::Receiver<u64>,
+    mut attached: watch::Receiver<usize>,
+) {
+    loop {
+        let Some(me) = session.upgrade() else {
+            return;
+        };
+        let now = me.shared.epoch.elapsed();
+        let Ticked {
+            refuse,
+            expired,
+            next,
+            alone,
+        } = me.with(|core, _| core.tick(now));
+        for ask in refuse {
+            let why = format!(
+                "no editor was attached to session {} for {} to answer its {}",
+                me.id,
+                humantime::format_duration(me.shared.limits.ask_timeout),
+                ask.method
+            );
+            if ask.refuse(&why) {
+                tracing::info!(session = %me.id, method = %ask.method, "{why}: refused");
+            }
+        }
+        if expired {
+            tracing::info!(session = %me.id, "no client for {}: ending it", humantime::format_duration(me.shared.limits.detached_timeout));
+            let shared = me.shared.clone();
+            (shared.on_idle)(me);
+            return;
+        }
+        if me.is_closed() {
+            return;
+        }
+        let deadline = next.map(|next| me.shared.epoch + next);
+        drop(me);
+        appended.borrow_and_update();
+        attached.borrow_and_update();
+        tokio::select! {
+            () = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
+            changed = appended.changed(), if alone => if changed.is_err() { return },
+            changed = attached.changed() => if changed.is_err() { return },
+        }
     }
 }
 

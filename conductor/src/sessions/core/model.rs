@@ -2,8 +2,8 @@
 //! (from the start, from now, from a cursor, by `session/attach` with each history policy;
 //! as controllers or observers), detaching, being shed for taking nothing, taking what they
 //! are sent, prompting, cancelling, answering the agent's requests; of the chain streaming,
-//! asking and ending turns; of the conductor restarting from its journal — checked against
-//! a small model after every step:
+//! asking and ending turns; of the conductor restarting from its journal; of time passing
+//! (told, never waited for) — checked against a small model after every step:
 //!
 //! - every client sees the session's updates in the record's order, each once, none missing
 //!   from where it attached to where it reached, and after resuming from a cursor none it had;
@@ -12,17 +12,21 @@
 //! - an observer is never sent what only a controller may answer, and counts as no controller;
 //! - the journal is handed every entry once, in order, and a restart restores it whole;
 //! - the record stays within its bound, and the bytes it reports moving add up to what it
-//!   holds.
+//!   holds;
+//! - a request of the agent's is refused exactly when it waited its deadline since it came and
+//!   since the last controller left, the session expires exactly when it had no controller
+//!   and nothing new for its deadline, and each tick names the earliest deadline pending.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use proptest::prelude::*;
 use sacp::jsonrpc::{Error, Id, RawJson};
 
 use super::super::ask::{Ask, Requester};
 use super::super::position::parse;
-use super::super::record::Entry;
+use super::super::record::{Entry, update_method};
 use super::super::turns::Admit;
 use super::super::who::{HistoryPolicy, Role, Who};
 use super::*;
@@ -31,6 +35,11 @@ use super::*;
 /// common.
 const RECORD: usize = 2_000;
 const CLIENTS: usize = 3;
+/// The deadlines in the model (its time is told, so they cost nothing to wait out).
+const DEADLINES: Deadlines = Deadlines {
+    ask: Duration::from_secs(1),
+    detached: Duration::from_secs(3),
+};
 
 #[derive(Debug, Clone)]
 struct Seat {
@@ -94,6 +103,10 @@ enum Op {
     Stall,
     Restart,
     Close,
+    /// Time passes (milliseconds).
+    Wait(u64),
+    /// Time passes to the next deadline the last tick named.
+    ToNext,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -122,6 +135,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Stall),
         1 => Just(Op::Restart),
         1 => Just(Op::Close),
+        2 => (0..2_500u64).prop_map(Op::Wait),
+        1 => Just(Op::ToNext),
     ]
 }
 
@@ -163,12 +178,20 @@ struct Model {
     asks: Vec<Arc<Ask>>,
     /// The asks the record took in this life.
     asked: u64,
+    /// The time, and when each ask came (as `asks`).
+    now: Duration,
+    asked_at: Vec<Duration>,
+    /// Since when no controller is attached, and since when the record has not grown.
+    alone_since: Option<Duration>,
+    grown: (u64, Duration),
+    /// The next deadline the last tick named.
+    next: Option<Duration>,
 }
 
 impl Model {
     fn new() -> Model {
         Model {
-            core: SessionCore::new(Arc::from("s@t"), 1),
+            core: SessionCore::new(Arc::from("s@t"), 1, DEADLINES),
             life: 1,
             next_att: 1,
             clients: (0..CLIENTS).map(|_| Known::default()).collect(),
@@ -181,6 +204,11 @@ impl Model {
             held: 0,
             asks: Vec::new(),
             asked: 0,
+            now: Duration::ZERO,
+            asked_at: Vec::new(),
+            alone_since: None,
+            grown: (0, Duration::ZERO),
+            next: None,
         }
     }
 
@@ -257,15 +285,88 @@ impl Model {
                 }
             }
             Op::Restart => self.restart(),
-            Op::Close => {
-                for ask in self.core.close() {
-                    ask.refuse("closed");
+            Op::Close => self.close(),
+            Op::Wait(ms) => self.now += Duration::from_millis(ms),
+            Op::ToNext => {
+                if let Some(next) = self.next {
+                    self.now = next;
                 }
-                self.poll_queue();
             }
         }
         self.drain();
+        self.tick(matches!(op, Op::ToNext) && self.next.is_some());
+        self.drain();
         self.check();
+    }
+
+    fn close(&mut self) {
+        for ask in self.core.close() {
+            ask.refuse("closed");
+        }
+        self.poll_queue();
+    }
+
+    /// The adapter's timekeeper wakes: the core is told the time. What it hands back is
+    /// checked against when each wait began in the model; `due` says a deadline falls now.
+    fn tick(&mut self, due: bool) {
+        let controllers = self
+            .clients
+            .iter()
+            .filter(|k| k.seat.as_ref().is_some_and(|s| !s.who.is_observer()))
+            .count();
+        let closed = self.core.is_closed();
+        let alone = controllers == 0 && !closed;
+        self.alone_since = if alone {
+            Some(self.alone_since.unwrap_or(self.now))
+        } else {
+            None
+        };
+        if self.core.end() != self.grown.0 {
+            self.grown = (self.core.end(), self.now);
+        }
+        let ticked = self.core.tick(self.now);
+        let mut want_next: Option<Duration> = None;
+        let mut pending = |at: Duration| want_next = Some(want_next.map_or(at, |n| n.min(at)));
+        // Each ask waiting is refused once it has waited its deadline since it came and since
+        // the last controller left; not before.
+        for (ask, at) in self.asks.iter().zip(&self.asked_at) {
+            let refused = ticked.refuse.iter().any(|r| Arc::ptr_eq(r, ask));
+            if ask.is_answered() && !refused {
+                continue;
+            }
+            let due_at = self.alone_since.map(|a| a.max(*at) + DEADLINES.ask);
+            let is_due = due_at.is_some_and(|d| self.now >= d);
+            assert_eq!(refused, is_due, "ask at {at:?}, now {:?}", self.now);
+            if let (Some(d), false) = (due_at, is_due) {
+                pending(d);
+            }
+        }
+        for ask in &ticked.refuse {
+            ask.refuse("no editor");
+        }
+        let expires_at = self
+            .alone_since
+            .map(|a| a.max(self.grown.1) + DEADLINES.detached);
+        let expired = expires_at.is_some_and(|e| self.now >= e);
+        assert_eq!(ticked.expired, expired, "now {:?}", self.now);
+        if let (Some(e), false) = (expires_at, expired) {
+            pending(e);
+        }
+        if !expired {
+            assert_eq!(ticked.next, want_next, "the next deadline");
+        }
+        assert_eq!(ticked.alone, alone);
+        if due {
+            assert!(
+                expired || !ticked.refuse.is_empty(),
+                "a tick at the deadline it named did nothing"
+            );
+        }
+        self.next = ticked.next;
+        if expired {
+            // The layer ends the session.
+            self.close();
+        }
     }
 
     fn update(&mut self, text: usize, echo: Option<usize>) {
@@ -340,6 +441,7 @@ impl Model {
             none,
         ));
         self.asks.push(ask.clone());
+        self.asked_at.push(self.now);
         if self.core.ask(ask.clone()) {
             self.asked += 1;
         } else {
@@ -550,7 +652,7 @@ impl Model {
         let kept: Vec<Entry> = self.journal.clone();
         let kept_len = kept.len() as u64;
         self.life += 1;
-        self.core = SessionCore::new(Arc::from("s@t"), self.life);
+        self.core = SessionCore::new(Arc::from("s@t"), self.life, DEADLINES);
         let then = if open {
             vec![Entry::TurnEnded {
                 result: RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"})),
@@ -564,6 +666,9 @@ impl Model {
         self.journal.truncate(kept_len as usize);
         self.held = 0;
         self.asked = 0;
+        // The new core's waits begin at its first tick.
+        self.alone_since = None;
+        self.grown = (u64::MAX, self.now);
         self.updates = self
             .core
             .record

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use sacp::jsonrpc::{Error, RawJson};
 
 use super::super::ask::Ask;
-use super::super::record::update_method;
+use super::super::notices::{TURN_ENDED, turn_ended_params, user_messages};
+use super::super::position::positioned;
+use super::super::record::{Entry, update_method};
 use super::super::who::Who;
 
 /// What the core knows of an attached client, through the adapter's handle of it.
@@ -143,6 +145,57 @@ pub(super) fn due<R>(owed: &mut VecDeque<Owed<R>>, seq: u64, outs: &mut Vec<Out<
                 outs.push(Out::Notify(update_method(), preface));
             }
             outs.push(Out::Answer(o.responder, o.result));
+        }
+    }
+}
+
+/// What `client` is sent of entry `seq` of session `id`'s record (of life `life`), into
+/// `outs`: a notification (but its own words), a prompt as the `user_message_chunk`s an
+/// agent's replay shows and a turn's end as `_sacp/turn_ended` (to a v1 client that did not
+/// send it: a v2 agent says both itself), a request of the agent's not answered yet (where it
+/// goes to this client); each notification with its position for a client that asked.
+pub(super) fn render<C: Client, R>(
+    entry: &Entry,
+    seq: u64,
+    client: &C,
+    (id, life): (&str, u64),
+    outs: &mut Vec<Out<R>>,
+) {
+    let att = client.id();
+    let place = |params: RawJson| {
+        if client.positions() {
+            positioned(&params, life, seq)
+        } else {
+            params
+        }
+    };
+    match entry {
+        Entry::Notification {
+            method,
+            params,
+            echo,
+        } => {
+            if *echo != Some(att) {
+                outs.push(Out::Notify(method.clone(), place(params.clone())));
+            }
+        }
+        Entry::Prompt { params, echo } => {
+            if *echo != Some(att) && client.v1() {
+                for update in user_messages(id, params) {
+                    outs.push(Out::Notify(update_method(), place(update)));
+                }
+            }
+        }
+        Entry::TurnEnded { result, asker } => {
+            if *asker != Some(att) && client.v1() {
+                let params = place(turn_ended_params(id, result));
+                outs.push(Out::Notify(Arc::from(TURN_ENDED), params));
+            }
+        }
+        Entry::Ask(ask) => {
+            if !ask.is_answered() && ask.is_for(client.who(), att) {
+                outs.push(Out::Ask(ask.clone()));
+            }
         }
     }
 }
