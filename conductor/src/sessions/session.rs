@@ -516,6 +516,8 @@ impl Session {
         }
         self.shared.room.notify_waiters();
         self.turn_changed.send_modify(|n| *n += 1);
+        // Its timekeeper sees it closed and ends.
+        self.attached.send_modify(|_| {});
     }
 
     /// The sequence number the record's next entry gets.
