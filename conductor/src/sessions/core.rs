@@ -536,10 +536,7 @@ impl<C: Client, R> SessionCore<C, R> {
             return asker.map(|asker| (asker.responder, result, None));
         }
         let Some(asker) = asker else {
-            self.push(Entry::TurnEnded {
-                result,
-                asker: None,
-            });
+            self.push(Entry::turn_ended(result, None));
             return None;
         };
         let now = self
@@ -555,16 +552,10 @@ impl<C: Client, R> SessionCore<C, R> {
         let Some(id) = now else {
             // Not attached (it detached): answered on its connection now; the other clients
             // are told the turn ended.
-            self.push(Entry::TurnEnded {
-                result: result.clone(),
-                asker: None,
-            });
+            self.push(Entry::turn_ended(result.clone(), None));
             return Some((asker.responder, result, None));
         };
-        let entry = Entry::TurnEnded {
-            result: result.clone(),
-            asker: Some(id),
-        };
+        let entry = Entry::turn_ended(result.clone(), Some(id));
         // The asker alone, with everything: it is answered now, from here.
         if let Some((_, guard)) = self.direct(Some(id), claim) {
             self.push_quietly(entry);

@@ -43,9 +43,11 @@ pub(super) enum Entry {
     /// replay — gets as the `user_message_chunk`s an agent's own replay would show.
     Prompt { params: RawJson, echo: Option<u64> },
     /// A turn ended with this answer: every client but the one that asked (`asker`, which gets
-    /// the answer itself) is told with the layer's `_sacp/turn_ended`.
+    /// the answer itself) is told with the layer's `_sacp/turn_ended`. A failure is boxed: an
+    /// error is three times the size of an answer, and every entry of a record is as large as
+    /// its largest kind (see [`Entry::turn_ended`]).
     TurnEnded {
-        result: Result<RawJson, sacp::jsonrpc::Error>,
+        result: Result<RawJson, Box<sacp::jsonrpc::Error>>,
         asker: Option<u64>,
     },
     /// A request of the agent's for an editor.
@@ -53,6 +55,17 @@ pub(super) enum Entry {
 }
 
 impl Entry {
+    /// The end of a turn with `result`, answered to `asker`'s client if given.
+    pub(super) fn turn_ended(
+        result: Result<RawJson, sacp::jsonrpc::Error>,
+        asker: Option<u64>,
+    ) -> Entry {
+        Entry::TurnEnded {
+            result: result.map_err(Box::new),
+            asker,
+        }
+    }
+
     fn size(&self) -> usize {
         ENTRY_OVERHEAD
             + match self {
@@ -60,6 +73,28 @@ impl Entry {
                 Entry::TurnEnded { result, .. } => result.as_ref().map_or(64, RawJson::len),
                 Entry::Ask(ask) => ask.size(),
             }
+    }
+
+    /// The entry as the record keeps it: a prompt's params and a turn's answer in bytes of
+    /// their own. Both arrive as slices of the buffer their line was read into (a chain's, a
+    /// client's); kept as they came, one small answer kept a whole read buffer alive, and the
+    /// record of a long session grew by every buffer its chain read. A notification is kept
+    /// as it is: renamed to the editor's ids, it is already a copy of its own.
+    fn kept(self) -> Entry {
+        match self {
+            Entry::Prompt { params, echo } => Entry::Prompt {
+                params: params.unshared(),
+                echo,
+            },
+            Entry::TurnEnded {
+                result: Ok(result),
+                asker,
+            } => Entry::TurnEnded {
+                result: Ok(result.unshared()),
+                asker,
+            },
+            entry => entry,
+        }
     }
 
     /// Whether it may be forgotten once delivered: an ask still waiting for its answer is
@@ -113,6 +148,7 @@ impl Record {
 
     /// Appends `entry`: its sequence number and its size.
     pub(super) fn push(&mut self, entry: Entry) -> (u64, usize) {
+        let entry = entry.kept();
         let size = entry.size();
         let seq = self.end();
         self.entries.push_back((entry, size));
@@ -266,10 +302,51 @@ mod tests {
     }
 
     fn end() -> Entry {
-        Entry::TurnEnded {
-            result: RawJson::from_string("{}"),
-            asker: None,
-        }
+        Entry::turn_ended(RawJson::from_string("{}"), None)
+    }
+
+    /// Whether `part` lies inside `whole`'s bytes.
+    fn inside(part: &RawJson, whole: &RawJson) -> bool {
+        let range = whole.as_bytes().as_ptr_range();
+        range.contains(&part.as_bytes().as_ptr())
+    }
+
+    #[test]
+    fn a_prompt_and_an_answer_are_kept_without_the_buffer_they_came_in() {
+        let line = RawJson::from_string(
+            r#"{"result":{"stopReason":"end_turn"},"params":{"prompt":[]},"pad":"xxxx"}"#,
+        )
+        .unwrap();
+        let answer = line.member("result").unwrap();
+        let params = line.member("params").unwrap();
+        assert!(inside(&answer, &line) && inside(&params, &line));
+        let mut record = Record::default();
+        record.push(Entry::turn_ended(Ok(answer), None));
+        record.push(Entry::Prompt { params, echo: None });
+        let kept: Vec<&Entry> = record.since(0).map(|(_, e)| e).collect();
+        let Entry::TurnEnded {
+            result: Ok(answer), ..
+        } = kept[0]
+        else {
+            panic!("a turn's end: {:?}", kept[0]);
+        };
+        let Entry::Prompt { params, .. } = kept[1] else {
+            panic!("a prompt: {:?}", kept[1]);
+        };
+        assert_eq!(answer.as_str(), r#"{"stopReason":"end_turn"}"#);
+        assert_eq!(params.as_str(), r#"{"prompt":[]}"#);
+        assert!(!inside(answer, &line) && !inside(params, &line));
+    }
+
+    #[test]
+    fn an_entry_is_no_larger_than_a_notification_needs() {
+        // Every entry of a record is as large as its largest kind: a failure inline made
+        // each 128 bytes.
+        assert!(
+            std::mem::size_of::<Entry>() <= 72,
+            "{}",
+            std::mem::size_of::<Entry>()
+        );
     }
 
     #[test]

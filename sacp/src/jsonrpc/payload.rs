@@ -219,6 +219,18 @@ impl RawJson {
         std::str::from_utf8(self.as_bytes()).unwrap_or("null")
     }
 
+    /// This payload copied into bytes of its own. A payload read from the wire is a slice of
+    /// the buffer it was read into, and keeps that whole buffer alive; one kept long (a
+    /// history, a cache) should keep only its own bytes. An envelope is returned as it is
+    /// (its parts are its own).
+    #[must_use]
+    pub fn unshared(&self) -> RawJson {
+        match &self.0 {
+            Repr::Text(bytes) => RawJson::from_trusted(Bytes::copy_from_slice(bytes)),
+            Repr::Envelope(_) => self.clone(),
+        }
+    }
+
     /// The JSON text, as shared bytes (a reference count, not a copy).
     pub(crate) fn bytes(&self) -> Bytes {
         match &self.0 {
@@ -415,6 +427,20 @@ impl fmt::Display for RawJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unshared_payload_keeps_nothing_of_the_buffer_it_was_read_from() {
+        let line =
+            Bytes::from(br#"{"result":{"stopReason":"end_turn"},"pad":"xxxxxxxx"}"#.to_vec());
+        let answer = RawJson::from_trusted(line.clone())
+            .member("result")
+            .expect("a member");
+        assert!(!line.is_unique(), "a member is a slice of the line");
+        let kept = answer.unshared();
+        drop(answer);
+        assert_eq!(kept.as_str(), r#"{"stopReason":"end_turn"}"#);
+        assert!(line.is_unique(), "the copy holds none of the line");
+    }
 
     #[test]
     fn a_member_is_read_and_set_in_place() {

@@ -654,10 +654,10 @@ impl Model {
         self.life += 1;
         self.core = SessionCore::new(Arc::from("s@t"), self.life, DEADLINES);
         let then = if open {
-            vec![Entry::TurnEnded {
-                result: RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"})),
-                asker: None,
-            }]
+            vec![Entry::turn_ended(
+                RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"})),
+                None,
+            )]
         } else {
             Vec::new()
         };

@@ -30,7 +30,7 @@ impl Session {
                 params: params.clone(),
             },
             Entry::Prompt { params, .. } => Body::Prompt(params.clone()),
-            Entry::TurnEnded { result, .. } => Body::TurnEnded(result.clone()),
+            Entry::TurnEnded { result, .. } => Body::TurnEnded(result.clone().map_err(|e| *e)),
             Entry::Ask(_) => return,
         };
         journal.record(Record::Entry {
@@ -158,10 +158,7 @@ impl Session {
                 },
                 Kind::TurnEnded => {
                     open_turn = false;
-                    Entry::TurnEnded {
-                        result: turn_end_of(body),
-                        asker: None,
-                    }
+                    Entry::turn_ended(turn_end_of(body), None)
                 }
             };
             entries.push(entry);
@@ -184,10 +181,7 @@ impl Session {
                 });
             }
             let stop = RawJson::to_raw(&serde_json::json!({"stopReason": "cancelled"}));
-            then.push(Entry::TurnEnded {
-                result: stop,
-                asker: None,
-            });
+            then.push(Entry::turn_ended(stop, None));
         }
         self.with(|core, _| core.restore(entries, then));
     }
