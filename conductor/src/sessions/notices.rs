@@ -44,7 +44,7 @@ pub(super) fn user_messages(session: &str, params: &RawJson) -> Vec<RawJson> {
 
 /// `_sacp/turn_ended`: `{"sessionId", "stopReason"}`, or `{"sessionId", "error"}` for a
 /// prompt that failed.
-pub(super) fn turn_ended_params(session: &str, result: Result<&RawJson, &Error>) -> RawJson {
+pub(super) fn turn_ended_params(session: &str, result: &Result<RawJson, Box<Error>>) -> RawJson {
     #[derive(serde::Deserialize)]
     struct Stop {
         #[serde(rename = "stopReason")]
@@ -121,10 +121,7 @@ pub(super) fn history(record: &Record, id: &str, v1: bool) -> Vec<Value> {
             Entry::Prompt { params, .. } => out.push(item("session/prompt", params)),
             Entry::TurnEnded { result, .. } => {
                 if v1 {
-                    out.push(item(
-                        TURN_ENDED,
-                        &turn_ended_params(id, result.as_ref().map_err(|e| &**e)),
-                    ));
+                    out.push(item(TURN_ENDED, &turn_ended_params(id, result)));
                 }
             }
             Entry::Ask(ask) => out.push(item(&ask.method, &ask.params)),

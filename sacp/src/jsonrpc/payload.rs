@@ -219,15 +219,15 @@ impl RawJson {
         std::str::from_utf8(self.as_bytes()).unwrap_or("null")
     }
 
-    /// This payload copied into bytes of its own. A payload read from the wire is a slice of
-    /// the buffer it was read into, and keeps that whole buffer alive; one kept long (a
-    /// history, a cache) should keep only its own bytes. An envelope is returned as it is
-    /// (its parts are its own).
+    /// This payload in bytes of its own. A payload read from the wire is a slice of the
+    /// buffer it was read into, and keeps that whole buffer alive; one kept long (a history,
+    /// a cache) should keep only its own bytes. Text is copied; an envelope, whose params may
+    /// be such a slice, is given as its whole text (built once, its own).
     #[must_use]
     pub fn unshared(&self) -> RawJson {
         match &self.0 {
             Repr::Text(bytes) => RawJson::from_trusted(Bytes::copy_from_slice(bytes)),
-            Repr::Envelope(_) => self.clone(),
+            Repr::Envelope(e) => RawJson::from_trusted(e.text().clone()),
         }
     }
 
@@ -440,6 +440,23 @@ mod tests {
         drop(answer);
         assert_eq!(kept.as_str(), r#"{"stopReason":"end_turn"}"#);
         assert!(line.is_unique(), "the copy holds none of the line");
+
+        // An envelope around such a slice: the same.
+        let inner = RawJson::from_trusted(line.clone())
+            .member("result")
+            .expect("a member");
+        let wrapped = RawJson::envelope("_x/y".to_owned(), Some(inner));
+        assert!(!line.is_unique(), "the envelope holds a slice of the line");
+        let kept = wrapped.unshared();
+        drop(wrapped);
+        assert_eq!(
+            kept.as_str(),
+            r#"{"method":"_x/y","params":{"stopReason":"end_turn"}}"#
+        );
+        assert!(
+            line.is_unique(),
+            "the envelope's text holds none of the line"
+        );
     }
 
     #[test]

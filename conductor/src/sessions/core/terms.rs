@@ -188,7 +188,7 @@ pub(super) fn render<C: Client, R>(
         }
         Entry::TurnEnded { result, asker } => {
             if *asker != Some(att) && client.v1() {
-                let params = place(turn_ended_params(id, result.as_ref().map_err(|e| &**e)));
+                let params = place(turn_ended_params(id, result));
                 outs.push(Out::Notify(Arc::from(TURN_ENDED), params));
             }
         }
