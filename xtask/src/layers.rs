@@ -60,7 +60,7 @@ pub(crate) const CHECKS: &[Check] = &[
         // Data → framing → transports → tables → handler and connection → the
         // connection's reader and writer → the builder that starts them.
         ranks: &[
-            &["error", "id", "hold", "budget", "member"],
+            &["error", "id", "hold", "budget", "member", "arena"],
             &["payload"],
             &["message", "typed"],
             &["framing", "transport", "lossless", "pending", "in_flight"],

@@ -21,6 +21,7 @@ use super::attach::Who;
 use super::client::Client;
 use super::port::{Port, QUEUE};
 use super::record::{UPDATE, update_method};
+use super::session::Wire;
 use super::{Layer, Note};
 use crate::lock::lock;
 
@@ -409,15 +410,39 @@ impl Layer {
         if link.is_restoring(notification.params.as_ref()) {
             return;
         }
+        // The record keeps the method shared; a caught-up client is sent the one the chain
+        // read (no copy of it).
+        let shared = |method: &str| {
+            if method == UPDATE {
+                update_method()
+            } else {
+                Arc::from(method)
+            }
+        };
+        // The common case (an update whose one id is its top-level `sessionId`): renamed as
+        // it is recorded, under the session's one lock.
+        if let Some(params) = &notification.params
+            && let Some(session) = self.plainly_about(link, params, None)
+        {
+            let wire = Wire {
+                method: notification.method,
+                rename: true,
+            };
+            let method = shared(&wire.method);
+            session
+                .append(method, params.clone(), None, Some(wire))
+                .await;
+            return;
+        }
         match self.chain_to_editor(link, notification.params) {
             Ok((Some(session), params)) => {
                 let params = params.unwrap_or_else(RawJson::null);
-                let method = if notification.method == UPDATE {
-                    update_method()
-                } else {
-                    Arc::from(notification.method)
+                let wire = Wire {
+                    method: notification.method,
+                    rename: false,
                 };
-                session.append(method, params, None).await;
+                let method = shared(&wire.method);
+                session.append(method, params, None, Some(wire)).await;
             }
             Ok((None, params)) => {
                 let client = link.origin().and_then(|c| c.conn().cloned());

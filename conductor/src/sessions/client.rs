@@ -637,7 +637,7 @@ async fn record_history(session: &Session, history: &[Value], echo: u64) {
         match RawJson::to_raw(&params) {
             Ok(params) => {
                 session
-                    .append(super::record::update_method(), params, Some(echo))
+                    .append(super::record::update_method(), params, Some(echo), None)
                     .await
             }
             Err(e) => tracing::error!("cannot record a session's history: {e}"),

@@ -107,6 +107,12 @@ impl<C: Client, R> SessionCore<C, R> {
         }
     }
 
+    /// `params` of a chain's message about this session, its top-level `sessionId` the
+    /// editor's (see [`Record::renamed`]).
+    pub(super) fn renamed(&mut self, params: &RawJson) -> RawJson {
+        self.record.renamed(params, &self.id)
+    }
+
     // --- What the adapter drains after every event.
 
     /// The entries appended since it last asked, to write to the journal (in order).

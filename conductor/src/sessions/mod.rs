@@ -433,13 +433,9 @@ impl Layer {
         let Some(params) = params else {
             return Ok((None, None));
         };
-        // The fast way: only a top-level id, plain; no other place an id can be.
-        if let Some(own) = params.plain_str("sessionId")
-            && !rewrite::has_other_places(&params)
-        {
-            let session = self.learn_from_chain(link, own, client, None);
-            let renamed = params.with_plain_str("sessionId", &session.id);
-            return Ok((Some(session), renamed));
+        if let Some(session) = self.plainly_about(link, &params, client) {
+            let renamed = session.renamed(&params);
+            return Ok((Some(session), Some(renamed)));
         }
         let mut about: Option<Arc<Session>> = None;
         let renamed = rewrite::rename_sessions(params, |own, place| match place {
@@ -458,6 +454,22 @@ impl Layer {
             Place::Listed => Some(format!("{own}@{}", link.tag)),
         })?;
         Ok((about, Some(renamed)))
+    }
+
+    /// The session a message of `link`'s is about when its one id is its top-level
+    /// `sessionId`, plain — the fast way: nothing else to rename, nothing parsed —; learned
+    /// (and attached to `client`) if it is new.
+    fn plainly_about(
+        &self,
+        link: &Arc<ChainLink>,
+        params: &RawJson,
+        client: Option<&Arc<Client>>,
+    ) -> Option<Arc<Session>> {
+        let own = params.plain_str("sessionId")?;
+        if rewrite::has_other_places(params) {
+            return None;
+        }
+        Some(self.learn_from_chain(link, own, client, None))
     }
 
     /// [`Layer::learn`] for an id the chain names (a subagent of `parent`, if given): a new

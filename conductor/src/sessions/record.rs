@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, LazyLock};
 
-use sacp::jsonrpc::RawJson;
+use sacp::jsonrpc::{Arena, RawJson};
 
 use super::ask::Ask;
 
@@ -79,7 +79,8 @@ impl Entry {
     /// their own. Both arrive as slices of the buffer their line was read into (a chain's, a
     /// client's); kept as they came, one small answer kept a whole read buffer alive, and the
     /// record of a long session grew by every buffer its chain read. A notification is kept
-    /// as it is: renamed to the editor's ids, it is already a copy of its own.
+    /// as it is: renamed to the editor's ids, it is already a copy — its own bytes, or the
+    /// record's arena's ([`Record::renamed`]).
     fn kept(self) -> Entry {
         match self {
             Entry::Prompt { params, echo } => Entry::Prompt {
@@ -125,9 +126,30 @@ pub(super) struct Record {
     /// What the entries held take.
     bytes: usize,
     left_out: LeftOut,
+    renames: Renames,
+}
+
+/// Where a session's messages are written with the editor's id (see [`Record::renamed`]).
+#[derive(Debug)]
+struct Renames(Arena);
+
+impl Default for Renames {
+    fn default() -> Self {
+        Renames(Arena::new(32 * 1024))
+    }
 }
 
 impl Record {
+    /// `params` of a chain's message whose one session id is its top-level `sessionId`, with
+    /// the editor's id `id` in its place: written into the record's own arena, beside the
+    /// session's other messages — renaming costs no allocation of its own, and what the
+    /// record keeps holds nothing of another session's alive.
+    pub(super) fn renamed(&mut self, params: &RawJson, id: &str) -> RawJson {
+        params
+            .with_plain_str_in("sessionId", id, &mut self.renames.0)
+            .unwrap_or_else(|| params.clone())
+    }
+
     /// The sequence number the next entry gets.
     pub(super) fn end(&self) -> u64 {
         self.first + self.entries.len() as u64

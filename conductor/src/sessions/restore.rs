@@ -353,6 +353,7 @@ async fn tell_lost(session: &Session, id: &str, lost: u64, torn: bool) -> Result
             std::sync::Arc::from(HISTORY_INCOMPLETE),
             RawJson::to_raw(&notice)?,
             None,
+            None,
         )
         .await;
     Ok(())

@@ -165,6 +165,16 @@ impl Client for Arc<Attachment> {
 
 type Core = SessionCore<Arc<Attachment>, Responder>;
 
+/// A notification as the chain sent it, for [`Session::append`].
+#[derive(Debug)]
+pub(super) struct Wire {
+    /// Its method, sent on as it is to a client taking it straight away.
+    pub(super) method: String,
+    /// Whether its params still have the chain's top-level `sessionId`, to be renamed as
+    /// they are recorded.
+    pub(super) rename: bool,
+}
+
 /// The claim on sending to a client straight away, outside its delivery task.
 type Sending = tokio::sync::OwnedMutexGuard<()>;
 
@@ -406,9 +416,24 @@ impl Session {
         }
     }
 
+    /// `params` of a chain's message about this session, its top-level `sessionId` the
+    /// editor's (see [`SessionCore::renamed`]).
+    pub(super) fn renamed(&self, params: &RawJson) -> RawJson {
+        lock(&self.core).renamed(params)
+    }
+
     /// Appends a notification about the session, waiting while the record has no room for it
-    /// (see the module docs). Dropped if the session is closed.
-    pub(super) async fn append(&self, method: Arc<str>, params: RawJson, echo: Option<u64>) {
+    /// (see the module docs). Dropped if the session is closed. A notification the chain sent
+    /// comes with its [`Wire`]: the method a caught-up client is sent, and whether its params
+    /// are still to be renamed.
+    pub(super) async fn append(
+        &self,
+        method: Arc<str>,
+        params: RawJson,
+        echo: Option<u64>,
+        wire: Option<Wire>,
+    ) {
+        let mut rename = wire.as_ref().is_some_and(|w| w.rename);
         let mut update = (method, params);
         // Waiting for room is armed only once there was none (arming costs on every update).
         let mut room = None;
@@ -418,17 +443,28 @@ impl Session {
                 room.as_mut().enable();
             }
             let (method, params) = update;
-            match self.with(|core, room| core.append(method, params, echo, room, claim)) {
+            let appended = self.with(|core, room| {
+                let params = if rename {
+                    core.renamed(&params)
+                } else {
+                    params
+                };
+                core.append(method, params, echo, room, claim)
+            });
+            match appended {
                 Appended::Closed | Appended::Queued => return,
                 // The one client takes it now, from here: no task is woken for it.
                 Appended::Direct(att, sending, out) => {
                     if let Some((method, params)) = out {
-                        let _ = perform(&att, Out::Notify(method, params)).await;
+                        let method = wire.map_or_else(|| method.to_string(), |w| w.method);
+                        let _ = att.conn.notify_raw(method, Some(params)).await;
                     }
                     drop(sending);
                     return;
                 }
                 Appended::Full(method, params) => {
+                    // Renamed already.
+                    rename = false;
                     update = (method, params);
                     match room.take() {
                         Some(armed) => {

@@ -34,6 +34,7 @@
 //!
 #![doc = include_str!("../../docs/jsonrpc.md")]
 
+mod arena;
 mod budget;
 mod builder;
 mod connection;
@@ -62,6 +63,7 @@ mod writer;
 use std::future::Future;
 use std::pin::Pin;
 
+pub use self::arena::Arena;
 pub use self::builder::Builder;
 pub(crate) use self::connection::{Admission, Outbound, Unsent};
 pub use self::connection::{Connection, Limits};

@@ -300,6 +300,25 @@ impl RawJson {
         Some(RawJson::from_trusted(Bytes::from(out)))
     }
 
+    /// [`RawJson::with_plain_str`], written into `arena`: no allocation of its own, and a
+    /// clone shares the arena's buffer (see [`Arena`](super::Arena)).
+    pub fn with_plain_str_in(
+        &self,
+        key: &str,
+        value: &str,
+        arena: &mut super::Arena,
+    ) -> Option<RawJson> {
+        let text = self.as_bytes();
+        let span = super::member::plain_string(text, key)?;
+        let hint = text.len() - span.len() + value.len();
+        let renamed = arena.bytes(hint, |out| {
+            out.extend_from_slice(&text[..span.start - 1]);
+            super::id::write_json_string_into(value, out);
+            out.extend_from_slice(&text[span.end + 1..]);
+        });
+        Some(RawJson::from_trusted(renamed))
+    }
+
     /// The value of the top-level member `key`, when this is an object that has it: found by
     /// a scan of the text, shared with this payload (no copy).
     pub fn member(&self, key: &str) -> Option<RawJson> {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 
 use crate::jsonrpc::message::{Parsed, parse_line};
-use crate::jsonrpc::{Id, Message, RawJson, ResponseBody};
+use crate::jsonrpc::{Arena, Id, Message, RawJson, ResponseBody};
 
 /// The header naming an ACP connection (set by the server on the `initialize` answer and the
 /// WebSocket upgrade; sent by the client on everything after).
@@ -48,6 +48,49 @@ pub(crate) fn encode(message: &Message) -> Bytes {
     message.encode_into(&mut out);
     out.pop();
     Bytes::from(out)
+}
+
+/// Where a writer encodes its messages one after another: each message's text is a slice of
+/// one buffer of an [`Arena`] (used again once the texts written in it are gone, as a frame's
+/// is once the WebSocket has it in its own buffer), so a message costs no allocation.
+#[derive(Debug)]
+pub(crate) struct Texts {
+    /// The message being encoded (kept for its capacity).
+    line: Vec<u8>,
+    /// The texts given out, and room for the next.
+    arena: Arena,
+}
+
+impl Default for Texts {
+    fn default() -> Self {
+        Texts {
+            line: Vec::new(),
+            arena: Arena::new(Self::BUFFER),
+        }
+    }
+}
+
+impl Texts {
+    /// The message as JSON text (one line, no newline).
+    pub(crate) fn encode(&mut self, message: &Message) -> Bytes {
+        self.line.clear();
+        message.encode_into(&mut self.line);
+        self.line.pop();
+        // A text much larger than usual gets bytes of its own: the writer keeps no room for
+        // it.
+        if self.line.len() > Self::KEPT {
+            return Bytes::from(std::mem::take(&mut self.line));
+        }
+        let line = &self.line;
+        self.arena
+            .bytes(line.len(), |buffer| buffer.extend_from_slice(line))
+    }
+
+    /// The room a writer keeps for its next message, at most.
+    const KEPT: usize = 64 * 1024;
+
+    /// The size of the buffers texts are written into.
+    const BUFFER: usize = 16 * 1024;
 }
 
 fn payload_len(message: &Message) -> usize {
@@ -99,5 +142,51 @@ pub(crate) fn id_too_long(id: &Id) -> bool {
             serde_json::from_str::<String>(text).is_ok_and(|t| too_long(&t))
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::Notification;
+
+    fn update(text: &str) -> Message {
+        Message::Notification(Notification {
+            method: "session/update".to_owned(),
+            params: Some(RawJson::from_string(format!(r#"{{"text":"{text}"}}"#)).unwrap()),
+        })
+    }
+
+    #[test]
+    fn texts_held_or_gone_are_each_the_message_encoded() {
+        let mut texts = Texts::default();
+        let first = texts.encode(&update("one"));
+        assert_eq!(
+            &first[..],
+            br#"{"jsonrpc":"2.0","method":"session/update","params":{"text":"one"}}"#
+        );
+        // Held while the next ones are written: neither is overwritten.
+        let held: Vec<Bytes> = (0..100)
+            .map(|i| texts.encode(&update(&i.to_string())))
+            .collect();
+        for (i, text) in held.iter().enumerate() {
+            assert_eq!(*text, encode(&update(&i.to_string())));
+        }
+        assert_eq!(first, encode(&update("one")));
+        drop((first, held));
+        // Gone: the buffer is written again, and the texts are still whole.
+        for i in 0..1000 {
+            let text = texts.encode(&update(&"y".repeat(i % 300)));
+            assert_eq!(text, encode(&update(&"y".repeat(i % 300))));
+        }
+    }
+
+    #[test]
+    fn a_text_larger_than_the_room_kept_gets_bytes_of_its_own() {
+        let mut texts = Texts::default();
+        let large = update(&"x".repeat(Texts::KEPT + 1));
+        let text = texts.encode(&large);
+        assert_eq!(text, encode(&large));
+        assert_eq!(texts.line.capacity(), 0);
     }
 }

@@ -110,6 +110,7 @@ where
                 sink,
                 peer: self.peer,
                 stall: self.stall,
+                texts: wire::Texts::default(),
             },
         )
     }
@@ -261,6 +262,8 @@ pub struct WsWriter<S> {
     sink: Sink<S>,
     peer: String,
     stall: Duration,
+    /// Where each frame's text is written.
+    texts: wire::Texts,
 }
 
 impl<S> MessageWriter for WsWriter<S>
@@ -269,9 +272,10 @@ where
 {
     async fn write(&mut self, batch: &mut Vec<Message>) -> std::io::Result<()> {
         let mut sink = self.sink.lock().await;
+        let texts = &mut self.texts;
         let sent = async {
             for message in batch.drain(..) {
-                let text = Utf8Bytes::try_from(wire::encode(&message))
+                let text = Utf8Bytes::try_from(texts.encode(&message))
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
                 sink.feed(Frame::Text(text))
                     .await
