@@ -7,8 +7,9 @@ use tokio::io::AsyncWriteExt;
 
 use crate::common::*;
 
-/// How long an editor that stops reading its stdout stays away (the behaviour under test).
-const EDITOR_STALL: Duration = Duration::from_secs(2);
+/// How long an editor that stops reading its stdout stays away (the behaviour under test):
+/// long enough for every pipe and queue of the chain to fill, which takes milliseconds.
+const EDITOR_STALL: Duration = Duration::from_secs(1);
 
 /// Polls until no process started by `editor` is left, for up to `limit`.
 async fn gone_within(editor: &Editor, limit: Duration) -> Vec<u32> {
@@ -73,8 +74,8 @@ async fn answer_and_what_follows(editor: &mut Editor, id: &Value) -> (Value, usi
 async fn a_slow_editor_still_gets_the_error_of_a_crashed_component_and_nothing_after_it() {
     let mut editor = Editor::start(conductor(), &flat_chain(3));
     let session = editor.open_session().await;
-    // The agent streams 20,000 chunks and crashes; the editor reads nothing for 2 s, so the
-    // conductor's output to it is blocked when the chain fails.
+    // The agent streams 20,000 chunks and crashes; the editor reads nothing for a second, so
+    // the conductor's output to it is blocked when the chain fails.
     let id = editor.send_prompt(&session, "crash 9 20000").await;
     tokio::time::sleep(EDITOR_STALL).await;
     let (answer, before, after) = answer_and_what_follows(&mut editor, &id).await;
