@@ -434,7 +434,7 @@ impl Layer {
                 .await;
             return;
         }
-        match self.chain_to_editor(link, notification.params) {
+        match self.renamed_everywhere(link, notification.params, None) {
             Ok((Some(session), params)) => {
                 let params = params.unwrap_or_else(RawJson::null);
                 let wire = Wire {

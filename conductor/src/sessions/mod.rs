@@ -430,13 +430,26 @@ impl Layer {
         params: Option<RawJson>,
         client: Option<&Arc<Client>>,
     ) -> Result<(Option<Arc<Session>>, Option<RawJson>), Error> {
+        if let Some(plain) = &params
+            && let Some(session) = self.plainly_about(link, plain, client)
+        {
+            let renamed = session.renamed(plain);
+            return Ok((Some(session), Some(renamed)));
+        }
+        self.renamed_everywhere(link, params, client)
+    }
+
+    /// [`Layer::chain_to_editor_for`] for a message that is not [`Layer::plainly_about`] one
+    /// session: every place an id can stand, renamed.
+    fn renamed_everywhere(
+        &self,
+        link: &Arc<ChainLink>,
+        params: Option<RawJson>,
+        client: Option<&Arc<Client>>,
+    ) -> Result<(Option<Arc<Session>>, Option<RawJson>), Error> {
         let Some(params) = params else {
             return Ok((None, None));
         };
-        if let Some(session) = self.plainly_about(link, &params, client) {
-            let renamed = session.renamed(&params);
-            return Ok((Some(session), Some(renamed)));
-        }
         let mut about: Option<Arc<Session>> = None;
         let renamed = rewrite::rename_sessions(params, |own, place| match place {
             Place::Session => {
