@@ -10,6 +10,8 @@
 //!   child-process tests.
 //! - [`logger`]: a proxy that writes a JSON line per message it sees to a file
 //!   (`logging-proxy`), written against the `Proxy` trait without the macro.
+//! - [`panel`]: a proxy that ends every turn with an HTML panel, a summary of the tools the
+//!   turn used (`panel-proxy`); an editor that does not take HTML gets it as text.
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
 //! - [`reminder`]: a proxy that speaks between turns: `/remind 2s TEXT` ends the turn at once,
 //!   and the editor gets `reminder: TEXT` two seconds later; `/later 2s TEXT` starts a turn
@@ -44,6 +46,7 @@ pub mod context;
 pub mod demo;
 mod lock;
 pub mod logger;
+pub mod panel;
 pub mod prefix;
 pub mod probe;
 #[cfg(not(target_family = "wasm"))]

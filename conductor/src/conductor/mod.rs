@@ -440,6 +440,12 @@ impl Conductor {
             .map(|outbox| outbox.up.clone());
         let agent = self.core.table().agent_conn();
         let routed_at = self.trace.as_ref().map(Trace::now);
+        let transformed = self.core.table_mut().take_transformed();
+        if let Some(trace) = &mut self.trace {
+            for one in &transformed {
+                trace.transformed(self.core.table(), one);
+            }
+        }
         let mut negotiated = Vec::new();
         let mut deliveries = self.deliveries.drain(..).peekable();
         while let Some(first) = deliveries.next() {

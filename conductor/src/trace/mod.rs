@@ -40,7 +40,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use sacp::jsonrpc::Message;
 use sacp::protocol::dialect::Dialect;
-use sacp::protocol::routing::{Hop, Node, RoutingTable};
+use sacp::protocol::routing::{Hop, Node, RoutingTable, Transformed};
 use tokio::sync::watch;
 
 use self::record::Batch;
@@ -392,6 +392,30 @@ impl Trace {
         {
             self.note_dialect(table, p);
         }
+    }
+
+    /// Content the chain transformed on its way to a hop that does not take it (see
+    /// `sacp::protocol::content`): `{"type": "transformed", "to", "direction", "method",
+    /// "from", "into"}`.
+    pub(crate) fn transformed(&mut self, table: &RoutingTable, one: &Transformed) {
+        let to = match one.to {
+            Node::Client if table.proxy_mode() => "client",
+            Node::Client => "editor",
+            Node::Outer => "successor",
+            Node::Conductor => "conductor",
+            Node::Bridge => "mcp-bridge",
+            Node::Component(p) => table.name(p),
+        };
+        self.event(
+            "transformed",
+            serde_json::json!({
+                "to": to,
+                "direction": one.dir.as_str(),
+                "method": one.method,
+                "from": one.from,
+                "into": one.into,
+            }),
+        );
     }
 
     /// Says a proxy's dialect once the routing table knows it.

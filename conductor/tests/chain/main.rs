@@ -10,6 +10,7 @@ mod bridge;
 mod common;
 mod concurrency;
 mod conformance;
+mod content;
 mod editor_setup;
 mod endings;
 mod failures;

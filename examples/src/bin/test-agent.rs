@@ -1,6 +1,6 @@
 //! A deterministic ACP agent for tests and benchmarks; see `sacp_examples::test_agent`.
 //!
-//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--offers LIST] [--no-close] [--auth] [--setup] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
+//! `test-agent [--protocol 1|2|1,2] [--mcp-acp|--mcp-rfd|--mcp-http] [--sessions DIR] [--offers LIST] [--no-close] [--auth] [--image] [--setup] [--history] [--max-prompt BYTES] [--ignore-eof] [--initialize-delay DURATION] [--on-sigterm FILE] [--ignore-sigterm] [--listen ADDR [--token TOKEN] [--tls-cert FILE --tls-key FILE] [--stall-timeout DURATION] [--max-connections N]]`:
 //! - `--protocol`: the ACP versions it speaks: 1 (the default), 2 (`TestAgentV2`, the draft),
 //!   or both (`1,2`: a `sacp::agent::Dual` that serves each connection with the side its
 //!   `initialize` chose);
@@ -15,6 +15,8 @@
 //! - `--setup`: the terminal authentication of `--auth`: says so on stdout and exits 0;
 //! - `--no-close`: neither offers `session/close` in `initialize` nor serves it (an agent of
 //!   the many that cannot close a session);
+//! - `--image`: says in `initialize` that it takes images in prompts, and answers each image
+//!   block with `image MIME DATA` (as it came);
 //! - `--history`: says in `initialize` that it takes a history with `session/new`
 //!   (`_meta.sacp.history`) and starts such a session with it;
 //! - `--max-prompt BYTES`: refuses a prompt with more text than that (invalid params), as an
@@ -76,9 +78,26 @@ struct Args {
     no_close: bool,
     /// It offers authentication (`--auth`).
     auth: bool,
+    /// It takes images in prompts (`--image`).
+    image: bool,
 }
 
 impl Args {
+    /// Sets the flag `word` names, if it names one that takes no value.
+    fn switch(&mut self, word: &str) -> bool {
+        let flag = match word {
+            "--ignore-eof" => &mut self.ignore_eof,
+            "--history" => &mut self.history,
+            "--no-close" => &mut self.no_close,
+            "--auth" => &mut self.auth,
+            "--image" => &mut self.image,
+            "--ignore-sigterm" => &mut self.ignore_sigterm,
+            _ => return false,
+        };
+        *flag = true;
+        true
+    }
+
     fn v1(&self) -> TestAgent {
         let agent = match self.mcp {
             Mcp::Stdio => TestAgent::default(),
@@ -108,6 +127,10 @@ impl Args {
         };
         let agent = match self.auth {
             true => agent.authenticating(),
+            false => agent,
+        };
+        let agent = match self.image {
+            true => agent.taking_images(),
             false => agent,
         };
         match self.max_prompt {
@@ -148,6 +171,9 @@ fn args() -> Result<Args, String> {
     let mut mcp_given = false;
     let mut words = std::env::args().skip(1);
     while let Some(word) = words.next() {
+        if args.switch(&word) {
+            continue;
+        }
         match word.as_str() {
             "--mcp-acp" | "--mcp-rfd" | "--mcp-http" if !mcp_given => {
                 mcp_given = true;
@@ -167,10 +193,6 @@ fn args() -> Result<Args, String> {
                 });
             }
             "--sessions" => args.sessions = Some(value(&mut words, "--sessions", "a DIR")?.into()),
-            "--ignore-eof" => args.ignore_eof = true,
-            "--history" => args.history = true,
-            "--no-close" => args.no_close = true,
-            "--auth" => args.auth = true,
             "--setup" => {
                 // The terminal authentication a client runs: interactive in a real agent.
                 let set = std::env::var("TEST_AGENT_SETUP").unwrap_or_default();
@@ -201,7 +223,6 @@ fn args() -> Result<Args, String> {
                         .map_err(|_| format!("--max-prompt {n:?}: not a number"))?,
                 );
             }
-            "--ignore-sigterm" => args.ignore_sigterm = true,
             "--on-sigterm" => {
                 args.on_sigterm = Some(value(&mut words, "--on-sigterm", "a FILE")?.into())
             }
@@ -238,7 +259,8 @@ fn args() -> Result<Args, String> {
                 return Err(format!(
                     "unknown argument {other:?}; expected --protocol 1|2|1,2, --mcp-acp, \
                      --mcp-rfd or --mcp-http, --sessions DIR, --ignore-eof, --on-sigterm FILE, \
-                     --ignore-sigterm, --listen ADDR, --token TOKEN, --tls-cert FILE, \
+                     --ignore-sigterm, --history, --no-close, --auth, --image, --offers LIST, \
+                     --max-prompt BYTES, --listen ADDR, --token TOKEN, --tls-cert FILE, \
                      --tls-key FILE, --stall-timeout DURATION, --max-connections N, \
                      --initialize-delay DURATION"
                 ));

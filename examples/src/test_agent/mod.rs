@@ -62,8 +62,8 @@ use sacp::acp::{
     ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PromptRequest, PromptResponse, ProtocolVersion, ReadTextFileRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
+    PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
+    ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
     ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionForkCapabilities,
     SessionId, SessionInfo, SessionListCapabilities, SessionNotification,
     SessionResumeCapabilities, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
@@ -104,6 +104,8 @@ pub struct TestAgent {
     no_close: bool,
     /// It offers authentication methods (`--auth`).
     auth: bool,
+    /// It takes images in prompts, and says so (`--image`).
+    takes_images: bool,
 }
 
 /// Tells the turns of a session that it was closed.
@@ -189,6 +191,16 @@ impl TestAgent {
         }
     }
 
+    /// Says in `initialize` that it takes images in prompts (`promptCapabilities.image`), and
+    /// takes them: an image block of a prompt is answered `image MIME DATA`, its media type and
+    /// its base64 data as they came (`test-agent --image`).
+    pub fn taking_images(self) -> Self {
+        TestAgent {
+            takes_images: true,
+            ..self
+        }
+    }
+
     /// Refuses a prompt whose text is longer than `bytes` with an invalid-params error, as an
     /// agent whose model's context is too small for it would (`test-agent --max-prompt
     /// BYTES`).
@@ -262,6 +274,9 @@ impl TestAgent {
         }
         if self.takes_histories {
             sacp::protocol::history::History::offer(&mut capabilities);
+        }
+        if self.takes_images {
+            capabilities = capabilities.prompt_capabilities(PromptCapabilities::new().image(true));
         }
         let terminal = req
             .client_capabilities
@@ -525,14 +540,24 @@ impl TestAgent {
                     }
                     return Ok(PromptResponse::new(StopReason::EndTurn));
                 }
-                for block in req.prompt {
-                    if let ContentBlock::Text(text) = block {
-                        say(text.text).await?;
-                    }
+                for echo in req.prompt.into_iter().filter_map(|b| self.echo(b)) {
+                    say(echo).await?;
                 }
             }
         }
         Ok(PromptResponse::new(StopReason::EndTurn))
+    }
+
+    /// What it says back of a block of a prompt without a keyword: a text as it came, an image
+    /// (`--image`) as `image MIME DATA`, nothing of anything else.
+    fn echo(&self, block: ContentBlock) -> Option<String> {
+        match block {
+            ContentBlock::Text(text) => Some(text.text),
+            ContentBlock::Image(image) if self.takes_images => {
+                Some(format!("image {} {}", image.mime_type, image.data))
+            }
+            _ => None,
+        }
     }
 
     /// Says `text` to `client` in `session`, as an agent message chunk it remembers.

@@ -3,6 +3,7 @@
 //! and the conductor's routing table. They sit below the runtimes and know nothing of
 //! handlers.
 
+pub mod content;
 pub mod dialect;
 pub mod envelope;
 pub mod handshake;

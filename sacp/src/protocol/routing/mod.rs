@@ -212,6 +212,8 @@ pub struct RoutingTable {
     /// How many `initialize` requests the agent's connection has pending (so that
     /// [`RoutingTable::agent_initializing`] does not walk its pending requests).
     agent_inits: usize,
+    /// What each position takes, for rich content (see `content_routes`).
+    contents: content_routes::Contents,
 }
 
 /// How an arriving request or notification travels.
@@ -250,6 +252,7 @@ impl RoutingTable {
             agent_mcp: None,
             diversion: None,
             agent_inits: 0,
+            contents: content_routes::Contents::default(),
         }
     }
 
@@ -615,6 +618,10 @@ impl RoutingTable {
             Ok(resolved) => resolved,
             Err(failed) => return self.answer(conn, id, &failed.1, out),
         };
+        if resolved.dir == Dir::Down && resolved.method == "initialize" {
+            self.note_client_content(resolved.from, resolved.params.as_ref());
+        }
+        self.adapt_content(&mut resolved);
         if resolved.dir == Dir::Down
             && let Some(params) =
                 self.declarations_for(resolved.to, &resolved.method, resolved.params.as_ref())
@@ -751,6 +758,7 @@ impl RoutingTable {
             }
         };
         let mut resolved = resolved;
+        self.adapt_content(&mut resolved);
         self.mcp_in_form(&mut resolved, false);
         let target = self.target_conn(&resolved, false);
         let (from_k, to_k) = (self.diverted(conn), self.diverted(target));
@@ -818,6 +826,7 @@ impl fmt::Display for PeerName<'_> {
 }
 
 mod chain_core;
+mod content_routes;
 mod diversion;
 mod histories;
 pub mod life;
@@ -827,6 +836,7 @@ mod settling;
 mod states;
 
 pub use self::chain_core::ChainCore;
+pub use self::content_routes::Transformed;
 pub use self::diversion::{Diversion, Passing, Seat};
 pub use self::mcp_routes::AgentMcp;
 pub use self::settling::Settling;

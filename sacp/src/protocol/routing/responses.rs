@@ -115,6 +115,7 @@ impl RoutingTable {
     ) -> Result<RawJson, Error> {
         let position = init.position;
         self.note_agent_initialize(position, result);
+        self.note_answer_content(position, result);
         if origin == EDITOR {
             self.client_version = crate::protocol::version::of(Some(result)).ok();
         }

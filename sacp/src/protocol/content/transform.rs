@@ -1,0 +1,308 @@
+//! [`adapt`]: the content of one message made what a hop takes (see the module above).
+//!
+//! The message's text is scanned, not parsed: where its content sits (a prompt's `prompt`, an
+//! update's `update.content`, a permission request's `toolCall.content`) is found member by
+//! member, a block is parsed only when it may carry a media type (its text has `"mimeType"`),
+//! and a transformed block is spliced in where it was — every other byte stays as it came.
+
+use serde_json::value::RawValue;
+
+use super::Accepts;
+use crate::acp::{ContentBlock, EmbeddedResourceResource, ResourceLink, TextContent};
+use crate::jsonrpc::RawJson;
+
+/// How wide the readable text of an HTML page is laid out.
+const HTML_WIDTH: usize = 100;
+
+/// One block transformed for a hop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transformation {
+    /// The media type it had (`text/html`, `image/png`).
+    pub from: String,
+    /// The kind of block it became: `text` or `resource_link`.
+    pub into: &'static str,
+}
+
+/// `params` of a `method` message with its content made what `accepts` takes, and what was
+/// transformed; `None` when nothing had to be (the message goes as it came).
+pub fn adapt(
+    method: &str,
+    params: &RawJson,
+    accepts: &Accepts,
+) -> Option<(RawJson, Vec<Transformation>)> {
+    let path: &[&str] = match method {
+        "session/prompt" => &["prompt"],
+        "session/update" => &["update", "content"],
+        "session/request_permission" => &["toolCall", "content"],
+        _ => return None,
+    };
+    if accepts.is_everything() || !may_carry_media(params.as_bytes()) {
+        return None;
+    }
+    let content = params.member_at(path)?;
+    let mut done = Vec::new();
+    let adapted = match content.as_bytes().first() {
+        Some(b'[') => adapt_list(&content, accepts, &mut done)?,
+        Some(b'{') => {
+            let (block, one) = adapt_block(&content, accepts)?;
+            done.push(one);
+            block
+        }
+        _ => return None,
+    };
+    Some((params.with_member_at(path, &adapted)?, done))
+}
+
+/// A list of content blocks, or of a tool call's content (`{"type": "content", "content":
+/// block}`, diffs, terminals), adapted; `None` when no item had to be.
+fn adapt_list(
+    list: &RawJson,
+    accepts: &Accepts,
+    done: &mut Vec<Transformation>,
+) -> Option<RawJson> {
+    let items: Vec<&RawValue> = serde_json::from_str(list.as_str()).ok()?;
+    let mut out = Vec::with_capacity(list.len());
+    out.push(b'[');
+    let before = done.len();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let item = list.slice_of(item);
+        let adapted = if item.plain_str("type") == Some("content") {
+            item.member("content")
+                .and_then(|block| adapt_block(&block, accepts))
+                .and_then(|(block, one)| Some((item.with_member("content", &block)?, one)))
+        } else {
+            adapt_block(&item, accepts)
+        };
+        match adapted {
+            Some((item, one)) => {
+                done.push(one);
+                item.write_into(&mut out);
+            }
+            None => item.write_into(&mut out),
+        }
+    }
+    out.push(b']');
+    if done.len() == before {
+        return None;
+    }
+    RawJson::from_string(String::from_utf8(out).ok()?).ok()
+}
+
+/// One content block made what `accepts` takes, and what it was; `None` when it is taken as
+/// it is (or is not a block this knows).
+pub fn adapt_block(block: &RawJson, accepts: &Accepts) -> Option<(RawJson, Transformation)> {
+    if accepts.is_everything() || !may_carry_media(block.as_bytes()) {
+        return None;
+    }
+    let parsed: ContentBlock = block.parse().ok()?;
+    let (replacement, from) = match parsed {
+        ContentBlock::Image(image) if !accepts.takes(&image.mime_type) => (
+            media_stand_in("image", &image.mime_type, &image.data, image.uri),
+            image.mime_type,
+        ),
+        ContentBlock::Audio(audio) if !accepts.takes(&audio.mime_type) => (
+            media_stand_in("audio", &audio.mime_type, &audio.data, None),
+            audio.mime_type,
+        ),
+        ContentBlock::Resource(embedded) => match embedded.resource {
+            EmbeddedResourceResource::TextResourceContents(page)
+                if is_html(page.mime_type.as_deref()) && !accepts.takes("text/html") =>
+            {
+                let text = html_to_text(&page.text);
+                let from = page.mime_type.unwrap_or_else(|| "text/html".to_owned());
+                (ContentBlock::Text(TextContent::new(text)), from)
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let into = match replacement {
+        ContentBlock::ResourceLink(_) => "resource_link",
+        _ => "text",
+    };
+    let mut written = serde_json::to_value(&replacement).ok()?;
+    if let Some(fields) = written.as_object_mut() {
+        fields.insert(
+            "_meta".to_owned(),
+            serde_json::json!({"sacp": {"transformedFrom": from}}),
+        );
+    }
+    let raw = RawJson::to_raw(&written).ok()?;
+    Some((raw, Transformation { from, into }))
+}
+
+/// The readable text of an HTML page: its words, headings, lists, tables and links laid out as
+/// text, with no markup (scripts and styles left out).
+pub fn html_to_text(html: &str) -> String {
+    match html2text::from_read(html.as_bytes(), HTML_WIDTH) {
+        Ok(text) => text.trim_end().to_owned(),
+        Err(e) => format!("[an HTML page that could not be read as text: {e}]"),
+    }
+}
+
+/// What stands in for an image or audio a hop cannot take: a link to it where it has a
+/// `uri`, else a text saying what it was.
+fn media_stand_in(kind: &str, mime_type: &str, data: &str, uri: Option<String>) -> ContentBlock {
+    // Base64: four characters for three bytes.
+    let bytes = data.len() / 4 * 3;
+    match uri {
+        Some(uri) => {
+            let name = uri
+                .rsplit('/')
+                .find(|part| !part.is_empty())
+                .unwrap_or(kind)
+                .to_owned();
+            let mut link = ResourceLink::new(name, uri);
+            link.mime_type = Some(mime_type.to_owned());
+            link.description = Some(format!(
+                "{} ({mime_type}) that the receiver cannot take inline",
+                article(kind)
+            ));
+            ContentBlock::ResourceLink(link)
+        }
+        None => ContentBlock::Text(TextContent::new(format!(
+            "[{} ({mime_type}, {}) not shown: the receiver does not take {kind}]",
+            article(kind),
+            size(bytes)
+        ))),
+    }
+}
+
+fn article(kind: &str) -> String {
+    match kind {
+        "image" => "an image".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+fn size(bytes: usize) -> String {
+    match bytes {
+        b if b < 1024 => format!("{b} bytes"),
+        b if b < 1024 * 1024 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0)),
+    }
+}
+
+fn is_html(mime_type: Option<&str>) -> bool {
+    mime_type.is_some_and(|m| {
+        let m = m.split(';').next().unwrap_or("").trim();
+        m.eq_ignore_ascii_case("text/html") || m.eq_ignore_ascii_case("application/xhtml+xml")
+    })
+}
+
+/// Whether a text may hold a block with a media type: it has the key `"mimeType"`.
+fn may_carry_media(text: &[u8]) -> bool {
+    memchr::memmem::find(text, b"\"mimeType\"").is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> RawJson {
+        RawJson::from_string(text).unwrap()
+    }
+
+    const PANEL: &str = r#"{"type":"resource","resource":{"uri":"sacp:panel/1","mimeType":"text/html","text":"<html><head><style>p{color:red}</style></head><body><h1>Tools used</h1><ul><li>read_file</li><li>grep</li></ul></body></html>"}}"#;
+
+    #[test]
+    fn html_becomes_readable_text_for_a_hop_that_does_not_take_it() {
+        let params = format!(
+            r#"{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{PANEL}}},"x":1.50}}"#
+        );
+        let (adapted, done) =
+            adapt("session/update", &raw(&params), &Accepts::acp_default()).unwrap();
+        assert_eq!(
+            done,
+            vec![Transformation {
+                from: "text/html".into(),
+                into: "text"
+            }]
+        );
+        let text = adapted.member_at(&["update", "content", "text"]).unwrap();
+        let text: String = text.parse().unwrap();
+        assert!(
+            text.contains("Tools used") && text.contains("read_file"),
+            "{text}"
+        );
+        assert!(!text.contains('<') && !text.contains("color"), "{text}");
+        // The rest as it came, to the byte.
+        assert!(adapted.as_str().starts_with(
+            r#"{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"#
+        ));
+        assert!(adapted.as_str().ends_with(r#"},"x":1.50}"#));
+        assert!(
+            adapted
+                .as_str()
+                .contains(r#""transformedFrom":"text/html""#)
+        );
+        // A hop that takes HTML gets it untouched.
+        assert!(adapt("session/update", &raw(&params), &Accepts::of(["text/html"])).is_none());
+    }
+
+    #[test]
+    fn an_image_becomes_a_placeholder_or_a_link_and_others_stay() {
+        let params = r#"{"sessionId":"s","prompt":[{"type":"text","text":"look"}, {"type":"image","mimeType":"image/png","data":"AAAABBBB"},{"type":"image","mimeType":"image/png","data":"AAAA","uri":"file:///tmp/shot.png"}]}"#;
+        let (adapted, done) = adapt(
+            "session/prompt",
+            &raw(params),
+            &Accepts::of(Vec::<String>::new()),
+        )
+        .unwrap();
+        assert_eq!(done.len(), 2);
+        assert_eq!(done[1].into, "resource_link");
+        let prompt: Vec<serde_json::Value> = adapted.member("prompt").unwrap().parse().unwrap();
+        assert_eq!(prompt[0], serde_json::json!({"type":"text","text":"look"}));
+        assert_eq!(prompt[1]["type"], "text");
+        assert!(prompt[1]["text"].as_str().unwrap().contains("image/png"));
+        assert_eq!(prompt[2]["type"], "resource_link");
+        assert_eq!(prompt[2]["uri"], "file:///tmp/shot.png");
+        assert_eq!(prompt[2]["name"], "shot.png");
+        // The untouched block keeps its bytes.
+        assert!(
+            adapted
+                .as_str()
+                .contains(r#"[{"type":"text","text":"look"},"#)
+        );
+        let with_images = Accepts::of(["image/*"]);
+        assert!(adapt("session/prompt", &raw(params), &with_images).is_none());
+    }
+
+    #[test]
+    fn a_tool_calls_content_is_adapted_inside_its_wrapper() {
+        let params = format!(
+            r#"{{"sessionId":"s","update":{{"sessionUpdate":"tool_call","toolCallId":"t","title":"x","content":[{{"type":"diff","path":"/a","newText":"b"}},{{"type":"content","content":{PANEL}}}]}}}}"#
+        );
+        let (adapted, done) =
+            adapt("session/update", &raw(&params), &Accepts::acp_default()).unwrap();
+        assert_eq!(done.len(), 1);
+        let content: Vec<serde_json::Value> = adapted
+            .member_at(&["update", "content"])
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(content[0]["type"], "diff");
+        assert_eq!(content[1]["type"], "content");
+        assert_eq!(content[1]["content"]["type"], "text");
+    }
+
+    #[test]
+    fn text_and_unknown_messages_pass_unscanned() {
+        let params = raw(
+            r#"{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}"#,
+        );
+        assert!(
+            adapt(
+                "session/update",
+                &params,
+                &Accepts::of(Vec::<String>::new())
+            )
+            .is_none()
+        );
+        let other = raw(&format!(r#"{{"content":{PANEL}}}"#));
+        assert!(adapt("_x/whatever", &other, &Accepts::acp_default()).is_none());
+    }
+}
