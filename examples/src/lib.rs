@@ -12,6 +12,8 @@
 //!   (`logging-proxy`), written against the `Proxy` trait without the macro.
 //! - [`panel`]: a proxy that ends every turn with an HTML panel, a summary of the tools the
 //!   turn used (`panel-proxy`); an editor that does not take HTML gets it as text.
+//! - [`plain`]: a proxy with a content handler of its own: it renders HTML as text for a
+//!   client that cannot take HTML, in place of the conductor (`plain-proxy`).
 //! - [`prefix`]: a proxy that prefixes each text chunk the agent streams (`prefix-proxy`).
 //! - [`reminder`]: a proxy that speaks between turns: `/remind 2s TEXT` ends the turn at once,
 //!   and the editor gets `reminder: TEXT` two seconds later; `/later 2s TEXT` starts a turn
@@ -47,6 +49,7 @@ pub mod demo;
 mod lock;
 pub mod logger;
 pub mod panel;
+pub mod plain;
 pub mod prefix;
 pub mod probe;
 #[cfg(not(target_family = "wasm"))]

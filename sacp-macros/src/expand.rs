@@ -34,6 +34,7 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
     let mut handlers = Vec::new();
     let mut tools = Vec::new();
     let mut servers = Vec::new();
+    let mut contents = Vec::new();
     for impl_item in &mut item.items {
         let ImplItem::Fn(method) = impl_item else {
             continue;
@@ -55,8 +56,8 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
         for extra in found {
             errors.push(
                 extra.span(),
-                "a method takes one of `#[on_request]`, `#[on_notification]`, `#[tool]` and \
-                 `#[mcp_server]`",
+                "a method takes one of `#[on_request]`, `#[on_notification]`, `#[tool]`, \
+                 `#[mcp_server]` and `#[content]`",
             );
         }
         match args {
@@ -75,9 +76,15 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
                     servers.push(server);
                 }
             }
+            MethodAttr::Content(args) => {
+                if let Some(content) = validate::content(role, &args, method, &mut errors) {
+                    contents.push(content);
+                }
+            }
         }
     }
     validate::routes(&handlers, &mut errors);
+    validate::content_ranges(&contents, &mut errors);
     validate::tool_names(&tools, &mut errors);
 
     if !errors.is_empty() {
@@ -90,6 +97,7 @@ pub(crate) fn service(role: Role, attr: TokenStream, item: TokenStream) -> Token
         handlers,
         tools,
         servers,
+        contents,
         mcp_name: args.mcp_name,
         mcp_over_acp: args.mcp_over_acp,
         protocols: args.protocols,
@@ -131,6 +139,7 @@ fn emit(service: &Service) -> TokenStream {
         && service.handlers.is_empty()
         && service.tools.is_empty()
         && service.servers.is_empty()
+        && service.contents.is_empty()
     {
         let krate = &service.krate;
         trait_impl = into_impl(
@@ -143,11 +152,46 @@ fn emit(service: &Service) -> TokenStream {
     if !servers.is_empty() {
         trait_impl = into_impl(trait_impl, servers);
     }
+    let contents = content_handlers(service);
+    if !contents.is_empty() {
+        trait_impl = into_impl(trait_impl, contents);
+    }
     let tool_set = tool_set(service);
     quote! {
         #item
         #trait_impl
         #tool_set
+    }
+}
+
+/// `CONTENT` and `fn transform` of `impl Proxy`: the `#[content("…")]` methods, each called
+/// for a block of its media range.
+fn content_handlers(service: &Service) -> TokenStream {
+    if service.contents.is_empty() {
+        return TokenStream::new();
+    }
+    let krate = &service.krate;
+    let ranges = service.contents.iter().map(|c| &c.range);
+    let rungs = service.contents.iter().map(|content| {
+        let (range, method) = (&content.range, &content.method);
+        quote_spanned! {method.span()=>
+            if #krate::protocol::content::matches(#range, media_type) {
+                return ::std::option::Option::Some(Self::#method(self, block));
+            }
+        }
+    });
+    quote! {
+        const CONTENT: &'static [&'static str] = &[#(#ranges),*];
+
+        fn transform(
+            &self,
+            media_type: &str,
+            block: #krate::acp::ContentBlock,
+        ) -> ::std::option::Option<#krate::acp::ContentBlock> {
+            #(#rungs)*
+            let _ = block;
+            ::std::option::Option::None
+        }
     }
 }
 

@@ -7,7 +7,9 @@
 //! - inside, `#[on_request]` and `#[on_notification]` (optionally `(from = client | agent)` in a
 //!   proxy) mark the handler methods: `async fn name(&self, message: T, cx: &Cx) ->
 //!   Result<T::Response, E>` (or `Result<(), E>` for a notification), where `E` converts into
-//!   `sacp::Error`. Handlers run concurrently, hence `&self`.
+//!   `sacp::Error`. Handlers run concurrently, hence `&self`;
+//! - in a proxy, `#[tool]`, `#[mcp_server]` and `#[content("…")]` mark its MCP tools, its MCP
+//!   servers and its own transformations of a content type.
 //!
 //! The crate is split by stage: `parse` reads attributes, `model` holds what was read,
 //! `validate` checks handler signatures and routes, `expand` writes the impl, `fallback`
@@ -91,6 +93,16 @@ pub fn on_notification(_attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
     fallback::misplaced_mcp("tool", item.into()).into()
+}
+
+/// Marks a proxy's own transformation of a content type inside a `#[proxy]` impl block:
+/// `fn name(&self, block: ContentBlock) -> ContentBlock`, called for each block of the media
+/// type or range (`#[content("text/html")]`, `#[content("image/*")]`) on its way to a
+/// neighbour that does not take it. The proxy declares in `initialize` that it takes the type,
+/// so the conductor leaves it to the proxy. See `sacp::protocol::content`.
+#[proc_macro_attribute]
+pub fn content(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    fallback::misplaced_mcp("content", item.into()).into()
 }
 
 /// Marks a method that makes an MCP server for every session, inside a `#[proxy]` impl block.

@@ -90,6 +90,24 @@ pub(crate) struct Tool {
     pub(crate) output_span: Span,
 }
 
+/// One `#[content("…")]` method: a proxy's own transformation of a content type.
+#[derive(Debug)]
+pub(crate) struct Content {
+    /// The media range it transforms (`text/html`, `image/*`), lowercase.
+    pub(crate) range: String,
+    /// The method.
+    pub(crate) method: Ident,
+}
+
+/// The attribute arguments of `#[content("…")]`.
+#[derive(Debug)]
+pub(crate) struct ContentArgs {
+    /// The media range, when it was one.
+    pub(crate) range: Option<String>,
+    /// The attribute, for errors about the method as a whole.
+    pub(crate) span: Span,
+}
+
 /// A whole `#[proxy]` or `#[agent]` block, checked.
 #[derive(Debug)]
 pub(crate) struct Service {
@@ -102,6 +120,8 @@ pub(crate) struct Service {
     pub(crate) tools: Vec<Tool>,
     /// The `#[mcp_server]` methods.
     pub(crate) servers: Vec<Ident>,
+    /// The `#[content("…")]` methods.
+    pub(crate) contents: Vec<Content>,
     /// `mcp_name = …`, if given.
     pub(crate) mcp_name: Option<Expr>,
     /// `#[agent(mcp_over_acp)]`.
@@ -138,6 +158,7 @@ pub(crate) enum MethodAttr {
     Tool(ToolArgs),
     /// `#[mcp_server]`, with its span.
     McpServer(Span),
+    Content(ContentArgs),
 }
 
 impl MethodAttr {
@@ -146,6 +167,7 @@ impl MethodAttr {
             MethodAttr::Handler(args) => args.span,
             MethodAttr::Tool(args) => args.span,
             MethodAttr::McpServer(span) => *span,
+            MethodAttr::Content(args) => args.span,
         }
     }
 }

@@ -9,7 +9,9 @@ use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{Attribute, Ident, Path, Token};
 
-use crate::model::{HandlerArgs, MessageKind, MethodAttr, Role, ServiceArgs, Side, ToolArgs};
+use crate::model::{
+    ContentArgs, HandlerArgs, MessageKind, MethodAttr, Role, ServiceArgs, Side, ToolArgs,
+};
 
 /// Errors collected along the way; all of them are reported.
 #[derive(Debug, Default)]
@@ -207,6 +209,7 @@ pub(crate) fn method_attr(attr: &Attribute, errors: &mut Errors) -> Option<Metho
     let last = attr.path().segments.last()?;
     match last.ident.to_string().as_str() {
         "tool" => Some(MethodAttr::Tool(tool_attr(attr, errors))),
+        "content" => Some(MethodAttr::Content(content_attr(attr, errors))),
         "mcp_server" => {
             if !matches!(attr.meta, syn::Meta::Path(_)) {
                 errors.push(attr.span(), "`#[mcp_server]` takes no arguments");
@@ -255,6 +258,47 @@ fn tool_attr(attr: &Attribute, errors: &mut Errors) -> ToolArgs {
         }
     }
     args
+}
+
+/// `#[content("type/subtype")]`: the media range a proxy's method transforms.
+fn content_attr(attr: &Attribute, errors: &mut Errors) -> ContentArgs {
+    let mut args = ContentArgs {
+        range: None,
+        span: attr.span(),
+    };
+    let expected =
+        "expected a media type or range: `#[content(\"text/html\")]`, `#[content(\"image/*\")]`";
+    let syn::Meta::List(list) = &attr.meta else {
+        errors.push(attr.span(), expected);
+        return args;
+    };
+    match syn::parse2::<syn::LitStr>(list.tokens.clone()) {
+        Ok(lit) if valid_media_range(&lit.value()) => {
+            args.range = Some(lit.value().to_ascii_lowercase());
+        }
+        Ok(lit) => errors.push(
+            lit.span(),
+            format_args!("`{}` is not a media type or range; {expected}", lit.value()),
+        ),
+        Err(_) => errors.push(span_of(&list.tokens, attr.span()), expected),
+    }
+    args
+}
+
+/// `type/subtype`, `type/*` or `*/*`, each part a media type token.
+pub(crate) fn valid_media_range(range: &str) -> bool {
+    let token = |part: &str| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&^_.+-".contains(c))
+    };
+    match range.split_once('/') {
+        Some(("*", "*")) => true,
+        Some((kind, "*")) => token(kind),
+        Some((kind, sub)) => token(kind) && token(sub),
+        None => false,
+    }
 }
 
 /// What MCP allows in a tool's name.
@@ -392,6 +436,28 @@ mod tests {
                 "expected a path after `crate =`, e.g. `crate = ::sacp`",
             ]
         );
+    }
+
+    #[test]
+    fn reads_content_ranges() {
+        let mut errors = Errors::default();
+        let attr: Attribute = syn::parse_quote!(#[content("Text/HTML")]);
+        let args = content_attr(&attr, &mut errors);
+        assert_eq!(args.range.as_deref(), Some("text/html"));
+        assert!(errors.is_empty());
+        for bad in [
+            quote!(#[content("html")]),
+            quote!(#[content("*/html")]),
+            quote!(#[content(text)]),
+            quote!(#[content]),
+        ] {
+            let mut errors = Errors::default();
+            let attr: Attribute = syn::parse_quote!(#bad);
+            assert!(content_attr(&attr, &mut errors).range.is_none(), "{bad}");
+            assert_eq!(errors.0.len(), 1, "{bad}");
+        }
+        assert!(valid_media_range("image/*") && valid_media_range("*/*"));
+        assert!(valid_media_range("application/vnd.sacp+json"));
     }
 
     #[test]

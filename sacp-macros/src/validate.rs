@@ -8,7 +8,7 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{FnArg, ImplItemFn, Type};
 
-use crate::model::{Handler, HandlerArgs, Role, Side, Tool, ToolArgs};
+use crate::model::{Content, ContentArgs, Handler, HandlerArgs, Role, Side, Tool, ToolArgs};
 use crate::parse::Errors;
 
 /// Checks one handler method; returns the handler when its signature is usable.
@@ -284,6 +284,65 @@ pub(crate) fn tool_names(tools: &[Tool], errors: &mut Errors) {
                 format_args!(
                     "a tool named `{}` exists already (`{}`); give one of them another with `#[tool(name = \"…\")]`",
                     later.name, first.method
+                ),
+            );
+        }
+    }
+}
+
+/// Checks a `#[content("…")]` method: `fn name(&self, block: ContentBlock) -> ContentBlock`.
+pub(crate) fn content(
+    role: Role,
+    args: &ContentArgs,
+    method: &ImplItemFn,
+    errors: &mut Errors,
+) -> Option<Content> {
+    let sig = &method.sig;
+    let before = errors.len();
+    if role == Role::Agent {
+        errors.push(
+            args.span,
+            "`#[content]` methods belong in a `#[sacp::proxy]`: a proxy transforms content on \
+             its way to a neighbour that cannot take it",
+        );
+        return None;
+    }
+    let expected = "`#[content(\"…\")]` is `fn name(&self, block: ContentBlock) -> ContentBlock`";
+    if let Some(token) = sig.asyncness {
+        errors.push(
+            token.span,
+            format_args!("{expected}, not `async`: it runs as the message is sent"),
+        );
+    }
+    let shape_ok = matches!(
+        sig.inputs.iter().collect::<Vec<_>>().as_slice(),
+        [FnArg::Receiver(r), FnArg::Typed(_)]
+            if r.reference.is_some() && r.mutability.is_none() && r.colon_token.is_none()
+    );
+    if !shape_ok || !sig.generics.params.is_empty() {
+        errors.push(sig.paren_token.span.join(), expected);
+    }
+    if matches!(sig.output, syn::ReturnType::Default) {
+        errors.push(sig.paren_token.span.join(), expected);
+    }
+    if errors.len() > before {
+        return None;
+    }
+    Some(Content {
+        range: args.range.clone()?,
+        method: sig.ident.clone(),
+    })
+}
+
+/// Reports a second `#[content]` method of the same media range, at the second one.
+pub(crate) fn content_ranges(contents: &[Content], errors: &mut Errors) {
+    for (i, later) in contents.iter().enumerate() {
+        if let Some(first) = contents[..i].iter().find(|c| c.range == later.range) {
+            errors.push(
+                later.method.span(),
+                format_args!(
+                    "`{}` is transformed already by `{}`; each media range takes one `#[content]` method",
+                    later.range, first.method
                 ),
             );
         }

@@ -79,7 +79,7 @@ pub mod __private;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use sacp_macros::{agent, mcp_server, on_notification, on_request, proxy, tool};
+pub use sacp_macros::{agent, content, mcp_server, on_notification, on_request, proxy, tool};
 /// The generated protocol types (ACP v1 and v2, MCP) and their method tables.
 pub use sacp_schema as schema;
 

@@ -146,3 +146,59 @@ async fn an_image_reaches_an_agent_without_the_capability_as_text_and_one_with_i
         }
     }
 }
+
+#[tokio::test]
+async fn a_proxy_that_transforms_html_itself_is_left_to_it() {
+    for declared in [None, Some(&["text/html"][..])] {
+        let trace = trace_file(&format!("plain-{}.jsonl", declared.is_some()));
+        let args = vec![
+            "agent".to_owned(),
+            "--trace".to_owned(),
+            trace.to_string_lossy().into_owned(),
+            example("plain-proxy"),
+            example("panel-proxy"),
+            agent(),
+        ];
+        let mut editor = Editor::start(conductor(), &args);
+        let session = open_declaring(&mut editor, declared).await;
+        // The raw lines, to assert on the bytes the editor got.
+        let id = editor
+            .send_request(
+                "session/prompt",
+                json!({"sessionId": session, "prompt": [{"type": "text", "text": "hello"}]}),
+            )
+            .await;
+        let mut lines = Vec::new();
+        loop {
+            let line = editor.next_line().await.expect("the answer");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            lines.push(line);
+            if message["id"] == id {
+                assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+                break;
+            }
+        }
+        editor.close_stdin();
+        assert_eq!(editor.exit().await.0, Some(0), "{}", editor.stderr());
+
+        let panel = lines
+            .iter()
+            .find(|l| l.contains("Turn summary"))
+            .unwrap_or_else(|| panic!("no panel in {lines:?}"));
+        let events = transformed(&trace);
+        assert!(events.is_empty(), "the conductor transformed: {events:?}");
+        if declared.is_some() {
+            assert!(panel.contains(r#""mimeType":"text/html""#), "{panel}");
+            assert!(panel.contains("<h2>Turn summary</h2>"), "{panel}");
+        } else {
+            // The proxy's own block, as it wrote it: no mark of the conductor's.
+            let text = sacp_examples::plain::HEADING;
+            assert!(
+                panel.contains(&format!(r#""content":{{"type":"text","text":"{text}\n\n"#)),
+                "{panel}"
+            );
+            assert!(!panel.contains("transformedFrom"), "{panel}");
+            assert!(!panel.contains("<h2>"), "{panel}");
+        }
+    }
+}

@@ -47,7 +47,9 @@
 
 mod transform;
 
-pub use self::transform::{Transformation, adapt, adapt_block, html_to_text};
+pub use self::transform::{
+    Standard, Transform, Transformation, adapt, adapt_block, adapt_with, html_to_text, matches,
+};
 
 use crate::jsonrpc::RawJson;
 

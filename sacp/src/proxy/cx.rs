@@ -42,6 +42,12 @@ impl Cx {
         }
     }
 
+    /// This context, its messages to each neighbour adapted by the proxy's content handlers.
+    pub(crate) fn adapting(mut self, content: Option<Arc<crate::runtime::Adapter>>) -> Cx {
+        self.neighbours = self.neighbours.adapting(content);
+        self
+    }
+
     /// Completes with the next idle `state_update` of `session` from the agent: in ACP v2 a
     /// prompt is answered at once, and its turn ends there. It waits from the call on, so call
     /// it before passing the prompt on:

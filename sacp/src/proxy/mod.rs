@@ -136,6 +136,25 @@ pub trait Proxy: Send + Sync + 'static {
         let _ = this;
         Vec::new()
     }
+
+    /// The media ranges the proxy transforms itself (`#[sacp::proxy]`: its
+    /// `#[content("…")]` methods; none by default). The runtime declares in `initialize` that
+    /// the proxy takes them (`_meta.sacp.content`, see [`crate::protocol::content`]), so the
+    /// conductor leaves them to it, and hands [`Proxy::transform`] every block of them on its
+    /// way to a neighbour that does not take it.
+    const CONTENT: &'static [&'static str] = &[];
+
+    /// `block`, of `media_type` (one of [`Proxy::CONTENT`]), made into a block for a
+    /// neighbour that does not take that type; `None` leaves it as it is (and the conductor
+    /// adapts it, as it does for a proxy without content handlers).
+    fn transform(
+        &self,
+        media_type: &str,
+        block: crate::acp::ContentBlock,
+    ) -> Option<crate::acp::ContentBlock> {
+        let _ = (media_type, block);
+        None
+    }
 }
 
 /// A shared proxy is a proxy: keep an `Arc` to read its state while it runs (how
@@ -153,6 +172,16 @@ impl<P: Proxy> Proxy for Arc<P> {
 
     fn mcp_servers(this: &Arc<Self>) -> Vec<Arc<dyn McpServer>> {
         P::mcp_servers(this)
+    }
+
+    const CONTENT: &'static [&'static str] = P::CONTENT;
+
+    fn transform(
+        &self,
+        media_type: &str,
+        block: crate::acp::ContentBlock,
+    ) -> Option<crate::acp::ContentBlock> {
+        P::transform(self, media_type, block)
     }
 }
 

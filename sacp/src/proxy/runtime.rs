@@ -21,11 +21,12 @@ use crate::jsonrpc::{
     Admission, BoxFuture, Connection, Error, Handler, Notification, Outbound, RawJson, Request,
     Responder, Unsent, Work,
 };
+use crate::protocol::content::Transform;
 use crate::protocol::dialect::{ConductorDialect, Dialect};
 use crate::protocol::envelope;
 use crate::protocol::version::Chosen;
 use crate::protocol::{handshake, version};
-use crate::runtime::{AfterAnswer, HandlerSet, Incoming, MessageKind, Reply, schedule};
+use crate::runtime::{Adapter, AfterAnswer, HandlerSet, Incoming, MessageKind, Reply, schedule};
 
 const INITIALIZE: &str = "initialize";
 
@@ -45,6 +46,19 @@ impl<P: Proxy> HandlerSet for AsProxy<P> {
     }
 }
 
+/// A proxy's content handlers ([`Proxy::transform`]) as a [`Transform`].
+struct ContentHandlers<P>(Arc<P>);
+
+impl<P: Proxy> Transform for ContentHandlers<P> {
+    fn transform(
+        &self,
+        media_type: &str,
+        block: crate::acp::ContentBlock,
+    ) -> Option<crate::acp::ContentBlock> {
+        self.0.transform(media_type, block)
+    }
+}
+
 pub(crate) struct ProxyHandler<P: Proxy> {
     proxy: Arc<AsProxy<P>>,
     mcp: Arc<Registry>,
@@ -54,6 +68,8 @@ pub(crate) struct ProxyHandler<P: Proxy> {
     chosen: Arc<Chosen>,
     /// Handlers waiting for a session to go idle ([`Cx::idle`]).
     idles: Arc<Idles>,
+    /// The proxy's content handlers, if it has any.
+    content: Option<Arc<Adapter>>,
 }
 
 impl<P: Proxy> ProxyHandler<P> {
@@ -61,7 +77,14 @@ impl<P: Proxy> ProxyHandler<P> {
         let proxy = Arc::new(proxy);
         let dialect = Arc::<ConductorDialect>::default();
         let mcp = Arc::new(Registry::new(P::mcp_servers(&proxy), dialect.clone()));
+        let content = (!P::CONTENT.is_empty()).then(|| {
+            Arc::new(Adapter::new(
+                P::CONTENT,
+                Arc::new(ContentHandlers(proxy.clone())),
+            ))
+        });
         ProxyHandler {
+            content,
             proxy: Arc::new(AsProxy(proxy)),
             mcp,
             dialect,
@@ -79,14 +102,28 @@ impl<P: Proxy> ProxyHandler<P> {
             self.idles.clone(),
             after,
         )
+        .adapting(self.content.clone())
+    }
+
+    /// `initialize`'s params on their way to the successor, with what the proxy takes declared
+    /// when it has content handlers.
+    fn declaring(&self, params: RawJson) -> RawJson {
+        match &self.content {
+            Some(content) => content.initializing(params),
+            None => params,
+        }
     }
 
     /// The reply to `initialize` (in any dialect): the successor's answer names the version
     /// of the connection, which must be one the proxy speaks.
     fn initialize_reply(&self, responder: Responder, requested: u16) -> Reply {
         let chosen = self.chosen.clone();
+        let content = self.content.clone();
         Reply::new(responder, Side::Client).finishing(Box::new(move |result| {
-            let answer = result?;
+            let answer = match (result?, &content) {
+                (answer, Some(content)) => content.initialized(answer),
+                (answer, None) => answer,
+            };
             let Ok(answered) = version::of(Some(&answer)) else {
                 return Ok(answer);
             };
@@ -155,6 +192,7 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
             tracing::debug!(%dialect, "initialized by a conductor of another dialect");
             match negotiated(params, P::PROTOCOLS) {
                 Ok((requested, params)) => {
+                    let params = self.declaring(params);
                     let reply = self.initialize_reply(responder, requested);
                     Incoming::request(INITIALIZE.to_owned(), Some(params), reply)
                 }
@@ -166,6 +204,7 @@ impl<P: Proxy> Handler for ProxyHandler<P> {
             });
             match params.and_then(|p| negotiated(Some(p), P::PROTOCOLS)) {
                 Ok((requested, params)) => {
+                    let params = self.declaring(params);
                     self.dialect.set(Dialect::Sacp);
                     let reply = self
                         .initialize_reply(responder, requested)

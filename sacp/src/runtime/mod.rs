@@ -14,6 +14,7 @@
 //!   and the connection settings they start from ([`EOF_GRACE`]).
 
 mod after;
+mod content;
 mod handlers;
 mod incoming;
 mod lane;
@@ -22,6 +23,7 @@ mod neighbour;
 use std::time::Duration;
 
 pub(crate) use self::after::AfterAnswer;
+pub(crate) use self::content::Adapter;
 pub use self::handlers::Context;
 pub(crate) use self::handlers::{HandlerSet, schedule};
 pub use self::incoming::{Incoming, Reply};

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use super::content::Adapter;
 use crate::acp::Side;
 use crate::jsonrpc::{
     Admission, Connection, Error, JsonRpcNotification, JsonRpcRequest, Lane, Outbound,
@@ -31,6 +32,8 @@ pub struct Neighbour {
     side: Side,
     /// The envelopes the conductor speaks.
     dialect: Arc<ConductorDialect>,
+    /// A proxy's content handlers, which adapt what it sends.
+    content: Option<Arc<Adapter>>,
 }
 
 impl fmt::Debug for Neighbour {
@@ -132,6 +135,10 @@ impl Neighbour {
     /// The message as it goes on the wire: wrapped for the successor, as it is for the client;
     /// a request's response is delivered in the turn of this neighbour's lane.
     fn address(&self, kind: MessageKind, method: String, params: Option<RawJson>) -> Outbound {
+        let params = match (&self.content, params) {
+            (Some(content), Some(params)) => Some(content.adapt(self.side, &method, params)),
+            (_, params) => params,
+        };
         let (method, params) = match self.side {
             Side::Client => (method, params),
             Side::Agent => {
@@ -181,12 +188,23 @@ impl Neighbour {
 pub(crate) struct Neighbours {
     conn: Connection,
     dialect: Arc<ConductorDialect>,
+    content: Option<Arc<Adapter>>,
 }
 
 impl Neighbours {
     /// The neighbours over `conn`, wrapping for the successor in `dialect`'s envelopes.
     pub(crate) fn new(conn: Connection, dialect: Arc<ConductorDialect>) -> Neighbours {
-        Neighbours { conn, dialect }
+        Neighbours {
+            conn,
+            dialect,
+            content: None,
+        }
+    }
+
+    /// These neighbours, what is sent to them adapted by a proxy's content handlers.
+    pub(crate) fn adapting(mut self, content: Option<Arc<Adapter>>) -> Neighbours {
+        self.content = content;
+        self
     }
 
     /// The client side: the editor, or the proxy in front.
@@ -195,6 +213,7 @@ impl Neighbours {
             conn: self.conn.clone(),
             side: Side::Client,
             dialect: self.dialect.clone(),
+            content: self.content.clone(),
         }
     }
 
@@ -204,6 +223,7 @@ impl Neighbours {
             conn: self.conn.clone(),
             side: Side::Agent,
             dialect: self.dialect.clone(),
+            content: self.content.clone(),
         }
     }
 

@@ -23,12 +23,73 @@ pub struct Transformation {
     pub into: &'static str,
 }
 
-/// `params` of a `method` message with its content made what `accepts` takes, and what was
-/// transformed; `None` when nothing had to be (the message goes as it came).
+/// What makes a block a hop cannot take into one it takes: the conductor's [`Standard`], or a
+/// proxy's own content handlers (`#[content("text/html")]` in a `#[sacp::proxy]`).
+pub trait Transform: Send + Sync {
+    /// `block`, of `media_type`, made into a block the hop takes; `None` leaves it as it came
+    /// (for the next hop's conductor to adapt).
+    fn transform(&self, media_type: &str, block: ContentBlock) -> Option<ContentBlock>;
+}
+
+/// The conductor's transformations (see the module docs): HTML to its readable text, an image
+/// or audio to a link or a placeholder; each block it makes says what it was in its `_meta`
+/// (`{"sacp": {"transformedFrom": "text/html"}}`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Standard;
+
+impl Transform for Standard {
+    fn transform(&self, media_type: &str, block: ContentBlock) -> Option<ContentBlock> {
+        let made = match block {
+            ContentBlock::Image(image) => {
+                media_stand_in("image", &image.mime_type, &image.data, image.uri)
+            }
+            ContentBlock::Audio(audio) => {
+                media_stand_in("audio", &audio.mime_type, &audio.data, None)
+            }
+            ContentBlock::Resource(embedded) => match embedded.resource {
+                EmbeddedResourceResource::TextResourceContents(page) => {
+                    ContentBlock::Text(TextContent::new(html_to_text(&page.text)))
+                }
+                EmbeddedResourceResource::BlobResourceContents(_) => return None,
+            },
+            _ => return None,
+        };
+        let mut meta = serde_json::Map::new();
+        meta.insert(
+            "sacp".to_owned(),
+            serde_json::json!({"transformedFrom": media_type}),
+        );
+        Some(match made {
+            ContentBlock::Text(mut text) => {
+                text.meta = Some(meta);
+                ContentBlock::Text(text)
+            }
+            ContentBlock::ResourceLink(mut link) => {
+                link.meta = Some(meta);
+                ContentBlock::ResourceLink(link)
+            }
+            other => other,
+        })
+    }
+}
+
+/// `params` of a `method` message with its content made what `accepts` takes by the
+/// conductor's [`Standard`] transformations, and what was transformed; `None` when nothing
+/// had to be (the message goes as it came).
 pub fn adapt(
     method: &str,
     params: &RawJson,
     accepts: &Accepts,
+) -> Option<(RawJson, Vec<Transformation>)> {
+    adapt_with(method, params, accepts, &Standard)
+}
+
+/// [`adapt`] with `transform`'s transformations.
+pub fn adapt_with(
+    method: &str,
+    params: &RawJson,
+    accepts: &Accepts,
+    transform: &dyn Transform,
 ) -> Option<(RawJson, Vec<Transformation>)> {
     let path: &[&str] = match method {
         "session/prompt" => &["prompt"],
@@ -42,9 +103,9 @@ pub fn adapt(
     let content = params.member_at(path)?;
     let mut done = Vec::new();
     let adapted = match content.as_bytes().first() {
-        Some(b'[') => adapt_list(&content, accepts, &mut done)?,
+        Some(b'[') => adapt_list(&content, accepts, transform, &mut done)?,
         Some(b'{') => {
-            let (block, one) = adapt_block(&content, accepts)?;
+            let (block, one) = adapt_block(&content, accepts, transform)?;
             done.push(one);
             block
         }
@@ -58,6 +119,7 @@ pub fn adapt(
 fn adapt_list(
     list: &RawJson,
     accepts: &Accepts,
+    transform: &dyn Transform,
     done: &mut Vec<Transformation>,
 ) -> Option<RawJson> {
     let items: Vec<&RawValue> = serde_json::from_str(list.as_str()).ok()?;
@@ -71,10 +133,10 @@ fn adapt_list(
         let item = list.slice_of(item);
         let adapted = if item.plain_str("type") == Some("content") {
             item.member("content")
-                .and_then(|block| adapt_block(&block, accepts))
+                .and_then(|block| adapt_block(&block, accepts, transform))
                 .and_then(|(block, one)| Some((item.with_member("content", &block)?, one)))
         } else {
-            adapt_block(&item, accepts)
+            adapt_block(&item, accepts, transform)
         };
         match adapted {
             Some((item, one)) => {
@@ -91,47 +153,57 @@ fn adapt_list(
     RawJson::from_string(String::from_utf8(out).ok()?).ok()
 }
 
-/// One content block made what `accepts` takes, and what it was; `None` when it is taken as
-/// it is (or is not a block this knows).
-pub fn adapt_block(block: &RawJson, accepts: &Accepts) -> Option<(RawJson, Transformation)> {
+/// One content block made what `accepts` takes by `transform`, and what it was; `None` when
+/// it is taken as it is (or is not a block this knows, or `transform` left it).
+///
+/// What a hop may not take: an image or audio of a media type it did not declare, and HTML (an
+/// embedded resource of type `text/html`) unless it declared `text/html`. Text, links and
+/// every other embedded resource are taken by every hop.
+pub fn adapt_block(
+    block: &RawJson,
+    accepts: &Accepts,
+    transform: &dyn Transform,
+) -> Option<(RawJson, Transformation)> {
     if accepts.is_everything() || !may_carry_media(block.as_bytes()) {
         return None;
     }
     let parsed: ContentBlock = block.parse().ok()?;
-    let (replacement, from) = match parsed {
-        ContentBlock::Image(image) if !accepts.takes(&image.mime_type) => (
-            media_stand_in("image", &image.mime_type, &image.data, image.uri),
-            image.mime_type,
-        ),
-        ContentBlock::Audio(audio) if !accepts.takes(&audio.mime_type) => (
-            media_stand_in("audio", &audio.mime_type, &audio.data, None),
-            audio.mime_type,
-        ),
-        ContentBlock::Resource(embedded) => match embedded.resource {
+    let from = match &parsed {
+        ContentBlock::Image(image) => image.mime_type.clone(),
+        ContentBlock::Audio(audio) => audio.mime_type.clone(),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
             EmbeddedResourceResource::TextResourceContents(page)
-                if is_html(page.mime_type.as_deref()) && !accepts.takes("text/html") =>
+                if is_html(page.mime_type.as_deref()) =>
             {
-                let text = html_to_text(&page.text);
-                let from = page.mime_type.unwrap_or_else(|| "text/html".to_owned());
-                (ContentBlock::Text(TextContent::new(text)), from)
+                page.mime_type.clone().unwrap_or_default()
             }
             _ => return None,
         },
         _ => return None,
     };
-    let into = match replacement {
-        ContentBlock::ResourceLink(_) => "resource_link",
-        _ => "text",
+    let taken = match &parsed {
+        ContentBlock::Resource(_) => accepts.takes("text/html"),
+        _ => accepts.takes(&from),
     };
-    let mut written = serde_json::to_value(&replacement).ok()?;
-    if let Some(fields) = written.as_object_mut() {
-        fields.insert(
-            "_meta".to_owned(),
-            serde_json::json!({"sacp": {"transformedFrom": from}}),
-        );
+    if taken {
+        return None;
     }
-    let raw = RawJson::to_raw(&written).ok()?;
+    let made = transform.transform(&from, parsed)?;
+    let into = match &made {
+        ContentBlock::Text(_) => "text",
+        ContentBlock::ResourceLink(_) => "resource_link",
+        ContentBlock::Image(_) => "image",
+        ContentBlock::Audio(_) => "audio",
+        ContentBlock::Resource(_) => "resource",
+        _ => "other",
+    };
+    let raw = RawJson::to_raw(&made).ok()?;
     Some((raw, Transformation { from, into }))
+}
+
+/// Whether `media_type` is in the media range `range` (`image/*` has `image/png`).
+pub fn matches(range: &str, media_type: &str) -> bool {
+    Accepts::of([range]).takes(media_type)
 }
 
 /// The readable text of an HTML page: its words, headings, lists, tables and links laid out as
