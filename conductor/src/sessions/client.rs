@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sacp::jsonrpc::{Connection, Error, Handler, Notification, RawJson, Request, Responder, Work};
+use sacp::protocol::content::Accepts;
 use serde_json::{Map, Value};
 
 use super::chain::{ChainLink, answer_of, init_key};
@@ -47,6 +48,8 @@ pub(crate) struct Client {
     /// Its `initialize`'s params, while it has no chain: it was answered with a live chain's
     /// answer to the same, and its own chain is asked first thing once it needs one.
     deferred_init: Mutex<Option<Option<RawJson>>>,
+    /// The content it takes, by its `initialize` (see `sacp::protocol::content`).
+    takes: Mutex<Arc<Accepts>>,
 }
 
 impl Client {
@@ -61,6 +64,7 @@ impl Client {
             info: Mutex::default(),
             answer: Mutex::default(),
             deferred_init: Mutex::default(),
+            takes: Mutex::new(Arc::new(Accepts::acp_default())),
         })
     }
 
@@ -152,6 +156,12 @@ impl Client {
             })
             .is_some_and(|p| p.as_str() == "true");
         self.positions.store(positions, Ordering::Relaxed);
+        *lock(&self.takes) = Arc::new(Accepts::of_client(params));
+    }
+
+    /// The content it takes (ACP's default until its `initialize` declares otherwise).
+    pub(super) fn takes(&self) -> Arc<Accepts> {
+        lock(&self.takes).clone()
     }
 
     /// Whether its `initialize` asked for each notification's position.
@@ -351,6 +361,10 @@ impl Layer {
         responder: Responder,
     ) -> Result<(), Unanswered> {
         client.set_info(params.as_ref());
+        // The chain's editor is the layer, which takes every content and adapts what it sends
+        // each client to what that client declared: the chain transforms nothing for its first
+        // client, and clients that differ only in what they take share a chain's answer.
+        let params = params.map(|p| Accepts::of(["*/*"]).declare_in(&p).unwrap_or(p));
         let asked = init_key(params.as_ref());
         let chainless = lock(&client.chain).is_none() && !client.deferred();
         let known = chainless

@@ -45,7 +45,7 @@ use serde_json::Value;
 
 use super::ask::Ask;
 use super::notices::{
-    HISTORY_LEFT_OUT, SESSION_MOVED, current_state, history, item, left_out_params, moved_params,
+    HISTORY_LEFT_OUT, SESSION_MOVED, current_state, history, left_out_params, moved_params, shown,
 };
 use super::position::positioned;
 use super::record::{Entry, Record};
@@ -304,13 +304,15 @@ impl<C: Client, R> SessionCore<C, R> {
             return Err(responder);
         }
         let history = match policy {
-            HistoryPolicy::Full => Some(history(&self.record, &self.id, client.v1())),
+            HistoryPolicy::Full => {
+                Some(history(&self.record, &self.id, client.v1(), client.takes()))
+            }
             HistoryPolicy::PendingOnly => Some(
                 self.record
                     .since(0)
                     .filter_map(|(_, entry)| match entry {
                         Entry::Ask(ask) if !ask.is_answered() => {
-                            Some(item(&ask.method, &ask.params))
+                            Some(shown(&ask.method, &ask.params, client.takes()))
                         }
                         _ => None,
                     })

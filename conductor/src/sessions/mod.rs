@@ -335,6 +335,7 @@ impl Layer {
             client.is_v1(),
             client.wants_positions(),
             who,
+            client.takes(),
         ))
     }
 

@@ -109,7 +109,13 @@ fn state_update(id: &str, running: bool) -> RawJson {
 /// replay (a client `v1` is told of turns' ends with `_sacp/turn_ended`), the prompts as
 /// `session/prompt`, the agent's requests, a notice first if the record left out the
 /// session's beginning.
-pub(super) fn history(record: &Record, id: &str, v1: bool) -> Vec<Value> {
+pub(super) fn history(
+    record: &Record,
+    id: &str,
+    v1: bool,
+    takes: Option<&sacp::protocol::content::Accepts>,
+) -> Vec<Value> {
+    let item = |method: &str, params: &RawJson| shown(method, params, takes);
     let mut out = Vec::new();
     let left_out = record.left_out();
     if left_out.entries > 0 {
@@ -128,6 +134,18 @@ pub(super) fn history(record: &Record, id: &str, v1: bool) -> Vec<Value> {
         }
     }
     out
+}
+
+/// [`item`], its content adapted to what the client `takes`.
+pub(super) fn shown(
+    method: &str,
+    params: &RawJson,
+    takes: Option<&sacp::protocol::content::Accepts>,
+) -> Value {
+    match takes.and_then(|takes| sacp::protocol::content::adapt(method, params, takes)) {
+        Some((adapted, _)) => item(method, &adapted),
+        None => item(method, params),
+    }
 }
 
 /// `{method, params}`: one item of `session/attach`'s `history`.

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sacp::jsonrpc::{Connection, Error, RawJson, Responder};
+use sacp::protocol::content::Accepts;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
@@ -117,6 +118,9 @@ pub(crate) struct Attachment {
     /// Held while entries are being sent to it: by its delivery task, or by an append that
     /// sends one straight away.
     sending: Arc<tokio::sync::Mutex<()>>,
+    /// The content its client takes: what the session streams is adapted to it as it is sent
+    /// (see `sacp::protocol::content`; the chain itself transforms nothing for the layer).
+    takes: Arc<Accepts>,
 }
 
 impl Attachment {
@@ -131,6 +135,7 @@ impl Attachment {
         v1: bool,
         positions: bool,
         who: Who,
+        takes: Arc<Accepts>,
     ) -> Arc<Attachment> {
         Arc::new(Attachment {
             id,
@@ -141,7 +146,16 @@ impl Attachment {
             poke: Notify::new(),
             stop: CancellationToken::new(),
             sending: Arc::default(),
+            takes,
         })
+    }
+
+    /// `params` of a `method` message for its client, their content made what it takes.
+    pub(super) fn adapted(&self, method: &str, params: RawJson) -> RawJson {
+        match sacp::protocol::content::adapt(method, &params, &self.takes) {
+            Some((adapted, _)) => adapted,
+            None => params,
+        }
     }
 }
 
@@ -152,6 +166,10 @@ impl Client for Arc<Attachment> {
 
     fn v1(&self) -> bool {
         self.v1
+    }
+
+    fn takes(&self) -> Option<&Accepts> {
+        Some(&self.takes)
     }
 
     fn positions(&self) -> bool {
@@ -457,6 +475,7 @@ impl Session {
                 Appended::Direct(att, sending, out) => {
                     if let Some((method, params)) = out {
                         let method = wire.map_or_else(|| method.to_string(), |w| w.method);
+                        let params = att.adapted(&method, params);
                         let _ = att.conn.notify_raw(method, Some(params)).await;
                     }
                     drop(sending);
@@ -689,7 +708,10 @@ fn let_go(gone: Detached<Arc<Attachment>, Responder>) {
 /// Does one thing for client `att`; `false` once its connection is gone.
 async fn perform(att: &Attachment, out: Out<Responder>) -> bool {
     match out {
-        Out::Notify(method, params) => att.conn.notify_raw(&*method, Some(params)).await.is_ok(),
+        Out::Notify(method, params) => {
+            let params = att.adapted(&method, params);
+            att.conn.notify_raw(&*method, Some(params)).await.is_ok()
+        }
         Out::Answer(responder, result) => {
             responder.answer_raw(result);
             true
@@ -697,9 +719,8 @@ async fn perform(att: &Attachment, out: Out<Responder>) -> bool {
         Out::Ask(ask) => {
             let observer = att.who.is_observer().then(|| att.who.id.clone());
             let who = att.who.clone();
-            let pending = att
-                .conn
-                .request_raw(ask.method.clone(), Some(ask.params.clone()));
+            let params = att.adapted(&ask.method, ask.params.clone());
+            let pending = att.conn.request_raw(ask.method.clone(), Some(params));
             tokio::spawn(async move {
                 tokio::select! {
                     result = pending => match result {

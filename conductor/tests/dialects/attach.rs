@@ -1299,3 +1299,71 @@ async fn the_typescript_sdks_observer_changes_nothing_and_a_pending_only_client_
         ts.send(json!({"exit": true})).await;
     }
 }
+
+/// Rich content under `--share`: the chain transforms nothing for the layer, and each client
+/// gets the panel `panel-proxy` sends as it declared in its `initialize` — the stdio editor
+/// (declaring nothing) as text, a client declaring `text/html` as the HTML resource, live and
+/// in the history it attaches with.
+#[tokio::test]
+async fn each_client_gets_content_as_it_declared_it_takes_it() {
+    let chain = [example("panel-proxy"), agent()];
+    let (_conductor, mut stdio, ws, _) = sharing_with(&[], &chain).await;
+    initialize(&mut stdio).await;
+    let new = json!({"cwd": "/tmp", "mcpServers": []});
+    let session = stdio.request("session/new", new).await.unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer = prompt(&mut stdio, &session, "hello").await.unwrap();
+    assert_eq!(answer["stopReason"], "end_turn");
+
+    let mut page = Raw::new("page", remote(&ws).await);
+    let init = json!({
+        "protocolVersion": 1,
+        "clientCapabilities": {},
+        "clientInfo": {"name": "page", "version": "1.0"},
+        "_meta": {"sacp": {"content": ["text/html"]}},
+    });
+    page.request("initialize", init).await.unwrap();
+    let attached = attach(&mut page, &session, json!({"clientId": "page"}))
+        .await
+        .unwrap();
+    let panel_in = |updates: &[Value]| -> Value {
+        updates
+            .iter()
+            .map(|u| u["update"]["content"].clone())
+            .find(|c| c.to_string().contains("Turn summary"))
+            .unwrap_or_else(|| panic!("no panel in {updates:?}"))
+    };
+    let history: Vec<Value> = attached["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["method"] == "session/update")
+        .map(|h| h["params"].clone())
+        .collect();
+    let panel = panel_in(&history);
+    assert_eq!(panel["resource"]["mimeType"], "text/html", "{panel}");
+
+    // Live: a turn of the stdio editor's.
+    stdio.clear();
+    let answer = prompt(&mut stdio, &session, "again").await.unwrap();
+    assert_eq!(answer["stopReason"], "end_turn");
+    turn_ended(&mut page).await;
+    let theirs = panel_in(&page.updates());
+    assert_eq!(theirs["type"], "resource", "{theirs}");
+    assert!(
+        theirs["resource"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("<h2>Turn summary</h2>")
+    );
+    let mine = panel_in(&stdio.updates());
+    assert_eq!(mine["type"], "text", "{mine}");
+    let text = mine["text"].as_str().unwrap();
+    assert!(
+        text.contains("Turn summary") && !text.contains('<'),
+        "{text}"
+    );
+    assert_eq!(mine["_meta"]["sacp"]["transformedFrom"], "text/html");
+}

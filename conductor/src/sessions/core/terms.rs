@@ -23,6 +23,11 @@ pub(in crate::sessions) trait Client: Clone {
     fn positions(&self) -> bool;
     /// Who it is to the other clients, and what it may do.
     fn who(&self) -> &Who;
+    /// The content it takes, where it said (see `sacp::protocol::content`): what it is given
+    /// of the record in an answer is adapted to it, as what it is sent is.
+    fn takes(&self) -> Option<&sacp::protocol::content::Accepts> {
+        None
+    }
 }
 
 /// Where an attachment starts in the record.
