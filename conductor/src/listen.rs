@@ -13,7 +13,8 @@
 //! `--trace FILE` records each chain in a file of its own, `FILE` with the id of the
 //! connection that started it before its extension (`trace.jsonl` → `trace.<id>.jsonl`), the
 //! id also in the file's first line; `--serve` serves each chain's viewer on a free port of its
-//! address's host, its URL on stderr with the connection's id.
+//! address's host, its URL on stderr with the connection's id; and the listener serves the
+//! sessions page at `/` (its URL, with the token in the fragment, on stderr).
 
 use std::path::{Path, PathBuf};
 
@@ -185,27 +186,8 @@ async fn start(mut chain: Chain, options: Options, listen: Listen) -> Result<(),
     crate::registry::resolve_chain(&mut chain)
         .await
         .map_err(|e| e.to_string())?;
-    let mut builder = Server::builder();
-    if let Some(file) = &listen.token_file {
-        let token = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read the token file {}: {e}", file.display()))?;
-        let token = token.trim();
-        if token.is_empty() {
-            return Err(format!("the token file {} is empty", file.display()));
-        }
-        builder = builder.token(token);
-    }
-    if let Some((cert, key)) = &listen.tls {
-        builder = builder
-            .tls_pem(cert, key)
-            .map_err(|e| format!("cannot use the TLS certificate and key: {e}"))?;
-    }
-    if let Some(n) = listen.max_connections {
-        builder = builder.max_connections(n);
-    }
-    if let Some(timeout) = listen.http_idle_timeout {
-        builder = builder.idle_timeout(timeout);
-    }
+    let page = options.serve.is_some();
+    let builder = server_builder(&listen, page)?;
     let server = builder
         .bind(listen.addr.as_str())
         .await
@@ -230,6 +212,22 @@ async fn start(mut chain: Chain, options: Options, listen: Listen) -> Result<(),
         )
         .into_bytes(),
     );
+    if page {
+        // The token goes in the fragment, which a browser never sends to a server.
+        let local = server.local_addr();
+        let scheme = if listen.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        crate::stderr::write_line(
+            format!(
+                "[conductor] the sessions page: {scheme}://{local}/#token={}\n",
+                server.token()
+            )
+            .into_bytes(),
+        );
+    }
     let shutdown = server.shutdown_handle();
     let mut terms = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut interrupts = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
@@ -280,6 +278,35 @@ async fn start(mut chain: Chain, options: Options, listen: Listen) -> Result<(),
     result
 }
 
+/// The listener `listen` describes, serving the sessions page when `page`.
+fn server_builder(listen: &Listen, page: bool) -> Result<sacp::remote::ServerBuilder, String> {
+    let mut builder = Server::builder();
+    if let Some(file) = &listen.token_file {
+        let token = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read the token file {}: {e}", file.display()))?;
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(format!("the token file {} is empty", file.display()));
+        }
+        builder = builder.token(token);
+    }
+    if let Some((cert, key)) = &listen.tls {
+        builder = builder
+            .tls_pem(cert, key)
+            .map_err(|e| format!("cannot use the TLS certificate and key: {e}"))?;
+    }
+    if let Some(n) = listen.max_connections {
+        builder = builder.max_connections(n);
+    }
+    if let Some(timeout) = listen.http_idle_timeout {
+        builder = builder.idle_timeout(timeout);
+    }
+    if page {
+        builder = builder.page("/", SESSIONS_PAGE);
+    }
+    Ok(builder)
+}
+
 /// Starts a chain for a connection: the served chain, traced to a file of its own.
 struct Chains {
     chain: Chain,
@@ -323,6 +350,11 @@ impl Starter for Chains {
         Started { life, notes }
     }
 }
+
+/// The page that lists the sessions a token may see and attaches to one (`--serve` under
+/// `--listen` or `--share`, at `/`): see `conductor/docs/conductor.md`, "Watching a session
+/// from a browser".
+const SESSIONS_PAGE: &str = include_str!("sessions/page.html");
 
 /// The name of the editor on stdin/stdout among the layer's clients (`--share`).
 const STDIO: &str = "stdio";

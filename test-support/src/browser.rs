@@ -153,6 +153,16 @@ impl Browser {
         .await
     }
 
+    /// Sets the window's size (in headless Chromium, the viewport's): a phone's width, say.
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.call(
+            "POST",
+            &format!("{}/window/rect", self.session),
+            json!({"width": width, "height": height}),
+        )
+        .await;
+    }
+
     /// Polls `expression` until it is truthy (at most `within`): its value.
     pub async fn until(&self, expression: &str, within: Duration) -> Value {
         let deadline = Instant::now() + within;

@@ -192,7 +192,9 @@ struct AgentArgs {
 
     /// Serves the live trace viewer (a page of every hop of every message, as it happens):
     /// `--serve` on 127.0.0.1 on a free port, `--serve=ADDR` on ADDR; its URL, with a token, goes to stderr. Records
-    /// payloads; without --trace, the trace goes to a temporary file removed at the end.
+    /// payloads; without --trace, the trace goes to a temporary file removed at the end. With --listen or
+    /// --share, the listener also serves the sessions page at `/` (a session in the browser: watch it, or
+    /// prompt and answer as a controller); its URL, the token in its fragment, goes to stderr.
     #[arg(
         long,
         value_name = "ADDR",

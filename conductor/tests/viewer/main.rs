@@ -1,6 +1,7 @@
 //! The trace viewer (`conductor agent --serve`) in a real headless Chromium, against real
 //! chains: lanes, live rows, pairs and flows, 100k updates, a crash, filters, reconnection,
-//! export and access control. A test binary of its own; its tests take the browser one at a
+//! export and access control; and the sessions page of a sharing conductor (a session in the
+//! browser, as observer and controller). A test binary of its own; its tests take the browser one at a
 //! time. Skipped, with a message, where Debian's `chromium` and `chromium-driver` are not
 //! installed (they are under `.ci/run`).
 
@@ -15,4 +16,5 @@ mod common {
     }
 }
 
+mod sessions_page;
 mod viewer;

@@ -6,7 +6,7 @@ use tokio::sync::Mutex;
 use crate::common::*;
 
 /// One browser at a time (the machine has two cores).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+pub(crate) static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
 /// The browser (one at a time: hold the guard), a chain named `name` of `components` with
 /// `--serve`, and its page open; `None` where there is no browser.

@@ -9,6 +9,7 @@
 //! | `stream N` | streams `N` chunks `chunk 1` … `chunk N`, then ends the turn |
 //! | `stream N SIZE` | the same, each chunk padded with `.` to `SIZE` bytes of text |
 //! | `permission` | asks the client `session/request_permission` and says what it chose |
+//! | `plan` | streams a plan of two steps and a tool call `think it over` (in progress, then completed), the plan done, then says `planned` |
 //! | `read PATH` | reads `PATH` through the client's `fs/read_text_file` and echoes it |
 //! | `sleep MS` | waits `MS` milliseconds (a `session/cancel` ends it early), then echoes |
 //! | `wait` | streams `waiting`, then waits for `session/cancel` and ends with `cancelled` (saying so on stderr) |
@@ -62,11 +63,12 @@ use sacp::acp::{
     ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
-    ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionForkCapabilities,
-    SessionId, SessionInfo, SessionListCapabilities, SessionNotification,
-    SessionResumeCapabilities, SessionUpdate, StopReason, TextContent, ToolCallUpdate,
+    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptCapabilities,
+    PromptRequest, PromptResponse, ProtocolVersion, ReadTextFileRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionForkCapabilities, SessionId, SessionInfo,
+    SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
+    StopReason, TextContent, ToolCall, ToolCallStatus, ToolCallUpdate,
 };
 use sacp::agent::Cx;
 use sacp::jsonrpc::RawJson;
@@ -518,6 +520,10 @@ impl TestAgent {
                 say(format!("slept {ms} ms")).await?;
             }
             ["permission"] => say(permission(cx, &session).await?).await?,
+            ["plan"] => {
+                self.plan(&client, &session).await?;
+                say("planned".to_owned()).await?;
+            }
             ["read", path] => {
                 let request = ReadTextFileRequest::new(session.clone(), *path);
                 let file = cx.client().request(request).await?;
@@ -558,6 +564,32 @@ impl TestAgent {
             }
             _ => None,
         }
+    }
+
+    /// `plan`: a plan of two steps, and a tool call `think it over` for the first, each told
+    /// as it goes (the plan pending, the tool call in progress, then both done).
+    async fn plan(&self, client: &sacp::agent::Neighbour, session: &SessionId) -> sacp::Result<()> {
+        let plan = |first: PlanEntryStatus, second: PlanEntryStatus| {
+            SessionUpdate::Plan(Plan::new(vec![
+                PlanEntry::new("think it over", PlanEntryPriority::High, first),
+                PlanEntry::new("say so", PlanEntryPriority::Medium, second),
+            ]))
+        };
+        let call =
+            ToolCall::new("think-1".to_owned(), "think it over").status(ToolCallStatus::InProgress);
+        let done = ToolCallUpdate::new("think-1".to_owned()).status(ToolCallStatus::Completed);
+        for update in [
+            plan(PlanEntryStatus::InProgress, PlanEntryStatus::Pending),
+            SessionUpdate::ToolCall(call),
+            SessionUpdate::ToolCallUpdate(done),
+            plan(PlanEntryStatus::Completed, PlanEntryStatus::Completed),
+        ] {
+            self.history.said(&session.0, &update);
+            client
+                .notify(SessionNotification::new(session.clone(), update))
+                .await?;
+        }
+        Ok(())
     }
 
     /// Says `text` to `client` in `session`, as an agent message chunk it remembers.

@@ -62,6 +62,7 @@ pub struct ServerBuilder {
     max_body: usize,
     max_message: usize,
     limits: http_server::Limits,
+    pages: Vec<(String, Bytes)>,
 }
 
 /// A network listener serving ACP on one endpoint (`/acp` unless [`ServerBuilder::path`] says
@@ -108,6 +109,8 @@ struct Config {
     max_body: usize,
     max_message: usize,
     limits: http_server::Limits,
+    /// Static pages served at their paths (see [`ServerBuilder::page`]).
+    pages: Vec<(String, Bytes)>,
     registry: Registry,
     /// Cancelled when the server shuts down.
     shutdown: CancellationToken,
@@ -143,6 +146,7 @@ impl Server {
                 keep_alive: Duration::from_secs(15),
                 resume: DEFAULT_RESUME,
             },
+            pages: Vec::new(),
         }
     }
 
@@ -359,6 +363,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves `html` at `path` (`GET`, no token: a page holds nothing but itself), for a web
+    /// page that is a client of this server: its requests to the ACP endpoint from the
+    /// server's own origin are then allowed (an `Origin` naming the `Host` it was sent to),
+    /// and since a browser's WebSocket cannot send an `Authorization` header, it may carry
+    /// the token in a subprotocol instead: `sacp.bearer.` and the token in base64url without
+    /// padding, beside `acp` (which the server then selects). The page is sent with a strict
+    /// Content Security Policy (inline scripts and styles, connections to its own origin, no
+    /// other source), `no-referrer` and `no-store`.
+    pub fn page(mut self, path: impl Into<String>, html: impl Into<Bytes>) -> ServerBuilder {
+        self.pages.push((path.into(), html.into()));
+        self
+    }
+
     /// How often an idle SSE stream gets a keep-alive comment (default 15 s).
     pub fn keep_alive(mut self, every: Duration) -> ServerBuilder {
         self.limits.keep_alive = every;
@@ -390,6 +407,7 @@ impl ServerBuilder {
                 max_body: self.max_body,
                 max_message: self.max_message,
                 limits: self.limits,
+                pages: self.pages,
                 registry: Registry::default(),
                 shutdown: CancellationToken::new(),
             }),

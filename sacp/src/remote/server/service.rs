@@ -81,6 +81,47 @@ async fn admit(
     Ok(())
 }
 
+/// The Content Security Policy of a page of [`ServerBuilder::page`]: its own inline scripts
+/// and styles, connections to its own origin, frames only from `srcdoc` (sandboxed by the
+/// page), nothing else.
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+     img-src data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; \
+     frame-ancestors 'none'";
+
+/// The subprotocol a browser offers beside its token, which the server selects.
+const ACP_SUBPROTOCOL: &str = "acp";
+
+/// What starts the subprotocol that carries a browser's token.
+const BEARER_SUBPROTOCOL: &str = "sacp.bearer.";
+
+/// The subprotocols a WebSocket upgrade offers.
+fn subprotocols(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+}
+
+/// The token a browser's WebSocket upgrade carries in a `sacp.bearer.<base64url>`
+/// subprotocol.
+fn subprotocol_token(headers: &HeaderMap) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let encoded = subprotocols(headers).find_map(|p| p.strip_prefix(BEARER_SUBPROTOCOL))?;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(encoded)
+        .ok()
+}
+
+/// Whether `origin` is this server's own, reached as `host`.
+fn same_origin(origin: &str, host: &str, tls: bool) -> bool {
+    let scheme = if tls { "https://" } else { "http://" };
+    origin
+        .strip_prefix(scheme)
+        .is_some_and(|rest| rest.eq_ignore_ascii_case(host))
+}
+
 fn text(status: StatusCode, body: &str) -> http::Response<Body> {
     let mut response = http::Response::new(full(Bytes::from(body.to_owned())));
     *response.status_mut() = status;
@@ -116,11 +157,11 @@ fn header_of<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 impl Service {
     pub(super) async fn handle(&self, req: Request<Incoming>) -> http::Response<Body> {
-        if req.uri().path() != self.config.path {
-            return text(StatusCode::NOT_FOUND, "Not Found");
-        }
         // HTTP/2 names the host in the URI (`:authority`), HTTP/1.1 in `Host`.
         let authority = req.uri().authority().map(|a| a.as_str().to_owned());
+        if req.uri().path() != self.config.path {
+            return self.page(&req, authority.as_deref());
+        }
         if let Err(response) = self.admit(req.headers(), authority.as_deref()) {
             return *response;
         }
@@ -135,6 +176,54 @@ impl Service {
         }
     }
 
+    /// A page of [`ServerBuilder::page`] at the request's path, or `404`.
+    fn page(&self, req: &Request<Incoming>, authority: Option<&str>) -> http::Response<Body> {
+        let page = self
+            .config
+            .pages
+            .iter()
+            .find(|(path, _)| path == req.uri().path());
+        let Some((_, html)) = page.filter(|_| req.method() == Method::GET) else {
+            return text(StatusCode::NOT_FOUND, "Not Found");
+        };
+        if !self.host_ok(req.headers(), authority) {
+            return text(StatusCode::FORBIDDEN, "Forbidden: Host not allowed");
+        }
+        let mut response = http::Response::new(full(html.clone()));
+        let out = response.headers_mut();
+        out.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        out.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(PAGE_POLICY),
+        );
+        out.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        );
+        out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        out.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        response
+    }
+
+    /// Whether the request names a host this server answers for.
+    fn host_ok(&self, headers: &HeaderMap, authority: Option<&str>) -> bool {
+        let config = &self.config;
+        let host = header_of(headers, "host").or(authority).unwrap_or_default();
+        if config.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            true
+        } else if config.loopback {
+            is_loopback_host(host)
+        } else {
+            config.hosts.is_empty()
+        }
+    }
+
     /// The checks every request passes: its host, its `Origin`, its token.
     fn admit(
         &self,
@@ -142,25 +231,19 @@ impl Service {
         authority: Option<&str>,
     ) -> Result<(), Box<http::Response<Body>>> {
         let config = &self.config;
-        let host = header_of(headers, "host").or(authority).unwrap_or_default();
-        let host_ok = if config.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
-            true
-        } else if config.loopback {
-            is_loopback_host(host)
-        } else {
-            config.hosts.is_empty()
-        };
-        if !host_ok {
+        if !self.host_ok(headers, authority) {
             return Err(Box::new(text(
                 StatusCode::FORBIDDEN,
                 "Forbidden: Host not allowed",
             )));
         }
+        let host = header_of(headers, "host").or(authority).unwrap_or_default();
         if let Some(origin) = header_of(headers, "origin")
             && !config
                 .origins
                 .iter()
                 .any(|o| o.eq_ignore_ascii_case(origin))
+            && (config.pages.is_empty() || !same_origin(origin, host, config.tls.is_some()))
         {
             return Err(Box::new(text(
                 StatusCode::FORBIDDEN,
@@ -172,8 +255,10 @@ impl Service {
                 a.strip_prefix("Bearer ")
                     .or_else(|| a.strip_prefix("bearer "))
             })
+            .map(|t| t.as_bytes().to_vec())
+            .or_else(|| subprotocol_token(headers))
             .unwrap_or_default();
-        if !constant_time_eq(given.as_bytes(), config.token.as_bytes()) {
+        if !constant_time_eq(&given, config.token.as_bytes()) {
             let mut response = text(StatusCode::UNAUTHORIZED, "Unauthorized");
             response
                 .headers_mut()
@@ -221,6 +306,14 @@ impl Service {
         }
         if let Ok(id) = HeaderValue::from_str(&connection_id) {
             out.insert(wire::CONNECTION_ID, id);
+        }
+        // A browser that offered subprotocols (its token in one) fails the connection unless
+        // one is selected: `acp`.
+        if subprotocols(req.headers()).any(|p| p == ACP_SUBPROTOCOL) {
+            out.insert(
+                header::SEC_WEBSOCKET_PROTOCOL,
+                HeaderValue::from_static(ACP_SUBPROTOCOL),
+            );
         }
         let this = self.clone();
         self.tasks.spawn(async move {
@@ -545,5 +638,37 @@ mod tests {
         assert!(constant_time_eq(b"abc", b"abc"));
         assert!(!constant_time_eq(b"abc", b"abd"));
         assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn a_browsers_token_rides_in_a_subprotocol_and_its_page_is_its_own_origin() {
+        let mut headers = HeaderMap::new();
+        // "s3cret/+" in base64url, without padding.
+        headers.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("acp, sacp.bearer.czNjcmV0Lys"),
+        );
+        assert_eq!(
+            subprotocol_token(&headers).as_deref(),
+            Some(&b"s3cret/+"[..])
+        );
+        assert!(subprotocols(&headers).any(|p| p == ACP_SUBPROTOCOL));
+        headers.insert(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("sacp.bearer.!!"),
+        );
+        assert_eq!(subprotocol_token(&headers), None);
+        assert!(same_origin(
+            "http://127.0.0.1:8080",
+            "127.0.0.1:8080",
+            false
+        ));
+        assert!(!same_origin(
+            "https://127.0.0.1:8080",
+            "127.0.0.1:8080",
+            false
+        ));
+        assert!(!same_origin("http://evil.example", "127.0.0.1:8080", false));
+        assert!(same_origin("https://h.example:1", "h.example:1", true));
     }
 }
