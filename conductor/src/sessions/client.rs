@@ -364,7 +364,7 @@ impl Layer {
         // The chain's editor is the layer, which takes every content and adapts what it sends
         // each client to what that client declared: the chain transforms nothing for its first
         // client, and clients that differ only in what they take share a chain's answer.
-        let params = params.map(|p| Accepts::of(["*/*"]).declare_in(&p).unwrap_or(p));
+        let params = params.map(|p| Accepts::everything().declare_in(&p).unwrap_or(p));
         let asked = init_key(params.as_ref());
         let chainless = lock(&client.chain).is_none() && !client.deferred();
         let known = chainless

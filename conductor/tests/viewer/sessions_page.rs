@@ -54,6 +54,16 @@ async fn text(browser: &Browser) -> String {
         .to_owned()
 }
 
+/// Types `text` in the page's prompt box and sends it.
+async fn type_prompt(browser: &Browser, text: &str) {
+    let script = format!(
+        "document.getElementById('prompt').value = {}; \
+         document.getElementById('send').click(); return true;",
+        json!(text)
+    );
+    browser.js(&script, json!([])).await;
+}
+
 /// Opens the page and attaches to `session` with the button `which` (`watch` or `control`).
 async fn attach(browser: &Browser, url: &str, session: &str, which: &str) {
     browser.goto(url).await;
@@ -227,13 +237,7 @@ async fn a_controller_page_answers_first_and_prompts_a_turn_the_editor_sees() {
 
     // A prompt typed in the page: a turn the stdio editor sees.
     editor.transcript.clear();
-    browser
-        .js(
-            "document.getElementById('prompt').value = 'stream 2'; \
-             document.getElementById('send').click(); return true;",
-            json!([]),
-        )
-        .await;
+    type_prompt(&browser, "stream 2").await;
     browser
         .until(
             "document.body.innerText.includes('the turn ended: end_turn')",
@@ -254,6 +258,24 @@ async fn a_controller_page_answers_first_and_prompts_a_turn_the_editor_sees() {
         }
     }
     assert_eq!(saw, ["stream 2", "chunk 1", "chunk 2"]);
+
+    // A turn the page starts and cancels.
+    type_prompt(&browser, "wait").await;
+    browser
+        .until("document.body.innerText.includes('waiting')", PATIENT)
+        .await;
+    browser
+        .js(
+            "document.getElementById('cancel').click(); return true;",
+            json!([]),
+        )
+        .await;
+    browser
+        .until(
+            "document.body.innerText.includes('the turn ended: cancelled')",
+            PATIENT,
+        )
+        .await;
     editor.close_stdin();
     browser.close().await;
 }

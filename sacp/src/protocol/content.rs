@@ -69,16 +69,19 @@ impl Accepts {
         Accepts { ranges: None }
     }
 
-    /// A hop that takes these media ranges (and text, which every hop takes).
+    /// A hop that takes these media ranges (and text, which every hop takes); one that
+    /// lists `*/*` takes everything.
     pub fn of<S: AsRef<str>>(ranges: impl IntoIterator<Item = S>) -> Accepts {
+        let ranges: Vec<String> = ranges
+            .into_iter()
+            .map(|r| normalize(r.as_ref()))
+            .filter(|r| !r.is_empty())
+            .collect();
+        if ranges.iter().any(|r| r == "*/*") {
+            return Accepts::everything();
+        }
         Accepts {
-            ranges: Some(
-                ranges
-                    .into_iter()
-                    .map(|r| normalize(r.as_ref()))
-                    .filter(|r| !r.is_empty())
-                    .collect(),
-            ),
+            ranges: Some(ranges),
         }
     }
 
@@ -173,11 +176,13 @@ impl Accepts {
         }
     }
 
-    /// `init` (an `initialize`'s params or result) with this declared in it, every other byte
-    /// as it was; `None` where `init` is not an object or this takes everything.
+    /// `init` (an `initialize`'s params or result) with this declared in it (`["*/*"]` for
+    /// everything), every other byte as it was; `None` where `init` is not an object.
     pub fn declare_in(&self, init: &RawJson) -> Option<RawJson> {
-        let ranges = self.ranges.as_ref()?;
-        let list = RawJson::to_raw(ranges).ok()?;
+        let list = match &self.ranges {
+            Some(ranges) => RawJson::to_raw(ranges).ok()?,
+            None => RawJson::to_raw(&["*/*"]).ok()?,
+        };
         init.with_member_at(&DECLARATION, &list)
     }
 }
@@ -259,6 +264,11 @@ mod tests {
             Accepts::declared(&declared),
             Some(Accepts::of(["text/html"]))
         );
-        assert!(Accepts::everything().declare_in(&params).is_none());
+        let everything = Accepts::everything().declare_in(&params).unwrap();
+        assert!(
+            everything.as_str().ends_with(r#""content":["*/*"]}}}"#),
+            "{everything}"
+        );
+        assert!(Accepts::declared(&everything).unwrap().is_everything());
     }
 }
