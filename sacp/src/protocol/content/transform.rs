@@ -167,6 +167,9 @@ pub fn adapt_block(
     if accepts.is_everything() || !may_carry_media(block.as_bytes()) {
         return None;
     }
+    if taken_by_its_text(block, accepts) {
+        return None;
+    }
     let parsed: ContentBlock = block.parse().ok()?;
     let from = match &parsed {
         ContentBlock::Image(image) => image.mime_type.clone(),
@@ -199,6 +202,24 @@ pub fn adapt_block(
     };
     let raw = RawJson::to_raw(&made).ok()?;
     Some((raw, Transformation { from, into }))
+}
+
+/// Whether `block` is taken as it is by what its text says, without a parse (its `type`, and
+/// its media type, read where they are plain strings): text and links always, an image or
+/// audio of a type `accepts` takes, an embedded resource but HTML, or HTML where it is taken.
+/// `false` where it cannot tell (then the block is parsed).
+fn taken_by_its_text(block: &RawJson, accepts: &Accepts) -> bool {
+    match block.plain_str("type") {
+        Some("image" | "audio") => block
+            .plain_str("mimeType")
+            .is_some_and(|m| accepts.takes(m)),
+        Some("resource") => block
+            .member("resource")
+            .and_then(|r| r.plain_str("mimeType").map(|m| !is_html(Some(m))))
+            .is_some_and(|not_html| not_html || accepts.takes("text/html")),
+        Some("text" | "resource_link") => true,
+        _ => false,
+    }
 }
 
 /// Whether `media_type` is in the media range `range` (`image/*` has `image/png`).
