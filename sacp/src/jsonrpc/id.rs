@@ -170,8 +170,8 @@ pub(crate) fn write_json_string(s: &str, out: &mut Vec<u8>) {
     serde_json::to_writer(&mut *out, s).expect("serializing a str into a Vec cannot fail");
 }
 
-/// [`write_json_string`] into a buffer of `bytes`.
-pub(crate) fn write_json_string_into(s: &str, out: &mut bytes::BytesMut) {
+/// [`write_json_string`] into any buffer of `bytes`.
+pub(crate) fn write_json_string_into(s: &str, out: &mut impl bytes::BufMut) {
     // Serializing a `str` into memory cannot fail.
     serde_json::to_writer(bytes::BufMut::writer(&mut *out), s)
         .expect("serializing a str into memory cannot fail");

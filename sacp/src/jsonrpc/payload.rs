@@ -294,9 +294,7 @@ impl RawJson {
         let span = super::member::plain_string(text, key)?;
         // One allocation: room for the value quoted, unless it has much to escape.
         let mut out = Vec::with_capacity(text.len() - span.len() + value.len());
-        out.extend_from_slice(&text[..span.start - 1]);
-        super::id::write_json_string(value, &mut out);
-        out.extend_from_slice(&text[span.end + 1..]);
+        write_with_str(text, span, value, &mut out);
         Some(RawJson::from_trusted(Bytes::from(out)))
     }
 
@@ -311,11 +309,7 @@ impl RawJson {
         let text = self.as_bytes();
         let span = super::member::plain_string(text, key)?;
         let hint = text.len() - span.len() + value.len();
-        let renamed = arena.bytes(hint, |out| {
-            out.extend_from_slice(&text[..span.start - 1]);
-            super::id::write_json_string_into(value, out);
-            out.extend_from_slice(&text[span.end + 1..]);
-        });
+        let renamed = arena.bytes(hint, |out| write_with_str(text, span, value, out));
         Some(RawJson::from_trusted(renamed))
     }
 
@@ -388,6 +382,20 @@ impl RawJson {
             Repr::Envelope(_) => false,
         }
     }
+}
+
+/// `text` (an object) with the string at `span` (its content, between the quotes) replaced by
+/// `value`, written to `out`: what [`RawJson::with_plain_str`] and
+/// [`RawJson::with_plain_str_in`] make, each into its own buffer.
+fn write_with_str(
+    text: &[u8],
+    span: std::ops::Range<usize>,
+    value: &str,
+    out: &mut impl bytes::BufMut,
+) {
+    out.put_slice(&text[..span.start - 1]);
+    super::id::write_json_string_into(value, out);
+    out.put_slice(&text[span.end + 1..]);
 }
 
 /// Equal texts are equal payloads, however they are kept.
