@@ -82,8 +82,15 @@ fn free_port() -> u16 {
     probe.local_addr().expect("its address").port()
 }
 
-/// The conductor serving the test agent on `port`, on a runtime whose threads are counted.
-fn conductor(port: u16, token_file: std::path::PathBuf) -> tokio::runtime::Runtime {
+/// The conductor serving the test agent on `port`, on a runtime whose threads are counted,
+/// and its run (which ends at once when it cannot listen there).
+fn conductor(
+    port: u16,
+    token_file: std::path::PathBuf,
+) -> (
+    tokio::runtime::Runtime,
+    tokio::task::JoinHandle<sacp_conductor::Exit>,
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -94,16 +101,20 @@ fn conductor(port: u16, token_file: std::path::PathBuf) -> tokio::runtime::Runti
         Chain::from_command_lines(&[sacp_test_support::quoted(&sacp_test_support::agent())])
             .expect("the test agent's command line");
     let listen = Listen::new(format!("127.0.0.1:{port}")).token_file(token_file);
-    runtime.spawn(sacp_conductor::serve_listen(
+    let run = runtime.spawn(sacp_conductor::serve_listen(
         chain,
         Options::default(),
         listen,
     ));
-    runtime
+    (runtime, run)
 }
 
-/// The editor on `url`, once the conductor listens there.
-async fn connected(url: &str) -> ScriptedEditor {
+/// The editor on `url`, once the conductor listens there; `None` when the conductor ended
+/// first (another process took its port between the probe and its bind).
+async fn connected(
+    url: &str,
+    run: &tokio::task::JoinHandle<sacp_conductor::Exit>,
+) -> Option<ScriptedEditor> {
     let deadline = tokio::time::Instant::now() + sacp::testing::PATIENCE;
     let transport = loop {
         let remote = sacp::remote::Remote::new(url)
@@ -112,6 +123,7 @@ async fn connected(url: &str) -> ScriptedEditor {
             .connect();
         match within("a WebSocket", remote).await {
             Ok(transport) => break transport,
+            Err(_) if run.is_finished() => return None,
             Err(e) if tokio::time::Instant::now() < deadline => {
                 tracing::debug!("not listening yet: {e}");
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -121,7 +133,7 @@ async fn connected(url: &str) -> ScriptedEditor {
     };
     let editor = ScriptedEditor::new().connect(transport);
     within("initialize", editor.initialize()).await.unwrap();
-    editor
+    Some(editor)
 }
 
 /// One client streams 10,000 updates of one turn; the conductor's allocations over it,
@@ -131,15 +143,26 @@ fn a_streamed_update_costs_the_listening_conductor_no_more_allocations_than_befo
     let dir = tempfile_dir();
     let token_file = dir.join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
-    let port = free_port();
-    let conductor = conductor(port, token_file);
     // The editor's runtime: this thread alone, not counted.
     let editor = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("the editor's runtime");
+    let mut conductors = Vec::new();
     let (allocations, bytes) = editor.block_on(async {
-        let editor = connected(&format!("ws://127.0.0.1:{port}/acp")).await;
+        let editor = loop {
+            let port = free_port();
+            let (runtime, run) = conductor(port, token_file.clone());
+            let found = connected(&format!("ws://127.0.0.1:{port}/acp"), &run).await;
+            conductors.push(runtime);
+            match found {
+                Some(editor) => break editor,
+                None => assert!(
+                    conductors.len() < 5,
+                    "the conductor could not listen on five free ports in a row"
+                ),
+            }
+        };
         let session = within("session/new", editor.new_session()).await.unwrap();
         // A first turn warms what grows once (buffers, tables) and is not counted.
         within("the warm-up turn", session.prompt("stream 1000"))
@@ -172,7 +195,9 @@ fn a_streamed_update_costs_the_listening_conductor_no_more_allocations_than_befo
         bytes / UPDATES
     );
     drop(editor);
-    conductor.shutdown_timeout(std::time::Duration::from_secs(1));
+    for conductor in conductors {
+        conductor.shutdown_timeout(std::time::Duration::from_secs(1));
+    }
     let _ = std::fs::remove_dir_all(dir);
     assert!(
         per_update <= BEFORE_THE_LAYER,
