@@ -12,7 +12,10 @@
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::hint::black_box;
-use std::time::Instant;
+#[path = "support/timing.rs"]
+mod timing;
+
+use timing::per_call;
 
 use sacp::jsonrpc::RawJson;
 use sacp::protocol::content::{Accepts, adapt};
@@ -26,19 +29,6 @@ fn image_prompt() -> String {
     format!(
         r#"{{"sessionId":"session-1","prompt":[{{"type":"text","text":"What is in this picture?"}},{{"type":"image","mimeType":"image/png","data":"{data}"}}]}}"#
     )
-}
-
-/// Nanoseconds per call of `f`, best of 3 runs of `n` calls.
-fn per_call(n: u64, mut f: impl FnMut()) -> f64 {
-    (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..n {
-                f();
-            }
-            start.elapsed().as_nanos() as f64 / n as f64
-        })
-        .fold(f64::INFINITY, f64::min)
 }
 
 fn main() {

@@ -12,7 +12,10 @@
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::hint::black_box;
-use std::time::Instant;
+#[path = "support/timing.rs"]
+mod timing;
+
+use timing::per_call;
 
 use sacp::acp::{ContentBlock, PromptRequest, SessionNotification, SessionUpdate};
 use sacp::jsonrpc::{RawJson, lossless};
@@ -33,19 +36,6 @@ fn prompt() -> String {
         r#"{{"sessionId":"session-1","prompt":[{}]}}"#,
         blocks.join(",")
     )
-}
-
-/// Nanoseconds per call of `f`, best of 3 runs of `n` calls.
-fn per_call(n: u64, mut f: impl FnMut()) -> f64 {
-    (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..n {
-                f();
-            }
-            start.elapsed().as_nanos() as f64 / n as f64
-        })
-        .fold(f64::INFINITY, f64::min)
 }
 
 fn plain<T: serde::Serialize + serde::de::DeserializeOwned>(raw: &RawJson) -> RawJson {

@@ -54,6 +54,13 @@ async fn text(browser: &Browser) -> String {
         .to_owned()
 }
 
+/// Clicks the element `element` (a JS expression) names.
+async fn click(browser: &Browser, element: &str) {
+    browser
+        .js(&format!("{element}.click(); return true;"), json!([]))
+        .await;
+}
+
 /// Types `text` in the page's prompt box and sends it.
 async fn type_prompt(browser: &Browser, text: &str) {
     let script = format!(
@@ -73,9 +80,7 @@ async fn attach(browser: &Browser, url: &str, session: &str, which: &str) {
         json!(session)
     );
     browser.until(&button, PATIENT).await;
-    browser
-        .js(&format!("{button}.click(); return true;"), json!([]))
-        .await;
+    click(browser, &button).await;
     browser
         .until("!document.getElementById('session').hidden", PATIENT)
         .await;
@@ -199,12 +204,11 @@ async fn a_controller_page_answers_first_and_prompts_a_turn_the_editor_sees() {
             PATIENT,
         )
         .await;
-    browser
-        .js(
-            "document.querySelector('.ask button[data-option=\"allow\"]').click(); return true;",
-            json!([]),
-        )
-        .await;
+    click(
+        &browser,
+        "document.querySelector('.ask button[data-option=\"allow\"]')",
+    )
+    .await;
     // The editor's copy is withdrawn, and the agent got the page's answer.
     let mut withdrawn = false;
     loop {
@@ -264,12 +268,7 @@ async fn a_controller_page_answers_first_and_prompts_a_turn_the_editor_sees() {
     browser
         .until("document.body.innerText.includes('waiting')", PATIENT)
         .await;
-    browser
-        .js(
-            "document.getElementById('cancel').click(); return true;",
-            json!([]),
-        )
-        .await;
+    click(&browser, "document.getElementById('cancel')").await;
     browser
         .until(
             "document.body.innerText.includes('the turn ended: cancelled')",

@@ -101,17 +101,18 @@ impl Accepts {
         self.ranges.as_deref()
     }
 
-    /// Whether it takes `media_type` (`image/png`; parameters ignored).
+    /// Whether it takes `media_type` (`image/png`; parameters and case ignored).
     pub fn takes(&self, media_type: &str) -> bool {
         let Some(ranges) = &self.ranges else {
             return true;
         };
-        let wanted = normalize(media_type);
-        let (kind, _) = wanted.split_once('/').unwrap_or((&wanted, ""));
+        // Compared as it came, without a lowercase copy: the ranges are lowercase already.
+        let wanted = media_type.split(';').next().unwrap_or("").trim();
+        let kind = wanted.split_once('/').map_or(wanted, |(kind, _)| kind);
         ranges.iter().any(|range| match range.split_once('/') {
             Some(("*", "*")) => true,
-            Some((k, "*")) => k == kind,
-            _ => *range == wanted,
+            Some((k, "*")) => k.eq_ignore_ascii_case(kind),
+            _ => range.eq_ignore_ascii_case(wanted),
         })
     }
 

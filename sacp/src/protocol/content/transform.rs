@@ -8,7 +8,10 @@
 use serde_json::value::RawValue;
 
 use super::Accepts;
-use crate::acp::{ContentBlock, EmbeddedResourceResource, ResourceLink, TextContent};
+use crate::acp::{
+    ContentBlock, EmbeddedResourceResource, PromptRequest, RequestPermissionRequest, ResourceLink,
+    SessionNotification, TextContent,
+};
 use crate::jsonrpc::RawJson;
 
 /// How wide the readable text of an HTML page is laid out.
@@ -92,9 +95,9 @@ pub fn adapt_with(
     transform: &dyn Transform,
 ) -> Option<(RawJson, Vec<Transformation>)> {
     let path: &[&str] = match method {
-        "session/prompt" => &["prompt"],
-        "session/update" => &["update", "content"],
-        "session/request_permission" => &["toolCall", "content"],
+        PromptRequest::METHOD => &["prompt"],
+        SessionNotification::METHOD => &["update", "content"],
+        RequestPermissionRequest::METHOD => &["toolCall", "content"],
         _ => return None,
     };
     if accepts.is_everything() || !may_carry_media(params.as_bytes()) {
@@ -150,7 +153,8 @@ fn adapt_list(
     if done.len() == before {
         return None;
     }
-    RawJson::from_string(String::from_utf8(out).ok()?).ok()
+    // Valid items joined as a list: valid JSON, not parsed again.
+    Some(RawJson::from_trusted(bytes::Bytes::from(out)))
 }
 
 /// One content block made what `accepts` takes by `transform`, and what it was; `None` when
