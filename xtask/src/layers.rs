@@ -115,11 +115,12 @@ pub(crate) const CHECKS: &[Check] = &[
         allowed_group: &["attach", "chain", "client", "port", "requests", "restore"],
         leaves: &["who", "position", "turns"],
         roots: &[],
-        // What a client is, where it resumes, the turns; an agent's request; the record;
-        // what the layer says itself; the core; the session's adapter; the connections'.
+        // What a client is, where it resumes, the turns; an agent's request and the
+        // editor-facing hub (the router's too); the record; what the layer says itself; the
+        // core; the session's adapter; the connections'.
         ranks: &[
             &["who", "position", "turns", "rewrite", "table", "offers"],
-            &["ask"],
+            &["ask", "hub"],
             &["record"],
             &["notices"],
             &["core"],

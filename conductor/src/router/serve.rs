@@ -11,9 +11,11 @@ use super::ids::{own_of, tag};
 use super::rewrite::translate_paths;
 use super::table::Table;
 use super::{Config, Launcher, Workspace};
+use crate::sessions::hub::{self, Sessions, Unanswered, fail};
 use crate::sessions::rewrite::{Place, rename_sessions, session_of, with_session};
 use sacp::jsonrpc::{
-    Connection, Error, Handler, Notification, RawJson, Request, Responder, Transport, Work,
+    Connection, Error, Handler, Notification, PendingResponse, RawJson, Request, Responder,
+    Transport, Work,
 };
 
 use crate::lock::lock as locked;
@@ -52,9 +54,7 @@ pub async fn serve(
         slots: Mutex::default(),
         table: Mutex::default(),
     });
-    let editor = sacp::agent::builder()
-        .name("editor")
-        .spawn(transport, EditorSide(router.clone()));
+    let editor = hub::serve(router.clone(), Arc::new(()), "editor".to_owned(), transport);
     let _ = router.editor.set(editor.clone());
     let closed = editor.closed().await;
     router.stop_all();
@@ -92,26 +92,8 @@ impl Router {
         }
     }
 
-    async fn request(
-        self: Arc<Self>,
-        method: &str,
-        params: Option<RawJson>,
-    ) -> Result<RawJson, Error> {
-        match method {
-            "initialize" => self.initialize(params).await,
-            "authenticate" => self.authenticate(params).await,
-            "session/new" => self.new_session(params).await,
-            "session/list" => self.list(params).await,
-            "session/load" | "session/resume" => self.load(method, params).await,
-            _ => match session_of(params.as_ref()) {
-                Some(id) => self.to_session(method, params, &id).await,
-                None => Err(Error::method_not_found(method)),
-            },
-        }
-    }
-
-    async fn notify(&self, method: &str, params: Option<RawJson>) {
-        let Some(id) = session_of(params.as_ref()) else {
+    async fn notify(&self, id: Option<String>, method: &str, params: Option<RawJson>) {
+        let Some(id) = id else {
             tracing::debug!(method, "dropped a notification without a session");
             return;
         };
@@ -415,20 +397,43 @@ impl Router {
         RawJson::to_raw(&json!({ "sessions": all }))
     }
 
-    /// A request about session `id` (a prompt, a fork, a cancel, …), on its backend under the
-    /// backend's own ids; the answer under the editor's (a fork's new session learned).
-    async fn to_session(
+    /// A request about session `id` (a prompt, a fork, …), sent to its backend under the
+    /// backend's own ids, in the editor's order: its answer to await
+    /// ([`Router::session_answer`]).
+    fn send_to_session(
         &self,
         method: &str,
         params: Option<RawJson>,
         id: &str,
-    ) -> Result<RawJson, Error> {
+    ) -> Result<Sent, Error> {
         let backend = locked(&self.table)
             .get(id)
             .map(|e| e.chain.clone())
             .ok_or_else(|| Error::invalid_params(format!("unknown session {id:?}")))?;
+        if backend.is_dead() {
+            return Ok((backend, None));
+        }
         let params = self.to_backend(params)?;
-        let result = self.ask(&backend, method, params).await?;
+        let pending = backend.conn()?.request_raw(method, params);
+        Ok((backend, Some(pending)))
+    }
+
+    /// The answer to a request about session `id` ([`Router::send_to_session`]), under the
+    /// editor's ids (a fork's new session learned); if the backend ended meanwhile, the error
+    /// names it.
+    async fn session_answer(
+        &self,
+        (backend, pending): Sent,
+        method: &str,
+        id: &str,
+    ) -> Result<RawJson, Error> {
+        let Some(pending) = pending else {
+            return Err(backend.failure().await);
+        };
+        let result = match pending.await {
+            Err(e) if e.is_peer_closed() || backend.is_dead() => Err(backend.failure().await),
+            other => other,
+        }?;
         if matches!(method, "session/close" | "session/delete") {
             self.session_ended(id);
             return Ok(result);
@@ -453,6 +458,9 @@ impl Router {
         }
     }
 }
+
+/// A request sent to a session's backend, and its answer to come (none: the backend had ended).
+type Sent = (Arc<Backend>, Option<PendingResponse<RawJson>>);
 
 /// A backend claimed by [`Router::backend`]; releasing the claim arms the idle timer when
 /// it leaves the backend unused.
@@ -488,38 +496,97 @@ fn cwd_of(params: &RawJson) -> Result<String, Error> {
         .map_err(|_| Error::invalid_params("the request needs a `cwd`"))
 }
 
-/// What the editor sends.
-struct EditorSide(Arc<Router>);
+/// The router under its editor's connection: the hub gives it what the editor sends (see
+/// `sessions/hub.rs`). A request is answered from a task of its own — a `session/new` may
+/// start a backend first —, a request about a session passed on to its backend in its turn.
+impl Sessions for Router {
+    type Editor = ();
 
-impl Handler for EditorSide {
-    type Lane = ();
-
-    fn handle_request(
-        &mut self,
-        request: Request,
+    async fn initialize(
+        self: Arc<Self>,
+        _: Arc<()>,
+        params: Option<RawJson>,
         responder: Responder,
-        _cx: &Connection,
-    ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        let router = self.0.clone();
-        let work = async move {
-            let result = router.request(&request.method, request.params).await;
-            responder.answer_raw(result);
-        };
-        Work::start(work, ())
+    ) -> Result<(), Unanswered> {
+        responder.answer_raw(Router::initialize(self, params).await);
+        Ok(())
     }
 
-    fn handle_notification(
-        &mut self,
-        notification: Notification,
-        _cx: &Connection,
-    ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        let router = self.0.clone();
-        let work = async move {
-            router
-                .notify(&notification.method, notification.params)
-                .await;
+    async fn new_session(
+        self: Arc<Self>,
+        _: Arc<()>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        tokio::spawn(async move { responder.answer_raw(Router::new_session(self, params).await) });
+        Ok(())
+    }
+
+    async fn load(
+        self: Arc<Self>,
+        _: Arc<()>,
+        method: String,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        tokio::spawn(
+            async move { responder.answer_raw(Router::load(self, &method, params).await) },
+        );
+        Ok(())
+    }
+
+    async fn list(
+        self: Arc<Self>,
+        _: Arc<()>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        tokio::spawn(async move { responder.answer_raw(Router::list(&self, params).await) });
+        Ok(())
+    }
+
+    async fn to_session(
+        self: Arc<Self>,
+        _: Arc<()>,
+        id: String,
+        method: String,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        let asked = match self.send_to_session(&method, params, &id) {
+            Ok(asked) => asked,
+            Err(e) => return fail(responder, e),
         };
-        Work::in_turn(work, ())
+        tokio::spawn(async move {
+            let answer = self.session_answer(asked, &method, &id).await;
+            responder.answer_raw(answer);
+        });
+        Ok(())
+    }
+
+    async fn unbound(
+        self: Arc<Self>,
+        _: Arc<()>,
+        method: String,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        if method != "authenticate" {
+            return fail(responder, Error::method_not_found(&method));
+        }
+        tokio::spawn(async move { responder.answer_raw(self.authenticate(params).await) });
+        Ok(())
+    }
+
+    async fn notify(
+        self: Arc<Self>,
+        _: Arc<()>,
+        id: Option<String>,
+        notification: Notification,
+    ) -> Result<(), Error> {
+        let Notification { method, params } = notification;
+        Router::notify(&self, id, &method, params).await;
+        Ok(())
     }
 }
 

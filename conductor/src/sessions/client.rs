@@ -1,21 +1,20 @@
 //! A client of the layer: one editor's connection, what it sends, and what it holds — its own
 //! chain (started at its `initialize`) and its attachments to sessions.
 //!
-//! Each message is dealt with in its turn, in arrival order: a request is passed on to its
-//! chain there and then (so that a `session/cancel` sent after a prompt reaches the chain after
-//! it), and its answer awaited in a task of its own. Requests about a session go to that
-//! session's chain, whichever chain it is; the answer comes back through the session (see
-//! `session.rs`), after what the session streamed before it.
+//! Its connection is served by the editor-facing hub (`hub.rs`), which gives the layer each
+//! message in its turn: a request is passed on to its chain there and then (so that a
+//! `session/cancel` sent after a prompt reaches the chain after it), and its answer awaited in
+//! a task of its own.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use sacp::jsonrpc::{Connection, Error, Handler, Notification, RawJson, Request, Responder, Work};
+use sacp::jsonrpc::{Connection, Error, Notification, RawJson, Responder};
 use sacp::protocol::content::Accepts;
 use serde_json::{Map, Value};
 
 use super::chain::{ChainLink, answer_of, init_key};
+use super::hub::Sessions;
 use super::offers::{self, Offers};
 use super::position::{self, Cursor};
 use super::rewrite::{self, Place, session_of, with_session};
@@ -177,54 +176,7 @@ impl Client {
     }
 }
 
-/// What a client sends.
-pub(super) struct ClientSide {
-    layer: Arc<Layer>,
-    client: Arc<Client>,
-}
-
-impl ClientSide {
-    pub(super) fn new(layer: Arc<Layer>, client: Arc<Client>) -> ClientSide {
-        ClientSide { layer, client }
-    }
-}
-
-impl Handler for ClientSide {
-    type Lane = ();
-
-    fn handle_request(
-        &mut self,
-        request: Request,
-        responder: Responder,
-        _cx: &Connection,
-    ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        let (layer, client) = (self.layer.clone(), self.client.clone());
-        let work = async move {
-            if let Err(failed) = layer.request(&client, request, responder).await {
-                let (responder, e) = *failed;
-                responder.answer_error(e);
-            }
-        };
-        Work::in_turn(work, ())
-    }
-
-    fn handle_notification(
-        &mut self,
-        notification: Notification,
-        _cx: &Connection,
-    ) -> Work<impl Future<Output = ()> + Send + 'static> {
-        let (layer, client) = (self.layer.clone(), self.client.clone());
-        let work = async move {
-            if let Err(e) = layer.notify(&client, notification).await {
-                tracing::debug!("cannot pass a notification on: {e}");
-            }
-        };
-        Work::in_turn(work, ())
-    }
-}
-
-/// A request not dealt with, and why.
-pub(super) type Unanswered = Box<(Responder, Error)>;
+pub(super) use super::hub::{Unanswered, fail};
 
 /// Where a client taking back `session` (live here) starts in its record: from its cursor,
 /// else all of it for a load (`replay`), nothing for a resume.
@@ -252,72 +204,116 @@ fn unknown_position(id: &str, life: u64, seq: u64) -> Error {
     .with_data(serde_json::json!({"sessionId": id, "position": at}))
 }
 
-pub(super) fn fail(responder: Responder, e: Error) -> Result<(), Unanswered> {
-    Err(Box::new((responder, e)))
-}
+/// The layer under each client's connection: the hub gives it what a client sends (see
+/// `hub.rs`); requests about a session go to that session's chain, whichever chain it is, and
+/// the answer comes back through the session (see `session.rs`), after what the session
+/// streamed before it; a request of no session goes to the client's own chain.
+impl Sessions for Layer {
+    type Editor = Client;
 
-impl Layer {
-    /// Passes a client's request on (see the module docs); the answer follows in a task.
-    async fn request(
-        self: &Arc<Self>,
-        client: &Arc<Client>,
-        request: Request,
+    async fn initialize(
+        self: Arc<Self>,
+        client: Arc<Client>,
+        params: Option<RawJson>,
         responder: Responder,
     ) -> Result<(), Unanswered> {
-        let Request { method, params, .. } = request;
-        match method.as_str() {
-            "initialize" => self.initialize(client, params, responder).await,
-            "session/new" => self.new_session(client, params, responder).await,
-            "session/load" | "session/resume" => self.load(client, method, params, responder).await,
-            "session/list" => {
-                self.list(params, responder).await;
+        Layer::initialize(&self, &client, params, responder).await
+    }
+
+    async fn new_session(
+        self: Arc<Self>,
+        client: Arc<Client>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        Layer::new_session(&self, &client, params, responder).await
+    }
+
+    async fn load(
+        self: Arc<Self>,
+        client: Arc<Client>,
+        method: String,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        Layer::load(&self, &client, method, params, responder).await
+    }
+
+    async fn list(
+        self: Arc<Self>,
+        _client: Arc<Client>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        Layer::list(&self, params, responder).await;
+        Ok(())
+    }
+
+    async fn session_attach(
+        self: Arc<Self>,
+        client: Arc<Client>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        self.attach_request(&client, params, responder);
+        Ok(())
+    }
+
+    async fn session_detach(
+        self: Arc<Self>,
+        client: Arc<Client>,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        self.detach_request(&client, params, responder);
+        Ok(())
+    }
+
+    async fn to_session(
+        self: Arc<Self>,
+        client: Arc<Client>,
+        id: String,
+        method: String,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        // A session neither here nor of a chain here: deleted from the journal.
+        if method == "session/delete"
+            && self.session(&id).is_none()
+            && split_id(&id).is_some_and(|(_, tag)| self.chain(tag).is_none())
+        {
+            self.forget(id, responder);
+            return Ok(());
+        }
+        Layer::to_session(&self, &client, method, params, &id, responder).await
+    }
+
+    async fn unbound(
+        self: Arc<Self>,
+        client: Arc<Client>,
+        method: String,
+        params: Option<RawJson>,
+        responder: Responder,
+    ) -> Result<(), Unanswered> {
+        let link = self.own_chain(&client);
+        match link.request(method, params).await {
+            Ok(waiting) => {
+                tokio::spawn(async move { responder.answer_raw(answer_of(waiting).await) });
                 Ok(())
             }
-            "session/attach" => {
-                self.attach_request(client, params, responder);
-                Ok(())
-            }
-            "session/detach" => {
-                self.detach_request(client, params, responder);
-                Ok(())
-            }
-            "session/delete"
-                if let Some(id) = session_of(params.as_ref())
-                    && self.session(&id).is_none()
-                    && split_id(&id).is_some_and(|(_, tag)| self.chain(tag).is_none()) =>
-            {
-                self.forget(id, responder);
-                Ok(())
-            }
-            _ => match session_of(params.as_ref()) {
-                Some(id) => {
-                    self.to_session(client, method, params, &id, responder)
-                        .await
-                }
-                None => {
-                    let link = self.own_chain(client);
-                    match link.request(method, params).await {
-                        Ok(waiting) => {
-                            tokio::spawn(
-                                async move { responder.answer_raw(answer_of(waiting).await) },
-                            );
-                        }
-                        Err(e) => return fail(responder, e),
-                    }
-                    Ok(())
-                }
-            },
+            Err(e) => fail(responder, e),
         }
     }
 
-    /// A client's notification: to its session's chain, or to its own chain.
+    /// To its session's chain, or to the client's own chain.
     async fn notify(
-        self: &Arc<Self>,
-        client: &Arc<Client>,
+        self: Arc<Self>,
+        client: Arc<Client>,
+        id: Option<String>,
         notification: Notification,
     ) -> Result<(), Error> {
         let Notification { method, params } = notification;
-        match session_of(params.as_ref()) {
+        match id {
             Some(id) => {
                 let session = self
                     .session(&id)
@@ -341,7 +337,7 @@ impl Layer {
             }
             None => {
                 let link = lock(&client.chain).clone();
-                let link = link.or_else(|| client.deferred().then(|| self.own_chain(client)));
+                let link = link.or_else(|| client.deferred().then(|| self.own_chain(&client)));
                 match link {
                     Some(link) => link.notify(method, params).await,
                     None => Ok(()),
@@ -349,7 +345,9 @@ impl Layer {
             }
         }
     }
+}
 
+impl Layer {
     /// `initialize`: answered with a live chain's answer to the same (see [`init_key`]), so
     /// that a client coming back for its sessions starts no chain of its own until it needs one
     /// (see [`Layer::own_chain`]); else it starts the client's chain and passes it on, and the

@@ -51,6 +51,7 @@ mod attach;
 mod chain;
 mod client;
 mod core;
+pub(crate) mod hub;
 mod notices;
 mod offers;
 mod port;
@@ -298,12 +299,12 @@ impl Layer {
         transport: impl sacp::jsonrpc::Transport,
     ) {
         let client = Client::new(name);
-        let conn = sacp::agent::builder()
-            .name(format!("editor {}", client.name))
-            .spawn(
-                transport,
-                client::ClientSide::new(self.clone(), client.clone()),
-            );
+        let conn = hub::serve(
+            self.clone(),
+            client.clone(),
+            format!("editor {}", client.name),
+            transport,
+        );
         client.set_conn(conn.clone());
         let _ = conn.closed().await;
         self.client_left(&client);

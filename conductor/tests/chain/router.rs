@@ -443,3 +443,26 @@ async fn the_router_answers_initialize_itself_and_starts_backends_only_for_sessi
     editor.close_and_expect_a_clean_exit().await;
     let _ = std::fs::remove_dir_all(ws[0].parent().unwrap());
 }
+
+/// The editor's messages reach a backend in the order they were sent: a cancel written right
+/// behind its prompt (one write, read in one go) ends the prompt's turn, where a prompt passed
+/// on from a task of its own could reach the backend after the cancel and wait forever.
+#[tokio::test]
+async fn a_cancel_sent_right_behind_its_prompt_reaches_the_backend_after_it() {
+    let ws = workspaces(&["order"]);
+    let mut editor = Editor::start_in(conductor(), &route_args(&[]), &[], true, Some(&ws[0]));
+    initialize(&mut editor).await;
+    let session = new_session(&mut editor, &ws[0]).await;
+    for round in 0..5 {
+        let id = json!(format!("burst-{round}"));
+        let prompt = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}});
+        let cancel = json!({"jsonrpc": "2.0", "method": "session/cancel",
+            "params": {"sessionId": session}});
+        editor.send_line(&format!("{prompt}\n{cancel}")).await;
+        let answer = editor.until_response(&id).await;
+        assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    }
+    editor.close_and_expect_a_clean_exit().await;
+    let _ = std::fs::remove_dir_all(ws[0].parent().unwrap());
+}
