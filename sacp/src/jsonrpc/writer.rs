@@ -1,8 +1,11 @@
 //! The connection's writer task: writes what was queued for the peer, in queue order, one batch
-//! per write, and gives each message's budget back once it is written.
+//! per write, and gives the batch's budget back once it is written — in one go: the budget's
+//! shares are merged as they come, so that giving them back takes its lock once a batch, not
+//! once a message.
 
 use tokio::sync::mpsc;
 
+use super::budget::Permit;
 use super::connection::{Connection, Outgoing};
 use super::transport::MessageWriter;
 
@@ -15,7 +18,8 @@ pub(crate) async fn run<W: MessageWriter>(
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
 ) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
-    let mut permits = Vec::with_capacity(MAX_WRITE_BATCH);
+    // What the batch holds of the connection's one budget (see `Connection::send`).
+    let mut permits: Option<Permit> = None;
     let mut closing = false;
     let mut flushed = Vec::new();
     while let Some(first) = rx.recv().await {
@@ -24,7 +28,11 @@ pub(crate) async fn run<W: MessageWriter>(
             match item {
                 Outgoing::Message(m, permit) => {
                     batch.push(m);
-                    permits.extend(permit);
+                    match (&mut permits, permit) {
+                        (Some(held), Some(more)) => held.merge(more),
+                        (held @ None, more) => *held = more,
+                        (Some(_), None) => {}
+                    }
                 }
                 Outgoing::Flushed(tell) => {
                     flushed.push(tell);
@@ -46,14 +54,14 @@ pub(crate) async fn run<W: MessageWriter>(
             // Nothing can reach the peer any more: stop the work still going on for it.
             conn.write_failed(format!("write error: {e}"));
             batch.clear();
-            permits.clear();
+            drop(permits.take());
             // Keep draining so the reader's final Close is seen and senders do not pile up.
             if !closing {
                 drain_until_close(&mut rx).await;
             }
             break;
         }
-        permits.clear();
+        drop(permits.take());
         for tell in flushed.drain(..) {
             let _ = tell.send(());
         }
