@@ -32,7 +32,7 @@
 //!
 //! - HTML (an embedded resource of type `text/html`) becomes a `text` block with the page's
 //!   readable text (rendered by the `html2text` crate: headings, lists, tables and links as
-//!   text, no markup);
+//!   text, no markup); HTML given in base64 (a `blob`) becomes a `resource_link` to its `uri`;
 //! - an image or audio becomes a `resource_link` to it where it has a `uri`, else a `text`
 //!   block saying what it was (its type and size) and that the receiver cannot take it.
 //!

@@ -53,7 +53,10 @@ impl Transform for Standard {
                 EmbeddedResourceResource::TextResourceContents(page) => {
                     ContentBlock::Text(TextContent::new(html_to_text(&page.text)))
                 }
-                EmbeddedResourceResource::BlobResourceContents(_) => return None,
+                // An HTML page in base64: the link to it, as for an image with a `uri`.
+                EmbeddedResourceResource::BlobResourceContents(page) => ContentBlock::ResourceLink(
+                    link_to("an HTML page", "page", media_type, page.uri),
+                ),
             },
             _ => return None,
         };
@@ -184,6 +187,11 @@ pub fn adapt_block(
             {
                 page.mime_type.clone().unwrap_or_default()
             }
+            EmbeddedResourceResource::BlobResourceContents(page)
+                if is_html(page.mime_type.as_deref()) =>
+            {
+                page.mime_type.clone().unwrap_or_default()
+            }
             _ => return None,
         },
         _ => return None,
@@ -246,26 +254,29 @@ fn media_stand_in(kind: &str, mime_type: &str, data: &str, uri: Option<String>) 
     // Base64: four characters for three bytes.
     let bytes = data.len() / 4 * 3;
     match uri {
-        Some(uri) => {
-            let name = uri
-                .rsplit('/')
-                .find(|part| !part.is_empty())
-                .unwrap_or(kind)
-                .to_owned();
-            let mut link = ResourceLink::new(name, uri);
-            link.mime_type = Some(mime_type.to_owned());
-            link.description = Some(format!(
-                "{} ({mime_type}) that the receiver cannot take inline",
-                article(kind)
-            ));
-            ContentBlock::ResourceLink(link)
-        }
+        Some(uri) => ContentBlock::ResourceLink(link_to(&article(kind), kind, mime_type, uri)),
         None => ContentBlock::Text(TextContent::new(format!(
             "[{} ({mime_type}, {}) not shown: the receiver does not take {kind}]",
             article(kind),
             size(bytes)
         ))),
     }
+}
+
+/// A link to `what` (`an image`), of `mime_type`, at `uri`, in place of the block itself;
+/// named by the last part of its `uri`, else `kind`.
+fn link_to(what: &str, kind: &str, mime_type: &str, uri: String) -> ResourceLink {
+    let name = uri
+        .rsplit('/')
+        .find(|part| !part.is_empty())
+        .unwrap_or(kind)
+        .to_owned();
+    let mut link = ResourceLink::new(name, uri);
+    link.mime_type = Some(mime_type.to_owned());
+    link.description = Some(format!(
+        "{what} ({mime_type}) that the receiver cannot take inline"
+    ));
+    link
 }
 
 fn article(kind: &str) -> String {
@@ -338,6 +349,31 @@ mod tests {
         );
         // A hop that takes HTML gets it untouched.
         assert!(adapt("session/update", &raw(&params), &Accepts::of(["text/html"])).is_none());
+    }
+
+    #[test]
+    fn an_html_page_in_base64_becomes_a_link_to_it() {
+        // `<h1>Hi</h1>` in base64.
+        let params = r#"{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"resource","resource":{"uri":"file:///tmp/report.html","mimeType":"text/html","blob":"PGgxPkhpPC9oMT4="}}}}"#;
+        let (adapted, done) =
+            adapt("session/update", &raw(params), &Accepts::acp_default()).unwrap();
+        assert_eq!(
+            done,
+            vec![Transformation {
+                from: "text/html".into(),
+                into: "resource_link"
+            }]
+        );
+        let link = adapted.member_at(&["update", "content"]).unwrap();
+        assert_eq!(link.plain_str("type"), Some("resource_link"));
+        assert_eq!(link.plain_str("uri"), Some("file:///tmp/report.html"));
+        assert_eq!(link.plain_str("name"), Some("report.html"));
+        assert_eq!(link.plain_str("mimeType"), Some("text/html"));
+        assert!(!link.as_str().contains("PGgx"), "{link}");
+        // A hop that takes HTML, and a blob of another type, go as they came.
+        assert!(adapt("session/update", &raw(params), &Accepts::of(["text/html"])).is_none());
+        let pdf = params.replace("text/html", "application/pdf");
+        assert!(adapt("session/update", &raw(&pdf), &Accepts::acp_default()).is_none());
     }
 
     #[test]
