@@ -352,6 +352,29 @@ mod tests {
     }
 
     #[test]
+    fn a_v2_whole_message_has_its_list_of_blocks_adapted() {
+        // ACP v2's `agent_message` carries the message's blocks as a list.
+        let params = format!(
+            r#"{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message","messageId":"m1","content":[{{"type":"text","text":"before"}},{PANEL}]}}}}"#
+        );
+        let (adapted, done) =
+            adapt("session/update", &raw(&params), &Accepts::acp_default()).unwrap();
+        assert_eq!(done.len(), 1);
+        let blocks: Vec<serde_json::Value> = adapted
+            .member_at(&["update", "content"])
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            blocks[0],
+            serde_json::json!({"type": "text", "text": "before"})
+        );
+        assert_eq!(blocks[1]["type"], "text");
+        assert!(blocks[1]["text"].as_str().unwrap().contains("Tools used"));
+        assert!(adapted.as_str().contains(r#""messageId":"m1""#));
+    }
+
+    #[test]
     fn an_html_page_in_base64_becomes_a_link_to_it() {
         // `<h1>Hi</h1>` in base64.
         let params = r#"{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"resource","resource":{"uri":"file:///tmp/report.html","mimeType":"text/html","blob":"PGgxPkhpPC9oMT4="}}}}"#;
