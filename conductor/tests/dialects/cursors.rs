@@ -8,8 +8,8 @@
 use sacp::jsonrpc::Message;
 use serde_json::{Value, json};
 
-use crate::attach::{Raw, params_of, said};
 use crate::common::*;
+use crate::raw::{Raw, params_of, said};
 use crate::remote::remote;
 
 const UPDATES: usize = 10_000;

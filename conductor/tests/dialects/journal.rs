@@ -10,13 +10,13 @@ use sacp::jsonrpc::Message;
 use serde_json::json;
 
 use crate::across_machines::running;
-use crate::attach::{Raw, params_of, said};
 use crate::common::*;
+use crate::raw::{Raw, params_of, said};
 use crate::remote::{Listening, TOKEN};
 use crate::restart::{editor, prompt};
 
 /// A fresh directory for one test.
-fn fresh(name: &str) -> PathBuf {
+pub(crate) fn fresh(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sacp-journal-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -40,7 +40,7 @@ async fn conductor_in(state: &Path, args: &[&str]) -> Listening {
     Listening::start_in(conductor(), &all, &[("XDG_STATE_HOME", state)]).await
 }
 
-async fn new_session(ed: &mut Raw) -> String {
+pub(crate) async fn new_session(ed: &mut Raw) -> String {
     let new = json!({"cwd": "/tmp", "mcpServers": []});
     ed.request("session/new", new).await.unwrap()["sessionId"]
         .as_str()
@@ -124,7 +124,7 @@ async fn until_released(db: &Path, session: &str) {
 }
 
 /// Waits until `rows` of `session` satisfy `pred`.
-async fn until_rows(
+pub(crate) async fn until_rows(
     what: &str,
     db: &Path,
     session: &str,
@@ -172,7 +172,7 @@ async fn load_replayed(ed: &mut Raw, session: &str) {
 }
 
 /// The next turn of `session`, "stream N", works: N chunks, then its end.
-async fn goes_on(ed: &mut Raw, session: &str, n: usize) {
+pub(crate) async fn goes_on(ed: &mut Raw, session: &str, n: usize) {
     ed.clear();
     let text = format!("stream {n}");
     assert_eq!(prompt(ed, session, &text).await["stopReason"], "end_turn");
@@ -652,72 +652,13 @@ async fn an_agents_session_loaded_through_two_conductors_in_turn_is_journaled_on
     let _ = std::fs::remove_dir_all(&base);
 }
 
-/// A session of one turn ("stream 2") journaled in `base`'s journal by a conductor then
-/// killed, a second conductor on the same journal, and an editor connected to it.
-async fn left_by_a_killed_conductor(base: &Path) -> (String, Listening, Raw) {
-    let db = base.join("journal.db");
-    let args = ["--journal", db.to_str().unwrap()];
-    let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
-    let mut ed = editor(&first.ws()).await;
-    let session = new_session(&mut ed).await;
-    goes_on(&mut ed, &session, 2).await;
-    crate::restart::until_journaled(db.to_str().unwrap(), &session, "stream 2").await;
-    first.kill().await;
-    drop(ed);
-    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
-    let ed = editor(&second.ws()).await;
-    (session, second, ed)
-}
-
-/// `session/delete` of a session no chain holds, on a conductor started again on its journal:
-/// the journal's copy goes (its words deleted, a row saying it was closed left), a load is
-/// refused as for a closed session, and a delete of an id the journal never had is "not here".
-#[tokio::test]
-async fn deleting_a_session_only_the_journal_holds_deletes_its_words() {
-    let base = fresh("delete");
-    let (session, second, mut ed) = left_by_a_killed_conductor(&base).await;
-    let deleted = ed
-        .request("session/delete", json!({"sessionId": session}))
-        .await
-        .unwrap();
-    assert_eq!(deleted, json!({}));
-    until_rows(
-        "the deleted session's words gone",
-        &base.join("journal.db"),
-        &session,
-        |(chunks, row)| *chunks == 0 && row.as_ref().is_some_and(|(closed, _)| *closed),
-    )
-    .await;
-    let load = json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []});
-    let refused = ed.request("session/load", load).await.unwrap_err();
-    assert_eq!(refused["code"], -32002, "{refused}");
-    assert_eq!(refused["data"]["ended"], "it was closed", "{refused}");
-    // Deleted once: a second delete finds nothing to delete.
-    let again = ed
-        .request("session/delete", json!({"sessionId": session}))
-        .await
-        .unwrap_err();
-    assert_eq!(again["code"], -32002, "{again}");
-    let (own, _) = session.split_once('@').unwrap();
-    let stranger = format!("{own}x@ffffffffffff");
-    let unknown = ed
-        .request("session/delete", json!({"sessionId": stranger}))
-        .await
-        .unwrap_err();
-    assert!(
-        unknown["message"]
-            .as_str()
-            .is_some_and(|m| m.contains(&stranger)),
-        "{unknown}"
-    );
-    drop(second);
-    let _ = std::fs::remove_dir_all(&base);
-}
-
 /// A session with `n` subagents (`c1`, `c2`, … to the test agent, named as its chain by the
 /// layer), journaled in `db` by a conductor then killed: the parent's id and the children's,
 /// once each child's words, its parent and its `cwd` are in the journal.
-async fn subagents_left_by_a_killed_conductor(db: &Path, n: usize) -> (String, Vec<String>) {
+pub(crate) async fn subagents_left_by_a_killed_conductor(
+    db: &Path,
+    n: usize,
+) -> (String, Vec<String>) {
     let args = ["--journal", db.to_str().unwrap()];
     let mut first = crate::across_machines::conductor_listening(&args, &[agent()]).await;
     let mut ed = editor(&first.ws()).await;
@@ -752,7 +693,7 @@ async fn subagents_left_by_a_killed_conductor(db: &Path, n: usize) -> (String, V
 
 /// Waits until the journal in `db` has `child` closed with the session it was a subagent of:
 /// its words deleted, its row saying why.
-async fn until_closed_with_parent(db: &Path, child: &str) {
+pub(crate) async fn until_closed_with_parent(db: &Path, child: &str) {
     until_rows(
         "the child closed with its parent",
         db,
@@ -769,7 +710,7 @@ async fn until_closed_with_parent(db: &Path, child: &str) {
 }
 
 /// A load of `child` is refused as a session that ended with the one it was a subagent of.
-async fn refused_as_ended_with_parent(ed: &mut Raw, child: &str) {
+pub(crate) async fn refused_as_ended_with_parent(ed: &mut Raw, child: &str) {
     let load = json!({"sessionId": child, "cwd": "/tmp", "mcpServers": []});
     let refused = ed.request("session/load", load).await.unwrap_err();
     assert_eq!(refused["code"], -32002, "{child}: {refused}");
@@ -777,62 +718,4 @@ async fn refused_as_ended_with_parent(ed: &mut Raw, child: &str) {
         refused["data"]["ended"], "the session it was a subagent of was closed",
         "{child}: {refused}"
     );
-}
-
-/// `session/delete` of a parent session only the journal holds deletes its subagents' words
-/// too (at any depth the agent nested them), and a load of a subagent says it ended with its
-/// parent.
-#[tokio::test]
-async fn deleting_a_parent_only_the_journal_holds_deletes_its_subagents_words() {
-    let base = fresh("delete-parent");
-    let db = base.join("journal.db");
-    let args = ["--journal", db.to_str().unwrap()];
-    let (parent, children) = subagents_left_by_a_killed_conductor(&db, 1).await;
-    let child = &children[0];
-    let second = crate::across_machines::conductor_listening(&args, &[agent()]).await;
-    let mut ed = editor(&second.ws()).await;
-    let deleted = ed
-        .request("session/delete", json!({"sessionId": parent}))
-        .await
-        .unwrap();
-    assert_eq!(deleted, json!({}));
-    until_closed_with_parent(&db, child).await;
-    refused_as_ended_with_parent(&mut ed, child).await;
-    drop(second);
-    let _ = std::fs::remove_dir_all(&base);
-}
-
-/// `session/attach` of a session of a conductor before this one restores it as `session/load`
-/// does: the answer's history is the journal's, and the session goes on. An id of the layer's
-/// shape that the journal never had is `-32001`.
-#[tokio::test]
-async fn a_session_of_a_conductor_before_is_taken_back_with_session_attach() {
-    let base = fresh("attach");
-    let (session, second, mut ed) = left_by_a_killed_conductor(&base).await;
-    let attached = ed
-        .request("session/attach", json!({"sessionId": session}))
-        .await
-        .unwrap();
-    assert_eq!(attached["sessionId"], session.as_str(), "{attached}");
-    let said: Vec<&str> = attached["history"]
-        .as_array()
-        .unwrap_or_else(|| panic!("a history: {attached}"))
-        .iter()
-        .filter_map(|item| match item["method"].as_str()? {
-            "session/update" => item["params"]["update"]["content"]["text"].as_str(),
-            "session/prompt" => item["params"]["prompt"][0]["text"].as_str(),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(said, ["stream 2", "chunk 1", "chunk 2"], "{attached}");
-    goes_on(&mut ed, &session, 1).await;
-    let (own, _) = session.split_once('@').unwrap();
-    let stranger = format!("{own}x@ffffffffffff");
-    let unknown = ed
-        .request("session/attach", json!({"sessionId": stranger}))
-        .await
-        .unwrap_err();
-    assert_eq!(unknown["code"], -32001, "{unknown}");
-    drop(second);
-    let _ = std::fs::remove_dir_all(&base);
 }

@@ -8,8 +8,8 @@ use std::pin::Pin;
 
 use serde_json::{Value, json};
 
-use crate::attach::Raw;
 use crate::common::*;
+use crate::raw::Raw;
 use crate::remote::{Listening, remote};
 use crate::restart::{editor, prompt};
 

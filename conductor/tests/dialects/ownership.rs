@@ -14,8 +14,8 @@ use sacp::jsonrpc::{
 };
 use serde_json::{Value, json};
 
-use crate::attach::{Raw, params_of, said};
 use crate::common::*;
+use crate::raw::{Raw, params_of, said};
 use crate::remote::{Listening, remote};
 use crate::restart::{
     Relay, conductor_on, editor, lost_in, postgres, prompt, prompted, until_journaled,

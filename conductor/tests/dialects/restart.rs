@@ -10,8 +10,8 @@ use sacp::jsonrpc::Message;
 use serde_json::{Value, json};
 
 use crate::across_machines::running;
-use crate::attach::{Raw, params_of, said};
 use crate::common::*;
+use crate::raw::{Raw, params_of, said};
 use crate::remote::{Listening, remote};
 
 /// The test agents among `conductor`'s processes.

@@ -7,8 +7,8 @@
 use sacp::jsonrpc::Message;
 use serde_json::{Value, json};
 
-use crate::attach::{Raw, params_of};
 use crate::common::*;
+use crate::raw::{Raw, params_of};
 use crate::remote::{Listening, remote};
 
 async fn listening() -> Listening {
@@ -159,7 +159,7 @@ async fn a_prompt_while_an_orphaned_turn_runs_waits_for_it_and_any_controller_ca
     let said: Vec<String> = b
         .updates()
         .iter()
-        .filter_map(|u| crate::attach::said(u).map(str::to_owned))
+        .filter_map(|u| crate::raw::said(u).map(str::to_owned))
         .collect();
     assert_eq!(said, ["chunk 1", "chunk 2"]);
 
