@@ -3,7 +3,8 @@
 //! connection that started it), not as long as the connection that started it alone.
 //!
 //! `conductor agent --listen` stands on it (see `listen.rs`): every network connection is a
-//! client of the layer ([`client`]), and the layer is the editor of every chain
+//! client of the layer ([`client`]), read by the editor-facing hub ([`hub`], which the session
+//! router stands on too), and the layer is the editor of every chain
 //! ([`chain::ChainLink`]), a connection's own started at its `initialize` — or, when a live
 //! chain answered the same `initialize` already (a client coming back for its sessions), that
 //! answer is the client's and its own chain starts only once it asks for something a session
