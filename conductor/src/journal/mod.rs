@@ -628,8 +628,8 @@ impl Journal {
         self.read(id, true).await
     }
 
-    /// [`Journal::kept`] without the entries (none are read): how the session began, and
-    /// whether it was closed.
+    /// The session `id` as the journal has it, without the entries (none are read): how it
+    /// began, and whether it was closed.
     pub(crate) async fn row(&self, id: &str) -> Result<Option<Kept>, Error> {
         self.read(id, false).await
     }

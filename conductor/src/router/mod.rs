@@ -1,7 +1,7 @@
 //! A session router: one ACP agent for the editor that runs every session on an agent process
 //! of the session's own workspace (a *backend*).
 //!
-//! The editor sees one agent. [`serve`] answers `initialize` itself, from its configuration
+//! The editor sees one agent. [`serve()`] answers `initialize` itself, from its configuration
 //! ([`Config::capabilities`], ACP v1), as the design has it ("respond with proxy capabilities,
 //! cache for forwarding to agents later"): no backend starts for it, since a backend runs for a
 //! workspace and may only be able to run there (`docker exec -i ws-{workspace} …`). For each
