@@ -11,7 +11,7 @@ use super::ids::{own_of, tag};
 use super::rewrite::translate_paths;
 use super::table::Table;
 use super::{Config, Launcher, Workspace};
-use crate::sessions::hub::{self, Sessions, Unanswered, fail};
+use crate::sessions::hub::{self, Sessions, Unanswered, answer_later, fail};
 use crate::sessions::rewrite::{Place, rename_sessions, session_of, with_session};
 use sacp::jsonrpc::{
     Connection, Error, Handler, Notification, PendingResponse, RawJson, Request, Responder,
@@ -497,8 +497,9 @@ fn cwd_of(params: &RawJson) -> Result<String, Error> {
 }
 
 /// The router under its editor's connection: the hub gives it what the editor sends (see
-/// `sessions/hub.rs`). A request is answered from a task of its own — a `session/new` may
-/// start a backend first —, a request about a session passed on to its backend in its turn.
+/// `sessions/hub.rs`). A request is answered from a task of its own ([`answer_later`]: a
+/// `session/new` may start a backend first), a request about a session passed on to its
+/// backend in its turn.
 impl Sessions for Router {
     type Editor = ();
 
@@ -518,7 +519,7 @@ impl Sessions for Router {
         params: Option<RawJson>,
         responder: Responder,
     ) -> Result<(), Unanswered> {
-        tokio::spawn(async move { responder.answer_raw(Router::new_session(self, params).await) });
+        answer_later(responder, Router::new_session(self, params));
         Ok(())
     }
 
@@ -529,9 +530,9 @@ impl Sessions for Router {
         params: Option<RawJson>,
         responder: Responder,
     ) -> Result<(), Unanswered> {
-        tokio::spawn(
-            async move { responder.answer_raw(Router::load(self, &method, params).await) },
-        );
+        answer_later(responder, async move {
+            Router::load(self, &method, params).await
+        });
         Ok(())
     }
 
@@ -541,7 +542,7 @@ impl Sessions for Router {
         params: Option<RawJson>,
         responder: Responder,
     ) -> Result<(), Unanswered> {
-        tokio::spawn(async move { responder.answer_raw(Router::list(&self, params).await) });
+        answer_later(responder, async move { Router::list(&self, params).await });
         Ok(())
     }
 
@@ -557,9 +558,8 @@ impl Sessions for Router {
             Ok(asked) => asked,
             Err(e) => return fail(responder, e),
         };
-        tokio::spawn(async move {
-            let answer = self.session_answer(asked, &method, &id).await;
-            responder.answer_raw(answer);
+        answer_later(responder, async move {
+            self.session_answer(asked, &method, &id).await
         });
         Ok(())
     }
@@ -574,7 +574,7 @@ impl Sessions for Router {
         if method != "authenticate" {
             return fail(responder, Error::method_not_found(&method));
         }
-        tokio::spawn(async move { responder.answer_raw(self.authenticate(params).await) });
+        answer_later(responder, async move { self.authenticate(params).await });
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use sacp::protocol::content::Accepts;
 use serde_json::{Map, Value};
 
 use super::chain::{ChainLink, answer_of, init_key};
-use super::hub::Sessions;
+use super::hub::{Sessions, answer_later};
 use super::offers::{self, Offers};
 use super::position::{self, Cursor};
 use super::rewrite::{self, Place, session_of, with_session};
@@ -298,7 +298,7 @@ impl Sessions for Layer {
         let link = self.own_chain(&client);
         match link.request(method, params).await {
             Ok(waiting) => {
-                tokio::spawn(async move { responder.answer_raw(answer_of(waiting).await) });
+                answer_later(responder, answer_of(waiting));
                 Ok(())
             }
             Err(e) => fail(responder, e),

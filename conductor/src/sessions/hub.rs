@@ -27,6 +27,23 @@ pub(crate) fn fail(responder: Responder, e: Error) -> Result<(), Unanswered> {
     Err(Box::new((responder, e)))
 }
 
+/// Answers `responder` with what `answer` gives, from a task of its own — unless the editor
+/// cancels the request (`$/cancel_request`, or its connection ends) first: then the work is
+/// dropped, and with it whatever it was awaiting (a request to a backend is cancelled there in
+/// turn), as a handler's work started with `Work::start` would be.
+pub(crate) fn answer_later(
+    responder: Responder,
+    answer: impl Future<Output = Result<RawJson, Error>> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let result = tokio::select! {
+            result = answer => result,
+            () = responder.cancelled() => return,
+        };
+        responder.answer_raw(result);
+    });
+}
+
 /// What the editors' requests and notifications go to. Each method is called in the
 /// request's turn: it passes the request on (or answers it) before it returns, and leaves
 /// waiting for an answer to a task of its own. `editor` is what the hub keeps of the
